@@ -1,0 +1,1 @@
+"""Modes built only on subclass_kit's public extension API."""

@@ -1,0 +1,82 @@
+"""subclass_kit: PyTorch's tensor core, reproduced in pure Python on numpy.
+
+The public API, by explicit re-export (``X as X``); everything else is private. See
+``docs/ARCHITECTURE.md`` for the files in processing order.
+"""
+
+from __future__ import annotations
+
+from . import registry as _registry
+from ._dtype import bool_ as bool  # noqa: A001  (sk.bool, as torch.bool)
+from ._dtype import can_cast as can_cast
+from ._dtype import dtype as dtype
+from ._dtype import float16 as float16
+from ._dtype import float32 as float32
+from ._dtype import float64 as float64
+from ._dtype import get_default_dtype as get_default_dtype
+from ._dtype import int8 as int8
+from ._dtype import int16 as int16
+from ._dtype import int32 as int32
+from ._dtype import int64 as int64
+from ._dtype import promote_types as promote_types
+from ._dtype import set_default_dtype as set_default_dtype
+from ._dtype import uint8 as uint8
+from .function import public_api as public_api
+from .layout import Layout as Layout
+from .mode import DispatchMode as DispatchMode
+from .mode import FunctionMode as FunctionMode
+from .mode import get_function_mode_stack as get_function_mode_stack
+from .mode import get_mode_stack as get_mode_stack
+from .registry import OpOverload as OpOverload
+from .registry import get_kernel as get_kernel
+from .registry import ops as ops
+from .registry import register_kernel as register_kernel
+from .schema import AliasInfo as AliasInfo
+from .schema import Argument as Argument
+from .schema import OpSchema as OpSchema
+from .schema import parse_schema as parse_schema
+from .storage import Storage as Storage
+from .storage import device as device
+from .tensor import CreationMeta as CreationMeta
+from .tensor import Size as Size
+from .tensor import Tensor as Tensor
+from .tensor import channels_last as channels_last
+from .tensor import contiguous_format as contiguous_format
+from .tensor import disabled_tensor_function as disabled_tensor_function
+from .tensor import preserve_format as preserve_format
+
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+
+# Kernels and decompositions register themselves on import.
+from .kernels import factories as _factories  # noqa: E402
+from .kernels import pointwise as _pointwise  # noqa: E402
+from .kernels import views as _views  # noqa: E402
+from . import decompositions as _decompositions  # noqa: E402
+from .api import views as _api_views  # noqa: E402
+from .api.creation import arange as arange  # noqa: E402
+from .api.creation import as_tensor as as_tensor  # noqa: E402
+from .api.creation import empty as empty  # noqa: E402
+from .api.creation import empty_like as empty_like  # noqa: E402
+from .api.creation import empty_strided as empty_strided  # noqa: E402
+from .api.creation import eye as eye  # noqa: E402
+from .api.creation import from_numpy as from_numpy  # noqa: E402
+from .api.creation import full as full  # noqa: E402
+from .api.creation import full_like as full_like  # noqa: E402
+from .api.creation import manual_seed as manual_seed  # noqa: E402
+from .api.creation import ones as ones  # noqa: E402
+from .api.creation import ones_like as ones_like  # noqa: E402
+from .api.creation import rand as rand  # noqa: E402
+from .api.creation import rand_like as rand_like  # noqa: E402
+from .api.creation import randint as randint  # noqa: E402
+from .api.creation import randn as randn  # noqa: E402
+from .api.creation import randn_like as randn_like  # noqa: E402
+from .api.creation import scalar_tensor as scalar_tensor  # noqa: E402
+from .api.creation import tensor as tensor  # noqa: E402
+from .api.creation import zeros as zeros  # noqa: E402
+from .api.creation import zeros_like as zeros_like  # noqa: E402
+from .api.math import *  # noqa: E402,F401,F403  (names listed in api.math.__all__)

@@ -1,0 +1,28 @@
+"""Thread-local dispatch state: the two mode stacks and the grad / inference / below flags.
+
+One object per thread (``threading.local``); each flag has exactly one owner module that
+changes it through a context manager. See Note [Mode runs below itself] in ``mode.py`` and
+Note [Version counters] in ``registry.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+class _TLS(threading.local):
+    def __init__(self):
+        # Innermost mode last. A handler runs with the list cut below its own mode.
+        self.dispatch_modes = []
+        self.function_modes = []
+        # True while a subclass __tensor_dispatch__ handler (or a no_dispatch block) runs:
+        # ops called there are "below autograd": no version bumps, no view tracking
+        # (PyTorch's AutoDispatchBelowADInplaceOrView).
+        self.below = False
+        # True while Tensor.__tensor_function__'s default runs the wrapped function.
+        self.function_subclass_disabled = False
+        self.grad_enabled = True
+        self.inference = False
+
+
+tls = _TLS()

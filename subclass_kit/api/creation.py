@@ -1,0 +1,224 @@
+"""Factories: ``sk.tensor``, ``sk.zeros``, ``sk.ones``, ``sk.full``, ``sk.empty``, ``sk.arange``,
+``sk.eye``, ``sk.rand``, ``sk.randn``, ``sk.randint``, ``sk.empty_strided`` and ``*_like``.
+
+Factory ops reach modes with ``types == ()`` (SEMANTICS.md §5.1). ``device`` is "cpu" or "meta";
+``dtype`` defaults to ``sk.get_default_dtype()`` (float32) for float factories and is inferred
+from the data for ``sk.tensor``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..function import public_api
+from ..kernels.factories import manual_seed
+from ..registry import ops
+from ..storage import device as _device
+from ..tensor import Tensor, from_numpy
+from ._register import size_args
+
+__all__ = ["tensor", "as_tensor", "empty", "zeros", "ones", "full", "arange", "eye", "rand",
+           "randn", "randint", "empty_strided", "empty_like", "zeros_like", "ones_like",
+           "full_like", "rand_like", "randn_like", "manual_seed", "from_numpy", "scalar_tensor"]
+
+
+def _infer_dtype(data):
+    """PyTorch's inference for nested Python data: bool < int64 < default float."""
+    flat = np.asarray(data, dtype=object).ravel() if not isinstance(data, (int, float, bool)) \
+        else [data]
+    kind = dt.bool_
+    for v in flat:
+        if isinstance(v, Tensor):
+            return None
+        if isinstance(v, (bool, np.bool_)):
+            continue
+        if isinstance(v, (int, np.integer)):
+            kind = dt.int64 if kind is dt.bool_ else kind
+        elif isinstance(v, (float, np.floating)):
+            kind = dt.get_default_dtype()
+        else:
+            raise TypeError(f"Could not infer dtype of {type(v).__name__}")
+    return kind
+
+
+@public_api
+def tensor(data, dtype=None, device="cpu", requires_grad=False):
+    """A new tensor copying ``data`` (nested lists, numbers, numpy arrays or a Tensor).
+
+    dtype: inferred as PyTorch does (bool, int64, or the default float; numpy arrays keep
+    theirs). Raises TypeError for data of unsupported types; ValueError for ragged lists.
+    """
+    if isinstance(data, Tensor):
+        src = data.detach()
+        out = src.to(dtype=dtype or src.dtype, device=device, copy=True)
+    else:
+        if isinstance(data, np.ndarray):
+            inferred = dt.from_numpy_dtype(data.dtype)
+            arr = data
+        elif isinstance(data, (list, tuple)) and data and any(
+                isinstance(x, Tensor) for x in _flat(data)):
+            arr = np.asarray([_to_py(x) for x in data])
+            inferred = _infer_dtype(arr.tolist())
+        else:
+            inferred = _infer_dtype(data)
+            try:
+                arr = np.asarray(data)
+            except ValueError as e:
+                raise ValueError(f"expected sequence of equal length lists: {e}") from None
+            if arr.dtype == object:
+                raise ValueError("expected a rectangular (non-ragged) nested sequence")
+        dtype = inferred if dtype is None else dt.to_dtype(dtype)
+        out = ops.empty(list(arr.shape), dtype=dtype, device=device)
+        if out._storage.device.type != "meta":
+            np.copyto(out._array(), arr, casting="unsafe")
+        out = ops.lift_fresh(out)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _flat(data):
+    for x in data:
+        if isinstance(x, (list, tuple)):
+            yield from _flat(x)
+        else:
+            yield x
+
+
+def _to_py(x):
+    if isinstance(x, Tensor):
+        return x.tolist()
+    if isinstance(x, (list, tuple)):
+        return [_to_py(v) for v in x]
+    return x
+
+
+@public_api
+def as_tensor(data, dtype=None, device=None):
+    """Like ``tensor`` but returns ``data`` itself when it is already a matching Tensor."""
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device)
+    if isinstance(data, np.ndarray) and dtype is None and device in (None, "cpu"):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device or "cpu")
+
+
+def _kw(dtype, device, requires_grad):
+    return {"dtype": dtype, "device": device, "requires_grad": requires_grad}
+
+
+@public_api
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Uninitialised tensor of ``size`` (meta: no data at all)."""
+    return ops.empty(size_args(size), **_kw(dtype, device, requires_grad),
+                     memory_format=memory_format)
+
+
+@public_api
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return ops.full(size_args(size), 0.0 if dtype is None else 0,
+                    **_kw(dtype or dt.get_default_dtype(), device, requires_grad))
+
+
+@public_api
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return ops.full(size_args(size), 1.0 if dtype is None else 1,
+                    **_kw(dtype or dt.get_default_dtype(), device, requires_grad))
+
+
+@public_api
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return ops.full(tuple(size), fill_value, **_kw(dtype, device, requires_grad))
+
+
+@public_api
+def scalar_tensor(s, *, dtype=None, device=None):
+    return ops.scalar_tensor(s, dtype=dtype, device=device)
+
+
+@public_api
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """``arange(end)`` or ``arange(start, end, step)``; int64 for integer arguments."""
+    if end is None:
+        start, end = 0, start
+    return ops.arange(start, end, step, **_kw(dtype, device, requires_grad))
+
+
+@public_api
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    return ops.eye(n, n if m is None else m, **_kw(dtype, device, requires_grad))
+
+
+@public_api
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    return ops.rand(size_args(size), **_kw(dtype, device, requires_grad))
+
+
+@public_api
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    return ops.randn(size_args(size), **_kw(dtype, device, requires_grad))
+
+
+@public_api
+def randint(low, high=None, size=None, *, dtype=None, device=None, requires_grad=False):
+    """``randint(high, size)`` or ``randint(low, high, size)``; int64 by default."""
+    if size is None:
+        low, high, size = 0, low, high
+    return ops.randint(low, high, tuple(size), **_kw(dtype, device, requires_grad))
+
+
+@public_api
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    return ops.empty_strided(tuple(size), tuple(stride), **_kw(dtype, device, requires_grad))
+
+
+def _like(t, dtype, device):
+    return (t.dtype if dtype is None else dtype), (t.device if device is None else device)
+
+
+@public_api
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    d, dev = _like(input, dtype, device)
+    from ..kernels.factories import _preserved_strides
+    return ops.empty_strided(input.shape, _preserved_strides(input, memory_format),
+                             **_kw(d, dev, requires_grad))
+
+
+@public_api
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _filled(empty_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
+                              memory_format=memory_format), 0)
+
+
+@public_api
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _filled(empty_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
+                              memory_format=memory_format), 1)
+
+
+@public_api
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None):
+    return _filled(empty_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
+                              memory_format=memory_format), fill_value)
+
+
+def _filled(fresh, value):
+    # A fresh tensor's first fill is part of its creation: no version bump (PyTorch's
+    # zeros_like/ones_like return version 0).
+    if fresh._storage.device.type != "meta":
+        fresh._array()[...] = value
+    return fresh
+
+
+@public_api
+def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(input, dtype, device)
+    return ops.rand(input.shape, **_kw(d, dev, requires_grad))
+
+
+@public_api
+def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(input, dtype, device)
+    return ops.randn(input.shape, **_kw(d, dev, requires_grad))

@@ -1,0 +1,289 @@
+"""View and copy methods of ``Tensor`` (PyTorch names, argument forms and stride rules).
+
+Views share the input's Storage and version counter and get ``_base`` (SEMANTICS.md §1.2, §3.1).
+``reshape``/``flatten`` view when strides allow, else copy; ``contiguous()`` of a contiguous
+tensor and ``to()`` with nothing to change return ``self``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .. import _dtype as dt
+from ..registry import ops
+from ..storage import device as _device
+from ..tensor import Tensor, contiguous_format, preserve_format
+from ._register import method, prop, size_args
+
+
+@method("view")
+def view(self, *shape):
+    if len(shape) == 1 and (isinstance(shape[0], dt.dtype) or isinstance(shape[0], str)):
+        return ops.view.dtype(self, dt.to_dtype(shape[0]))
+    return ops.view(self, size_args(shape))
+
+
+@method("view_as")
+def view_as(self, other):
+    return ops.view_as(self, other)
+
+
+@method("reshape")
+def reshape(self, *shape):
+    return ops.reshape(self, size_args(shape))
+
+
+@method("reshape_as")
+def reshape_as(self, other):
+    return ops.reshape(self, list(other.shape))
+
+
+@method("as_strided")
+def as_strided(self, size, stride, storage_offset=None):
+    return ops.as_strided(self, tuple(size), tuple(stride), storage_offset)
+
+
+@method("transpose", "swapdims", "swapaxes")
+def transpose(self, dim0, dim1):
+    return ops.transpose(self, dim0, dim1)
+
+
+@method("t")
+def t(self):
+    return ops.t(self)
+
+
+@prop("T")
+def T(self):
+    n = self.dim()
+    if n != 2 and n != 0:
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their "
+                      "shape is deprecated and it will throw an error in a future release. "
+                      "Consider `x.mT` to transpose batches of matrices or "
+                      "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions "
+                      "of a tensor.", UserWarning, stacklevel=3)
+    return ops.permute(self, list(range(n - 1, -1, -1)))
+
+
+@prop("mT")
+def mT(self):
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {self.dim()}-D tensor.")
+    return ops.transpose(self, -2, -1)
+
+
+@method("permute")
+def permute(self, *dims):
+    return ops.permute(self, size_args(dims))
+
+
+@method("expand")
+def expand(self, *sizes):
+    return ops.expand(self, size_args(sizes))
+
+
+@method("expand_as")
+def expand_as(self, other):
+    return ops.expand_as(self, other)
+
+
+@method("squeeze")
+def squeeze(self, dim=None):
+    if dim is None:
+        dims = list(range(self.dim()))
+    elif isinstance(dim, (tuple, list)):
+        dims = list(dim)
+    else:
+        dims = [dim]
+    return ops.squeeze.dims(self, dims)
+
+
+@method("unsqueeze")
+def unsqueeze(self, dim):
+    return ops.unsqueeze(self, dim)
+
+
+@method("select")
+def select(self, dim, index):
+    return ops.select(self, dim, index)
+
+
+@method("narrow")
+def narrow(self, dim, start, length):
+    return ops.narrow(self, dim, int(start), length)
+
+
+@method("diagonal")
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    return ops.diagonal(self, offset, dim1, dim2)
+
+
+@method("unfold")
+def unfold(self, dimension, size, step):
+    return ops.unfold(self, dimension, size, step)
+
+
+@method("split")
+def split(self, split_size_or_sections, dim=0):
+    if isinstance(split_size_or_sections, (list, tuple)):
+        return tuple(ops.split_with_sizes(self, list(split_size_or_sections), dim))
+    return tuple(ops.split(self, split_size_or_sections, dim))
+
+
+@method("split_with_sizes")
+def split_with_sizes(self, split_sizes, dim=0):
+    return tuple(ops.split_with_sizes(self, list(split_sizes), dim))
+
+
+@method("chunk")
+def chunk(self, chunks, dim=0):
+    return tuple(ops.chunk(self, chunks, dim))
+
+
+@method("unbind")
+def unbind(self, dim=0):
+    return tuple(ops.unbind(self, dim))
+
+
+@method("flatten")
+def flatten(self, start_dim=0, end_dim=-1):
+    return ops.flatten(self, start_dim, end_dim)
+
+
+@method("unflatten")
+def unflatten(self, dim, sizes):
+    return ops.unflatten(self, dim, list(sizes))
+
+
+@method("movedim", "moveaxis")
+def movedim(self, source, destination):
+    src = list(source) if isinstance(source, (list, tuple)) else [source]
+    dst = list(destination) if isinstance(destination, (list, tuple)) else [destination]
+    return ops.movedim(self, src, dst)
+
+
+@method("detach")
+def detach(self):
+    return ops.detach(self)
+
+
+@method("alias")
+def alias(self):
+    return ops.alias(self)
+
+
+@method("contiguous")
+def contiguous(self, memory_format=contiguous_format):
+    return ops.contiguous(self, memory_format=memory_format)
+
+
+@method("clone")
+def clone(self, *, memory_format=preserve_format):
+    return ops.clone(self, memory_format=memory_format)
+
+
+def _parse_to(args, kwargs):
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    for a in args:
+        if isinstance(a, dt.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, _device)):
+            device = a
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    return dtype, device
+
+
+@method("to")
+def to(self, *args, copy=False, non_blocking=False, memory_format=None, **kwargs):
+    """Cast and/or move: ``to(dtype)``, ``to(device)``, ``to(other)``, ``to(memory_format=)``.
+    Returns ``self`` when nothing changes and ``copy`` is False."""
+    dtype, device = _parse_to(args, kwargs)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    dtype = None if dtype is None else dt.to_dtype(dtype)
+    device = None if device is None else _device(device)
+    same_dtype = dtype is None or dtype is self.dtype
+    same_device = device is None or device is self.device
+    same_format = memory_format is None or memory_format is preserve_format or \
+        self.is_contiguous(memory_format=memory_format)
+    if same_dtype and same_device and same_format and not copy:
+        return self
+    return ops._to_copy(self, dtype=dtype, device=device, memory_format=memory_format)
+
+
+def _caster(dtype):
+    def cast(self, memory_format=preserve_format):
+        return to(self, dtype, memory_format=memory_format)
+    return cast
+
+
+for _name, _d in (("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
+                  ("long", dt.int64), ("int", dt.int32), ("short", dt.int16),
+                  ("char", dt.int8), ("byte", dt.uint8), ("bool", dt.bool_)):
+    method(_name)(_caster(_d))
+
+
+@method("cpu")
+def cpu(self):
+    return to(self, "cpu")
+
+
+@method("type_as")
+def type_as(self, other):
+    return to(self, other.dtype)
+
+
+# -- in-place metadata ops ------------------------------------------------------------------------
+@method("t_")
+def t_(self):
+    return ops.t_(self)
+
+
+@method("transpose_", "swapdims_")
+def transpose_(self, dim0, dim1):
+    return ops.transpose_(self, dim0, dim1)
+
+
+@method("unsqueeze_")
+def unsqueeze_(self, dim):
+    return ops.unsqueeze_(self, dim)
+
+
+@method("squeeze_")
+def squeeze_(self, dim=None):
+    dims = list(range(self.dim())) if dim is None else (
+        list(dim) if isinstance(dim, (list, tuple)) else [dim])
+    return ops.squeeze_.dims(self, dims)
+
+
+@method("as_strided_")
+def as_strided_(self, size, stride, storage_offset=None):
+    return ops.as_strided_(self, tuple(size), tuple(stride), storage_offset)
+
+
+@method("resize_")
+def resize_(self, *size, memory_format=None):
+    return ops.resize_(self, size_args(size), memory_format=memory_format)
+
+
+@method("set_")
+def set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """``set_(tensor)``, ``set_(storage[, offset, size, stride])`` or ``set_()`` (empty)."""
+    from ..storage import Storage
+    if source is None:
+        source = Storage(0, self.device)
+        return ops.set_.source_Storage_storage_offset(self, source, 0, [0], [1])
+    if isinstance(source, Tensor):
+        return ops.set_.source_Tensor(self, source)
+    if not isinstance(source, Storage):
+        raise TypeError(f"set_(): source must be a Tensor or a Storage, got "
+                        f"{type(source).__name__}")
+    if size is None:
+        size = [source.nbytes() // self.element_size()]
+    return ops.set_.source_Storage_storage_offset(self, source, storage_offset, list(size),
+                                                  list(stride) if stride else [])

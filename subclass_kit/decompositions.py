@@ -1,0 +1,131 @@
+"""Composite ops, written with ``sk.ops`` primitives so every mode sees what they lower to
+(PyTorch's CompositeImplicitAutograd). Registered with ``@register_decomposition``.
+
+Op streams users see (SEMANTICS.md §5.1): ``reshape``/``flatten`` -> ``view`` when the
+strides allow it, else ``clone`` + ``_unsafe_view``; ``chunk`` -> ``split``; ``narrow`` ->
+``slice``; ``movedim`` -> ``permute``; ``contiguous`` -> nothing (contiguous input) or
+``clone``; ``view_as``/``expand_as`` -> ``view``/``expand``.
+"""
+
+from __future__ import annotations
+
+from .layout import infer_size, wrap_dim
+from .registry import ops, register_decomposition
+from .tensor import contiguous_format
+
+
+@register_decomposition(ops.reshape)
+def reshape(self, shape):
+    shape = infer_size(tuple(shape), self._layout.numel())
+    if self._layout.view(shape) is not None:
+        return ops.view(self, shape)
+    return ops._unsafe_view(ops.clone(self, memory_format=contiguous_format), shape)
+
+
+@register_decomposition(ops.flatten)
+def flatten(self, start_dim=0, end_dim=-1):
+    n = len(self._layout.sizes)
+    if n == 0:
+        return ops.reshape(self, [1])
+    s, e = wrap_dim(start_dim, n), wrap_dim(end_dim, n)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return self
+    sizes = self._layout.sizes
+    merged = 1
+    for d in range(s, e + 1):
+        merged *= sizes[d]
+    return ops.reshape(self, list(sizes[:s]) + [merged] + list(sizes[e + 1:]))
+
+
+@register_decomposition(ops.unflatten)
+def unflatten(self, dim, sizes):
+    n = len(self._layout.sizes)
+    d = wrap_dim(dim, n)
+    sizes = list(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    cur = self._layout.sizes[d]
+    inferred = infer_size(sizes, cur) if -1 in sizes else tuple(sizes)
+    prod = 1
+    for s in inferred:
+        prod *= s
+    if prod != cur:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({cur}) in the input tensor")
+    new = list(self._layout.sizes[:d]) + list(inferred) + list(self._layout.sizes[d + 1:])
+    return ops.view(self, new)
+
+
+@register_decomposition(ops.view_as)
+def view_as(self, other):
+    return ops.view(self, list(other._layout.sizes))
+
+
+@register_decomposition(ops.expand_as)
+def expand_as(self, other):
+    return ops.expand(self, list(other._layout.sizes))
+
+
+@register_decomposition(ops.narrow)
+def narrow(self, dim, start, length):
+    n = len(self._layout.sizes)
+    if n == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, n)
+    size = self._layout.sizes[d]
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start < -size or start > size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    if start < 0:
+        start += size
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
+    return ops.slice(self, d, start, start + length, 1)
+
+
+@register_decomposition(ops.chunk)
+def chunk(self, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = len(self._layout.sizes)
+    if n == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    d = wrap_dim(dim, n)
+    size = self._layout.sizes[d]
+    split_size = (size + chunks - 1) // chunks
+    if split_size == 0 and size == 0:
+        return ops.split_with_sizes(self, [0] * chunks, d)
+    return ops.split(self, split_size, d)
+
+
+@register_decomposition(ops.movedim)
+def movedim(self, source, destination):
+    n = len(self._layout.sizes)
+    source = [wrap_dim(s, n) for s in source]
+    destination = [wrap_dim(s, n) for s in destination]
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({source} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({destination} dims)")
+    if len(set(source)) != len(source):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({source})")
+    if len(set(destination)) != len(destination):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({destination})")
+    order = [-1] * n
+    for s, dst in zip(source, destination):
+        order[dst] = s
+    rest = iter(d for d in range(n) if d not in source)
+    order = [o if o != -1 else next(rest) for o in order]
+    return ops.permute(self, order)
+
+
+@register_decomposition(ops.contiguous)
+def contiguous(self, *, memory_format=contiguous_format):
+    if self.is_contiguous(memory_format=memory_format):
+        return self
+    return ops.clone(self, memory_format=memory_format)

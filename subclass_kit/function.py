@@ -1,0 +1,85 @@
+"""The function level: ``__tensor_function__`` on modes and subclasses (PyTorch's
+``__torch_function__``, NEP 18's ``__array_function__``).
+
+Every public API callable (``Tensor`` methods and ``sk.*`` functions) is wrapped by
+:func:`public_api`. With no function mode active and no Tensor subclass among the arguments the
+wrapper calls the implementation directly (one thread-local read and one type check per
+argument); otherwise function modes run innermost first, then subclass handlers (subclasses
+before superclasses, else left to right, each type once), each able to decline with
+``NotImplemented``. When all decline: ``TypeError`` naming the function and every handler.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ._state import tls
+from .registry import _handler_name, _order_types
+
+__all__ = ["public_api", "FUNCTION_TYPES", "handle_function"]
+
+# Tensor subclasses taking part in the function level (all subclasses, unless they set
+# ``__tensor_function__ = sk.disabled_tensor_function``). Filled by Tensor.__init_subclass__.
+FUNCTION_TYPES: set = set()
+
+
+def public_api(impl):
+    """Wrap ``impl`` so that modes and subclasses can intercept it at the function level."""
+
+    @functools.wraps(impl)
+    def public(*args, **kwargs):
+        if tls.function_modes:
+            return handle_function(public, impl, args, kwargs)
+        for a in args:
+            t = type(a)
+            if t in FUNCTION_TYPES:
+                return handle_function(public, impl, args, kwargs)
+            if (t is list or t is tuple) and a and type(a[0]) in FUNCTION_TYPES:
+                return handle_function(public, impl, args, kwargs)
+        if kwargs:
+            for a in kwargs.values():
+                if type(a) in FUNCTION_TYPES:
+                    return handle_function(public, impl, args, kwargs)
+        return impl(*args, **kwargs)
+
+    public.__wrapped_impl__ = impl
+    return public
+
+
+def _function_types(args, kwargs) -> tuple:
+    found = []
+    for a in list(args) + list(kwargs.values()):
+        items = a if isinstance(a, (list, tuple)) else (a,)
+        for x in items:
+            t = type(x)
+            if t in FUNCTION_TYPES and t not in found:
+                found.append(t)
+    return _order_types(found)
+
+
+def handle_function(public, impl, args, kwargs):
+    """Run function modes, then subclass ``__tensor_function__`` handlers, then ``impl``."""
+    types = () if tls.function_subclass_disabled else _function_types(args, kwargs)
+    stack = tls.function_modes
+    tried = []
+    for i in range(len(stack) - 1, -1, -1):
+        mode = stack[i]
+        tls.function_modes = stack[:i]
+        try:
+            res = mode.__tensor_function__(public, types, args, kwargs)
+        finally:
+            tls.function_modes = stack
+        if res is not NotImplemented:
+            return res
+        tried.append(mode)
+    for t in types:
+        res = t.__tensor_function__(public, types, args, kwargs)
+        if res is not NotImplemented:
+            return res
+        tried.append(t)
+    if tried:
+        lines = "\n".join(f"  - {_handler_name(h)}" for h in tried)
+        name = getattr(public, "__qualname__", repr(public))
+        raise TypeError(f"Multiple dispatch failed for '{name}'; all __tensor_function__ "
+                        f"handlers returned NotImplemented:\n\n{lines}\n")
+    return impl(*args, **kwargs)

@@ -1,0 +1,261 @@
+"""Shared pieces of the kernels: output allocation, device checks, TensorIterator's output
+layout, and the registration helper that turns one meta rule into a cpu and a meta kernel.
+
+Note [One rule per op]
+    Every op has exactly one *rule*: a pure function from the arguments to the output
+    ``Spec`` (sizes, strides, dtype, device), doing all validation (broadcasting, dim wrapping,
+    promotion, every shape error). The meta kernel is ``rule`` + an empty meta tensor; the cpu
+    kernel is ``rule`` + a fresh storage + a numpy ``fill``. So meta and cpu agree on metadata
+    and raise the same errors by construction.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .._state import tls
+from ..layout import Layout, contiguous_strides, format_size
+from ..registry import register_kernel
+from ..storage import CPU, META, Storage, device as _device
+from ..tensor import Tensor, make_tensor
+
+
+class Spec(NamedTuple):
+    """What a rule returns for one output: sizes, strides, dtype, device."""
+
+    sizes: tuple
+    strides: tuple
+    dtype: object
+    device: object
+    compute: object = None  # dtype the math runs in, when it differs from ``dtype``
+
+
+def device_of(spec) -> _device:
+    return spec if isinstance(spec, _device) else _device(spec or "cpu")
+
+
+def new_tensor(spec: Spec) -> Tensor:
+    """A fresh tensor with a storage just large enough for ``spec`` (uninitialised on cpu)."""
+    layout = Layout(spec.sizes, spec.strides, 0)
+    nbytes = layout.storage_extent() * spec.dtype.itemsize
+    return make_tensor(Storage(nbytes, spec.device), layout, spec.dtype)
+
+
+def empty_like_spec(sizes, dtype, device) -> Spec:
+    return Spec(tuple(sizes), contiguous_strides(sizes), dtype, device)
+
+
+def common_device(tensors) -> _device:
+    """The device of an op's tensor operands. A 0-d cpu tensor may join any device (PyTorch).
+
+    Raises RuntimeError "Tensor on device cpu is not on the expected device meta!".
+    """
+    dev = None
+    for t in tensors:
+        d = t._storage.device
+        if dev is None:
+            dev = d
+        elif d is not dev:
+            if d is CPU and not t._layout.sizes:
+                continue
+            if dev is CPU and dev_is_scalar_only(tensors, dev):
+                dev = d
+                continue
+            raise RuntimeError(f"Tensor on device {d.type} is not on the expected device "
+                               f"{dev.type}!")
+    return dev or CPU
+
+
+def dev_is_scalar_only(tensors, dev) -> bool:
+    return all(not t._layout.sizes for t in tensors if t._storage.device is dev)
+
+
+def elementwise_strides(shape: tuple, layouts) -> tuple:
+    """Output strides of a pointwise op (TensorIterator's ``reorder_dimensions`` and
+    ``compatible_stride``): the output follows the memory order of its inputs, so
+    ``(x.t() + 1).stride() == x.t().stride()`` and channels-last stays channels-last.
+
+    ``layouts``: (sizes, strides) of each tensor operand, not yet broadcast.
+    """
+    ndim = len(shape)
+    if ndim <= 1:
+        return contiguous_strides(shape)
+    bstrides = []
+    for sizes, strides in layouts:
+        lead = ndim - len(sizes)
+        row = [0] * lead
+        for i, (sz, st) in enumerate(zip(sizes, strides)):
+            row.append(0 if sz == 1 and shape[lead + i] != 1 else st)
+        bstrides.append(row)
+    if all(_is_contig(shape, s) for s in bstrides):
+        return contiguous_strides(shape)
+    # perm[0] is the fastest-moving dim, as in TensorIterator.
+    perm = list(range(ndim - 1, -1, -1))
+
+    def should_swap(d0, d1):
+        for row in bstrides:
+            s0, s1 = row[d0], row[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                return -1
+            if s0 > s1:
+                return 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            cmp = should_swap(perm[dim0], perm[dim1])
+            if cmp > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif cmp < 0:
+                break
+    if perm == list(range(ndim - 1, -1, -1)):
+        return contiguous_strides(shape)
+    strides = [0] * ndim
+    acc = 1
+    for d in perm:
+        strides[d] = acc
+        acc *= shape[d]
+    return tuple(strides)
+
+
+def _is_contig(shape, strides) -> bool:
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1:
+            if stride != expected:
+                return False
+            expected *= size
+    return True
+
+
+def check_no_internal_overlap(t: Tensor):
+    """In-place writes into an expanded tensor are ambiguous (PyTorch's assert_no_internal_overlap)."""
+    for size, stride in zip(t._layout.sizes, t._layout.strides):
+        if stride == 0 and size > 1:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers to "
+                "a single memory location. Please clone() the tensor before performing the "
+                "operation.")
+
+
+def resize_out(out: Tensor, spec: Spec, op_name: str):
+    """Make ``out`` (an out= argument) hold ``spec``'s shape, as PyTorch's ``resize_output``.
+
+    Raises RuntimeError when the result dtype cannot be cast to ``out``'s dtype, or when
+    ``out`` is on another device.
+    """
+    from .._dtype import can_cast
+    if not can_cast(spec.dtype, out._dtype):
+        raise RuntimeError(f"result type {_type_name(spec.dtype)} can't be cast to the desired "
+                           f"output type {_type_name(out._dtype)}")
+    if out._storage.device is not spec.device:
+        raise RuntimeError(f"Expected out tensor to have device {spec.device.type}, but got "
+                           f"{out._storage.device.type} instead")
+    if tuple(out._layout.sizes) != tuple(spec.sizes):
+        if out._layout.numel() != 0:
+            import warnings
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{format_size(out._layout.sizes)}, which does not match the required output "
+                f"shape {format_size(spec.sizes)}. This behavior is deprecated, and in a future "
+                "PyTorch release outputs will not be resized unless they have zero elements. You "
+                "can explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                "with t.resize_(0).", UserWarning, stacklevel=4)
+        resize_storage_for(out, Layout(tuple(spec.sizes), spec.strides, out._layout.offset))
+
+
+def resize_storage_for(t: Tensor, layout: Layout):
+    """Give ``t`` the layout, growing its (shared) storage if needed (PyTorch's resize_)."""
+    need = layout.storage_extent() * t._dtype.itemsize
+    if need > t._storage._nbytes:
+        t._storage.resize_(need)
+    t._set_layout(layout)
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _type_name(d) -> str:
+    return _TYPE_NAMES[d.name]
+
+
+def type_name(d) -> str:
+    """PyTorch's scalar type name of a dtype (``Float``, ``Long``...), for error texts."""
+    return _TYPE_NAMES[d.name]
+
+
+def register_rule(op, rule, fill):
+    """Register cpu and meta kernels for a functional op from its rule and numpy fill.
+
+    ``rule(*args, **kwargs) -> Spec`` (or a tuple of Specs); ``fill(outs, spec, *args,
+    **kwargs)`` writes numpy results into the output arrays (a list, one per Spec). See Note [One rule
+    per op].
+    """
+
+    def meta_kernel(*args, **kwargs):
+        spec = rule(*args, **kwargs)
+        if type(spec) is Spec:
+            return new_tensor(spec)
+        return tuple(new_tensor(s) for s in spec)
+
+    def cpu_kernel(*args, **kwargs):
+        spec = rule(*args, **kwargs)
+        if type(spec) is Spec:
+            out = new_tensor(spec)
+            if spec.device is META:
+                return out
+            fill([out._array()], spec, *args, **kwargs)
+            return out
+        outs = tuple(new_tensor(s) for s in spec)
+        if spec and spec[0].device is not META:
+            fill([o._array() for o in outs], spec, *args, **kwargs)
+        return outs
+
+    meta_kernel.rule = cpu_kernel.rule = rule
+    register_kernel(op, "meta")(meta_kernel)
+    register_kernel(op, "cpu")(cpu_kernel)
+    op.rule = rule
+    op.fill = fill
+
+
+def register_out(op_out, functional_op):
+    """Register the ``out=`` overload of a functional op registered with ``register_rule``."""
+
+    def kernel(*args, out, **kwargs):
+        spec = functional_op.rule(*args, **kwargs)
+        resize_out(out, spec, functional_op.name)
+        if out._storage.device is not META:
+            functional_op.fill([out._array()], spec, *args, **kwargs)
+        return out
+
+    register_kernel(op_out, "cpu")(kernel)
+    register_kernel(op_out, "meta")(kernel)
+
+
+def register_inplace(op_, functional_op):
+    """Register ``name_`` from the functional op: the result must keep ``self``'s shape and be
+    castable to its dtype; the fill writes straight into ``self``."""
+
+    def kernel(self, *args, **kwargs):
+        spec = functional_op.rule(self, *args, **kwargs)
+        if tuple(spec.sizes) != self._layout.sizes:
+            raise RuntimeError(f"output with shape {format_size(self._layout.sizes)} doesn't "
+                               f"match the broadcast shape {format_size(spec.sizes)}")
+        from .._dtype import can_cast
+        if not can_cast(spec.dtype, self._dtype):
+            raise RuntimeError(f"result type {_type_name(spec.dtype)} can't be cast to the "
+                               f"desired output type {_type_name(self._dtype)}")
+        check_no_internal_overlap(self)
+        if self._storage.device is not META:
+            functional_op.fill([self._array()], spec, self, *args, **kwargs)
+        return self
+
+    register_kernel(op_, "cpu")(kernel)
+    register_kernel(op_, "meta")(kernel)

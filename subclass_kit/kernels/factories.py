@@ -1,0 +1,293 @@
+"""Factory ops (no tensor inputs) and copies: ``empty``, ``full``, ``arange``, ``eye``, random
+fills, ``clone``, ``_to_copy``, ``copy_``, ``fill_``, ``zero_``.
+
+The random generator is one numpy ``Generator`` seeded by ``sk.manual_seed``; values differ from
+PyTorch's (a documented difference), distributions and dtypes do not.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..layout import Layout, channels_last_strides, contiguous_strides, format_size
+from ..registry import ops, register_kernel
+from ..storage import META
+from ..tensor import Tensor, channels_last, preserve_format
+from ._common import (Spec, check_no_internal_overlap, common_device, device_of,
+                      elementwise_strides, new_tensor, register_rule, type_name)
+
+_rng = [np.random.default_rng(0)]
+
+
+def manual_seed(seed: int):
+    """Seed the generator behind ``rand``/``randn``/``randint`` (PyTorch's ``manual_seed``)."""
+    _rng[0] = np.random.default_rng(int(seed))
+
+
+def _both(op):
+    def deco(fn):
+        register_kernel(op, "cpu")(fn)
+        register_kernel(op, "meta")(fn)
+        return fn
+    return deco
+
+
+def check_size(size, name="size") -> tuple:
+    size = tuple(size)
+    for s in size:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"{name} must be a sequence of ints, got {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{format_size(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _factory(size, dtype, device, strides=None) -> Tensor:
+    size = check_size(size)
+    dtype = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
+    strides = contiguous_strides(size) if strides is None else strides
+    t = new_tensor(Spec(size, strides, dtype, device_of(device)))
+    return t
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+@_both(ops.empty)
+def empty(size, *, dtype=None, device=None, requires_grad=None, memory_format=None):
+    strides = None
+    if memory_format is channels_last:
+        strides = channels_last_strides(tuple(size))
+    return _finish(_factory(size, dtype, device, strides), requires_grad)
+
+
+@_both(ops.empty_strided)
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=None):
+    size, stride = check_size(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {format_size(stride)}")
+    return _finish(_factory(size, dtype, device, stride), requires_grad)
+
+
+def _fill_value_dtype(value):
+    if isinstance(value, bool):
+        return dt.bool_
+    if isinstance(value, int):
+        return dt.int64
+    return dt.get_default_dtype()
+
+
+@_both(ops.full)
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=None):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dtype = _fill_value_dtype(fill_value) if dtype is None else dtype
+    t = _factory(size, dtype, device)
+    if t._storage.device is not META:
+        t._array().fill(fill_value)
+    return _finish(t, requires_grad)
+
+
+@_both(ops.scalar_tensor)
+def scalar_tensor(s, *, dtype=None, device=None):
+    t = _factory((), dtype, device)
+    if t._storage.device is not META:
+        t._array()[()] = s
+    return t
+
+
+@_both(ops.arange)
+def arange(start, end, step=1, *, dtype=None, device=None, requires_grad=None):
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        dtype = (dt.int64 if all(isinstance(v, int) for v in vals)
+                 else dt.get_default_dtype())
+    dtype = dt.to_dtype(dtype)
+    n = max(math.ceil((end - start) / step), 0)
+    t = _factory((n,), dtype, device)
+    if t._storage.device is not META:
+        # Computed in double then cast, as PyTorch's cpu arange does.
+        t._array()[...] = (start + step * np.arange(n, dtype=np.float64)
+                           if dtype.is_floating_point else
+                           np.arange(start, start + n * step, step)[:n])
+    return _finish(t, requires_grad)
+
+
+@_both(ops.eye)
+def eye(n, m, *, dtype=None, device=None, requires_grad=None):
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    t = _factory((n, m), dtype, device)
+    if t._storage.device is not META:
+        t._array()[...] = np.eye(n, m)
+    return _finish(t, requires_grad)
+
+
+def _random(kind):
+    def kernel(size, *, dtype=None, device=None, requires_grad=None):
+        t = _factory(size, dtype, device)
+        if not t._dtype.is_floating_point:
+            name = "uniform_" if kind == "rand" else "normal_"
+            raise RuntimeError(f'"check_uniform_bounds" not implemented for '
+                               f"'{type_name(t._dtype)}'" if kind == "rand" else
+                               f'"{name}" not implemented for \'{type_name(t._dtype)}\'')
+        if t._storage.device is not META:
+            shape = t._layout.sizes
+            vals = _rng[0].random(shape) if kind == "rand" else _rng[0].standard_normal(shape)
+            t._array()[...] = vals
+        return _finish(t, requires_grad)
+    return kernel
+
+
+register_kernel(ops.rand, "cpu")(_random("rand"))
+register_kernel(ops.rand, "meta")(_random("rand"))
+register_kernel(ops.randn, "cpu")(_random("randn"))
+register_kernel(ops.randn, "meta")(_random("randn"))
+
+
+@_both(ops.randint)
+def randint(low, high, size, *, dtype=None, device=None, requires_grad=None):
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    t = _factory(size, dt.int64 if dtype is None else dtype, device)
+    if t._storage.device is not META:
+        t._array()[...] = _rng[0].integers(low, high, t._layout.sizes)
+    return t
+
+
+# -- copies ---------------------------------------------------------------------------------------
+def _preserved_strides(self, memory_format):
+    layout = self._layout
+    if memory_format is None or memory_format is preserve_format:
+        if layout.is_non_overlapping_and_dense():
+            return layout.strides
+        return elementwise_strides(layout.sizes, [(layout.sizes, layout.strides)])
+    if memory_format is channels_last:
+        return channels_last_strides(layout.sizes)
+    return contiguous_strides(layout.sizes)
+
+
+def _clone_rule(self, *, memory_format=None):
+    return Spec(self._layout.sizes, _preserved_strides(self, memory_format), self._dtype,
+                self._storage.device)
+
+
+def _clone_fill(outs, spec, self, *, memory_format=None):
+    np.copyto(outs[0], self._array())
+
+
+register_rule(ops.clone, _clone_rule, _clone_fill)
+
+
+def _to_copy_rule(self, *, dtype=None, device=None, non_blocking=False, memory_format=None):
+    dtype = self._dtype if dtype is None else dt.to_dtype(dtype)
+    dev = self._storage.device if device is None else device_of(device)
+    if self._storage.device is META and dev is not META:
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    return Spec(self._layout.sizes, _preserved_strides(self, memory_format), dtype, dev)
+
+
+def _to_copy_fill(outs, spec, self, **kwargs):
+    np.copyto(outs[0], self._array(), casting="unsafe")
+
+
+register_rule(ops._to_copy, _to_copy_rule, _to_copy_fill)
+
+
+def _copy_check(self, src):
+    from ..layout import broadcast_shapes
+    try:
+        shape = broadcast_shapes(self._layout.sizes, src._layout.sizes)
+    except RuntimeError:
+        shape = None
+    if shape != self._layout.sizes:
+        raise RuntimeError(f"output with shape {format_size(self._layout.sizes)} doesn't match "
+                           f"the broadcast shape {format_size(shape or src._layout.sizes)}")
+    if src._storage.device is META and self._storage.device is not META:
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+
+
+@_both(ops.copy_)
+def copy_(self, src, non_blocking=False):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    _copy_check(self, src)
+    check_no_internal_overlap(self)
+    if self._storage.device is not META:
+        np.copyto(self._array(), src._array(), casting="unsafe")
+    return self
+
+
+def _copy_rule(self, src, non_blocking=False):
+    _copy_check(self, src)
+    return Spec(self._layout.sizes, _preserved_strides(self, None), self._dtype,
+                self._storage.device)
+
+
+def _copy_fill(outs, spec, self, src, non_blocking=False):
+    np.copyto(outs[0], src._array(), casting="unsafe")
+
+
+register_rule(ops.copy, _copy_rule, _copy_fill)
+
+
+def _fill_value(value):
+    if isinstance(value, Tensor):
+        if value._layout.sizes:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {len(value._layout.sizes)} dimensions.")
+        return value.item() if value._storage.device is not META else 0
+    return value
+
+
+@_both(ops.fill_)
+def fill_(self, value):
+    value = _fill_value(value)
+    check_no_internal_overlap(self)
+    if self._storage.device is not META:
+        self._array()[...] = value
+    return self
+
+
+def _fill_rule(self, value):
+    return Spec(self._layout.sizes, _preserved_strides(self, None), self._dtype,
+                self._storage.device)
+
+
+def _fill_fill(outs, spec, self, value):
+    outs[0][...] = _fill_value(value)
+
+
+register_rule(ops.fill, _fill_rule, _fill_fill)
+
+
+@_both(ops.zero_)
+def zero_(self):
+    check_no_internal_overlap(self)
+    if self._storage.device is not META:
+        self._array()[...] = 0
+    return self
+
+
+@_both(ops._local_scalar_dense)
+def _local_scalar_dense(self):
+    self._check_data("item")
+    return self._array().reshape(()).item()

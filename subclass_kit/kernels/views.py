@@ -1,0 +1,470 @@
+"""View ops: a layout rule plus the *same* Storage, identical on cpu and meta (no numpy work).
+
+Stride rules: SEMANTICS.md §1.2 (PyTorch's ``TensorShape.cpp``). Every view returns a new tensor
+object even when its metadata is unchanged. Bounds: ``as_strided`` and in-place metadata ops
+check the layout against the storage on every device (Note [Views share Storage]); PyTorch
+skips the check on meta, we do not (documented difference).
+"""
+
+from __future__ import annotations
+
+from .. import _dtype as dt
+from ..layout import Layout, contiguous_strides, format_size, infer_size, wrap_dim
+from ..registry import ops, register_kernel
+from ..storage import META
+from ..tensor import Tensor, make_tensor, make_view
+from ._common import type_name
+
+
+def _both(op):
+    """Register one function as the cpu and the meta kernel of a view op."""
+    def deco(fn):
+        register_kernel(op, "cpu")(fn)
+        register_kernel(op, "meta")(fn)
+        return fn
+    return deco
+
+
+def check_bounds(layout: Layout, dtype, storage, op: str = "setStorage"):
+    """Raise RuntimeError when ``layout`` reaches outside ``storage`` (PyTorch's
+    ``checkInBoundsForStorage`` text, SEMANTICS.md §1.5). Empty layouts are never checked."""
+    for s in layout.sizes:
+        if s < 0:
+            raise RuntimeError(f"Storage size calculation overflowed with sizes="
+                               f"{format_size(layout.sizes)} and strides="
+                               f"{format_size(layout.strides)}")
+    if layout.offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {layout.offset}")
+    extent = layout.storage_extent()
+    if extent == 0:
+        return
+    need = extent * dtype.itemsize
+    if need > storage._nbytes:
+        raise RuntimeError(
+            f"{op}: sizes {format_size(layout.sizes)}, strides {format_size(layout.strides)}, "
+            f"storage offset {layout.offset}, and itemsize {dtype.itemsize} requiring a storage "
+            f"size of {need} are out of bounds for storage of size {storage._nbytes}")
+
+
+def _view_layout(self, size) -> Layout:
+    shape = infer_size(tuple(size), self._layout.numel())
+    layout = self._layout.view(shape)
+    if layout is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return layout
+
+
+@_both(ops.view)
+def view(self, size):
+    return make_view(self, _view_layout(self, size))
+
+
+@_both(ops.view.dtype)
+def view_dtype(self, dtype):
+    dtype = dt.to_dtype(dtype)
+    old, new = self._dtype.itemsize, dtype.itemsize
+    layout = self._layout
+    if old == new:
+        return make_view(self, layout, dtype)
+    if not layout.sizes:
+        raise RuntimeError(
+            f"self.dim() cannot be 0 to view {type_name(self._dtype)} as {type_name(dtype)} "
+            "(different element sizes)")
+    if layout.strides[-1] != 1:
+        raise RuntimeError(
+            f"self.stride(-1) must be 1 to view {type_name(self._dtype)} as {type_name(dtype)} "
+            f"(different element sizes), but got {layout.strides[-1]}")
+    if new < old:
+        ratio = old // new
+        sizes = layout.sizes[:-1] + (layout.sizes[-1] * ratio,)
+        strides = tuple(s * ratio for s in layout.strides[:-1]) + (1,)
+        return make_view(self, Layout(sizes, strides, layout.offset * ratio), dtype)
+    ratio = new // old
+    if layout.sizes[-1] % ratio:
+        raise RuntimeError(
+            f"self.size(-1) must be divisible by {ratio} to view {type_name(self._dtype)} as "
+            f"{type_name(dtype)} (different element sizes), but got {layout.sizes[-1]}")
+    if layout.offset % ratio:
+        raise RuntimeError(
+            f"self.storage_offset() must be divisible by {ratio} to view "
+            f"{type_name(self._dtype)} as {type_name(dtype)} (different element sizes), but got "
+            f"{layout.offset}")
+    for s in layout.strides[:-1]:
+        if s % ratio:
+            raise RuntimeError(
+                f"self.stride(1) must be divisible by {ratio} to view {type_name(self._dtype)} "
+                f"as {type_name(dtype)} (different element sizes), but got {s}")
+    sizes = layout.sizes[:-1] + (layout.sizes[-1] // ratio,)
+    strides = tuple(s // ratio for s in layout.strides[:-1]) + (1,)
+    return make_view(self, Layout(sizes, strides, layout.offset // ratio), dtype)
+
+
+@_both(ops._unsafe_view)
+def _unsafe_view(self, size):
+    # Not a view in the schema: the output is a fresh tensor over the (fresh) input storage.
+    layout = _view_layout(self, size)
+    return make_tensor(self._storage, layout, self._dtype)
+
+
+def _as_strided_layout(self, size, stride, storage_offset):
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    for s in stride:
+        if s < 0:
+            raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, "
+                               f"got strides: {format_size(stride)}")
+    offset = self._layout.offset if storage_offset is None else storage_offset
+    layout = Layout(size, stride, offset)
+    check_bounds(layout, self._dtype, self._storage)
+    return layout
+
+
+@_both(ops.as_strided)
+def as_strided(self, size, stride, storage_offset=None):
+    return make_view(self, _as_strided_layout(self, size, stride, storage_offset))
+
+
+@_both(ops.transpose)
+def transpose(self, dim0, dim1):
+    n = len(self._layout.sizes)
+    d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
+    return make_view(self, self._layout.transpose(d0, d1) if n else self._layout)
+
+
+def _t_layout(self):
+    n = len(self._layout.sizes)
+    if n > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
+    return self._layout.transpose(0, 1) if n == 2 else self._layout
+
+
+@_both(ops.t)
+def t(self):
+    return make_view(self, _t_layout(self))
+
+
+def _permute_dims(self, dims):
+    n = len(self._layout.sizes)
+    dims = tuple(dims)
+    if len(dims) != n:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            "length of the desired ordering of dimensions i.e. input.dim() = "
+            f"{n} is not equal to len(dims) = {len(dims)}")
+    wrapped = tuple(wrap_dim(d, n) for d in dims)
+    if len(set(wrapped)) != n:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return wrapped
+
+
+@_both(ops.permute)
+def permute(self, dims):
+    return make_view(self, self._layout.permute(_permute_dims(self, dims)))
+
+
+def expand_sizes(self, size) -> tuple:
+    """Validated target sizes of ``expand`` (-1 keeps a size). PyTorch's error texts."""
+    size = tuple(size)
+    old = self._layout.sizes
+    if len(size) < len(old):
+        raise RuntimeError(
+            f"expand(sk.{type_name(self._dtype)}Tensor{{{format_size(old)}}}, size="
+            f"{format_size(size)}): the number of sizes provided ({len(size)}) must be greater "
+            f"or equal to the number of dimensions in the tensor ({len(old)})")
+    lead = len(size) - len(old)
+    out = []
+    for i, s in enumerate(size):
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a "
+                                   "leading, non-existing dimension 0")
+            out.append(s)
+            continue
+        cur = old[i - lead]
+        if s == -1:
+            s = cur
+        elif cur != s and cur != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
+                f"non-singleton dimension {i}.  Target sizes: {format_size(size)}.  Tensor "
+                f"sizes: {format_size(old)}")
+        out.append(s)
+    return tuple(out)
+
+
+@_both(ops.expand)
+def expand(self, size, *, implicit=False):
+    return make_view(self, self._layout.expand(expand_sizes(self, size)))
+
+
+def _squeeze_dims(self, dim):
+    n = len(self._layout.sizes)
+    return {wrap_dim(d, n) for d in dim} if n else set()
+
+
+@_both(ops.squeeze.dims)
+def squeeze(self, dim):
+    return make_view(self, self._layout.squeeze(_squeeze_dims(self, dim)))
+
+
+@_both(ops.unsqueeze)
+def unsqueeze(self, dim):
+    d = wrap_dim(dim, len(self._layout.sizes) + 1)
+    return make_view(self, self._layout.unsqueeze(d))
+
+
+def _select_layout(self, dim, index):
+    n = len(self._layout.sizes)
+    if n == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, n)
+    size = self._layout.sizes[d]
+    if index < -size or index >= size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{format_size(self._layout.sizes)} at dimension {dim}")
+    return self._layout.select(d, index + size if index < 0 else index)
+
+
+@_both(ops.select)
+def select(self, dim, index):
+    return make_view(self, _select_layout(self, dim, index))
+
+
+def slice_bounds(size, start, end, step):
+    """Clamp slice bounds the way PyTorch does; returns (start, end). ValueError on step <= 0."""
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    start = 0 if start is None else start
+    end = size if end is None else end
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    return start, end
+
+
+def _slice_layout(self, dim, start, end, step):
+    n = len(self._layout.sizes)
+    if n == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, n)
+    start, end = slice_bounds(self._layout.sizes[d], start, end, step)
+    return self._layout.slice(d, start, end, step)
+
+
+@_both(ops.slice)
+def slice_(self, dim=0, start=None, end=None, step=1):
+    return make_view(self, _slice_layout(self, dim, start, end, step))
+
+
+def _diagonal_layout(self, offset, dim1, dim2):
+    n = len(self._layout.sizes)
+    d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return self._layout.diagonal(offset, d1, d2)
+
+
+@_both(ops.diagonal)
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    return make_view(self, _diagonal_layout(self, offset, dim1, dim2))
+
+
+@_both(ops.unfold)
+def unfold(self, dimension, size, step):
+    n = len(self._layout.sizes)
+    d = wrap_dim(dimension, n)
+    cur = self._layout.sizes[d] if n else 1
+    if size > cur:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {cur} but size is "
+                           f"{size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return make_view(self, self._layout.unfold(d, size, step))
+
+
+def _split_sizes(total, split_size):
+    if split_size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got "
+                           f"split_size={split_size}")
+    if split_size == 0:
+        if total != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {total}")
+        return [0]
+    count = max((total + split_size - 1) // split_size, 1)
+    return [min(split_size, total - i * split_size) for i in range(count)]
+
+
+def _split_views(self, sizes, d):
+    views = []
+    start = 0
+    for s in sizes:
+        views.append(make_view(self, self._layout.slice(d, start, start + s, 1),
+                               multi_output=True))
+        start += s
+    return views
+
+
+@_both(ops.split)
+def split(self, split_size, dim=0):
+    n = len(self._layout.sizes)
+    if n == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = wrap_dim(dim, n)
+    return _split_views(self, _split_sizes(self._layout.sizes[d], split_size), d)
+
+
+@_both(ops.split_with_sizes)
+def split_with_sizes(self, split_sizes, dim=0):
+    n = len(self._layout.sizes)
+    if n == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = wrap_dim(dim, n)
+    total = self._layout.sizes[d]
+    sizes = list(split_sizes)
+    if sum(sizes) != total or any(s < 0 for s in sizes):
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {total} (input tensor's "
+            f"size at dimension {d}), but got split_sizes={format_size(sizes)}")
+    return _split_views(self, sizes, d)
+
+
+@_both(ops.unbind)
+def unbind(self, dim=0):
+    n = len(self._layout.sizes)
+    if n == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(dim, n)
+    return [make_view(self, self._layout.select(d, i), multi_output=True)
+            for i in range(self._layout.sizes[d])]
+
+
+@_both(ops.alias)
+def alias(self):
+    return make_view(self, self._layout)
+
+
+@_both(ops.lift_fresh)
+def lift_fresh(self):
+    return self
+
+
+@_both(ops.detach)
+def detach(self):
+    # Not a view for autograd (no _base), but it shares storage and version counter.
+    t = make_tensor(self._storage, self._layout, self._dtype)
+    t._inference = self._inference
+    t._vc = self._vc if self._vc is not None or not self._inference else None
+    if self._inference:
+        t._vc = None
+    return t
+
+
+ops.detach.tags.add("not_a_view_for_autograd")
+ops.lift_fresh.tags.add("returns_input")
+
+
+# -- in-place metadata ops (PyTorch's inplace_view tag) -------------------------------------------
+@_both(ops.t_)
+def t_(self):
+    self._set_layout(_t_layout(self))
+    return self
+
+
+@_both(ops.transpose_)
+def transpose_(self, dim0, dim1):
+    n = len(self._layout.sizes)
+    if n:
+        self._set_layout(self._layout.transpose(wrap_dim(dim0, n), wrap_dim(dim1, n)))
+    return self
+
+
+@_both(ops.unsqueeze_)
+def unsqueeze_(self, dim):
+    d = wrap_dim(dim, len(self._layout.sizes) + 1)
+    self._set_layout(self._layout.unsqueeze(d))
+    return self
+
+
+@_both(ops.squeeze_.dims)
+def squeeze_(self, dim):
+    self._set_layout(self._layout.squeeze(_squeeze_dims(self, dim)))
+    return self
+
+
+@_both(ops.as_strided_)
+def as_strided_(self, size, stride, storage_offset=None):
+    self._set_layout(_as_strided_layout(self, size, stride, storage_offset))
+    return self
+
+
+@_both(ops.resize_)
+def resize_(self, size, *, memory_format=None):
+    size = tuple(size)
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{format_size(size)}")
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if size == self._layout.sizes:
+        return self
+    from ._common import resize_storage_for
+    from ..layout import channels_last_strides
+    from ..tensor import channels_last
+    strides = (channels_last_strides(size) if memory_format is channels_last
+               else contiguous_strides(size))
+    resize_storage_for(self, Layout(size, strides, self._layout.offset))
+    return self
+
+
+def resize_changes(self, size) -> bool:
+    """Whether ``resize_(size)`` bumps the version (only when the size changes, §2.2)."""
+    return tuple(size) != self._layout.sizes
+
+
+@_both(ops.set_.source_Storage_storage_offset)
+def set_storage(self, source, storage_offset, size, stride=()):
+    size = tuple(size)
+    stride = tuple(stride) if stride else contiguous_strides(size)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {format_size(stride)}")
+    layout = Layout(size, stride, storage_offset)
+    if storage_offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {storage_offset}")
+    if source.device is not self._storage.device:
+        raise RuntimeError(f"Expected a Storage of device {self._storage.device.type} but got "
+                           f"{source.device.type}")
+    # PyTorch grows a too-small storage instead of raising (SEMANTICS.md §1.5).
+    need = layout.storage_extent() * self._dtype.itemsize
+    if need > source._nbytes:
+        source.resize_(need)
+    self._storage = source
+    self._set_layout(layout)
+    return self
+
+
+@_both(ops.set_.source_Tensor)
+def set_tensor(self, source):
+    if source._dtype is not self._dtype:
+        raise RuntimeError(f"Could not set tensor of type {type_name(source._dtype)} to a tensor "
+                           f"of type {type_name(self._dtype)}")
+    self._storage = source._storage
+    self._set_layout(source._layout)
+    return self
+
+
+ops.resize_.bump_if = resize_changes
+
+__all__ = ["check_bounds", "expand_sizes", "slice_bounds"]

@@ -1,0 +1,280 @@
+"""Strided layout: sizes, strides (in elements) and storage offset, with pure view math.
+
+A ``Layout`` is an immutable value (the idea of tinygrad's ``View``); every view op is a method
+returning a new ``Layout``, or ``None`` from :meth:`Layout.view` when the new shape is not
+expressible over the same memory (PyTorch's ``computeStride`` returning nullopt). Stride rules
+follow PyTorch 2.13 (``aten/src/ATen/native/TensorShape.cpp``); see SEMANTICS.md §1.2-1.4.
+
+This module is stdlib only: it knows nothing about storage, dtypes or numpy.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["Layout", "contiguous_strides", "channels_last_strides", "wrap_dim", "infer_size",
+           "broadcast_shapes"]
+
+
+def format_size(sizes) -> str:
+    return "[" + ", ".join(str(s) for s in sizes) + "]"
+
+
+def wrap_dim(dim: int, ndim: int, scalar_ok: bool = True) -> int:
+    """Wrap a possibly negative ``dim`` into ``[0, ndim)``; 0-d tensors accept -1 and 0.
+
+    Raises IndexError with PyTorch's text: "Dimension out of range (expected to be in range of
+    [-2, 1], but got 2)".
+    """
+    n = ndim if ndim > 0 or not scalar_ok else 1
+    if dim < -n or dim >= n:
+        if n == 0:
+            raise IndexError(
+                f"dimension specified as {dim} but tensor has no dimensions")
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def contiguous_strides(sizes) -> tuple:
+    """Row-major strides; a size-0 or size-1 dim counts as 1 (``empty(3,0,2)`` -> (2, 2, 1))."""
+    strides = []
+    acc = 1
+    for s in reversed(sizes):
+        strides.append(acc)
+        acc *= s if s > 1 else 1
+    return tuple(reversed(strides))
+
+
+def channels_last_strides(sizes) -> tuple:
+    """NHWC strides of a 4-d NCHW shape: (2,3,4,5) -> (60, 1, 15, 3)."""
+    if len(sizes) != 4:
+        raise RuntimeError("required rank 4 tensor to use channels_last format")
+    n, c, h, w = (max(s, 1) for s in sizes)
+    return (h * w * c, 1, w * c, c)
+
+
+def infer_size(shape, numel: int) -> tuple:
+    """Resolve one ``-1`` in ``shape`` against ``numel`` (PyTorch's ``infer_size``).
+
+    Raises RuntimeError with PyTorch's texts for bad shapes.
+    """
+    shape = tuple(shape)
+    infer = None
+    prod = 1
+    for i, s in enumerate(shape):
+        if s == -1:
+            if infer is not None:
+                raise RuntimeError("only one dimension can be inferred")
+            infer = i
+        elif s < 0:
+            raise RuntimeError(
+                f"invalid shape dimension {s} at index {i} of shape {format_size(shape)}")
+        else:
+            prod *= s
+    if infer is None:
+        if prod == numel:
+            return shape
+    elif prod != 0 and numel % prod == 0:
+        return shape[:infer] + (numel // prod,) + shape[infer + 1:]
+    elif prod == 0:
+        raise RuntimeError(
+            f"cannot reshape tensor of 0 elements into shape {format_size(shape)} because the "
+            "unspecified dimension size -1 can be any value and is ambiguous")
+    raise RuntimeError(f"shape '{format_size(shape)}' is invalid for input of size {numel}")
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """NumPy/PyTorch broadcasting of shapes. Raises RuntimeError naming the mismatching dim:
+    "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1".
+    """
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for shape in shapes:
+        off = ndim - len(shape)
+        for i, s in enumerate(shape):
+            cur = out[off + i]
+            if s != cur:
+                if cur == 1:
+                    out[off + i] = s
+                elif s != 1:
+                    raise RuntimeError(
+                        f"The size of tensor a ({cur}) must match the size of tensor b ({s}) at "
+                        f"non-singleton dimension {off + i}")
+    return tuple(out)
+
+
+class Layout(NamedTuple):
+    """Sizes, strides (elements) and storage offset (elements) of a strided tensor."""
+
+    sizes: tuple
+    strides: tuple
+    offset: int = 0
+
+    @staticmethod
+    def contiguous(sizes, offset: int = 0) -> "Layout":
+        sizes = tuple(sizes)
+        return Layout(sizes, contiguous_strides(sizes), offset)
+
+    # -- queries ---------------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.sizes)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.sizes:
+            n *= s
+        return n
+
+    def is_contiguous(self) -> bool:
+        """PyTorch's rule: every dim of size != 1 has stride == product of later sizes."""
+        expected = 1
+        for size, stride in zip(reversed(self.sizes), reversed(self.strides)):
+            if size == 0:
+                return True
+            if size != 1:
+                if stride != expected:
+                    return False
+                expected *= size
+        return True
+
+    def is_channels_last(self) -> bool:
+        """Whether the layout is NHWC-dense (``is_contiguous(memory_format=channels_last)``)."""
+        if len(self.sizes) != 4:
+            return False
+        if self.numel() == 0:
+            return True
+        expected = 1
+        for d in (1, 3, 2, 0):
+            size, stride = self.sizes[d], self.strides[d]
+            if size != 1:
+                if stride != expected:
+                    return False
+                expected *= size
+        return True
+
+    def is_non_overlapping_and_dense(self) -> bool:
+        """True when the elements tile a contiguous block in some dim order (any permutation)."""
+        dims = sorted(range(len(self.sizes)), key=lambda d: (self.strides[d], self.sizes[d]))
+        expected = 1
+        for d in dims:
+            size = self.sizes[d]
+            if size == 0:
+                return True
+            if size != 1:
+                if self.strides[d] != expected:
+                    return False
+                expected *= size
+        return True
+
+    def storage_extent(self) -> int:
+        """Elements of storage needed from element 0: ``offset + sum((size-1)*stride) + 1``,
+        or 0 when the layout has no element (PyTorch skips the bound check then)."""
+        extent = 1
+        for size, stride in zip(self.sizes, self.strides):
+            if size == 0:
+                return 0
+            extent += (size - 1) * stride
+        return self.offset + extent
+
+    # -- view math -------------------------------------------------------------------------
+    def permute(self, dims) -> "Layout":
+        return Layout(tuple(self.sizes[d] for d in dims), tuple(self.strides[d] for d in dims),
+                      self.offset)
+
+    def transpose(self, d0: int, d1: int) -> "Layout":
+        sizes, strides = list(self.sizes), list(self.strides)
+        sizes[d0], sizes[d1] = sizes[d1], sizes[d0]
+        strides[d0], strides[d1] = strides[d1], strides[d0]
+        return Layout(tuple(sizes), tuple(strides), self.offset)
+
+    def select(self, dim: int, index: int) -> "Layout":
+        return Layout(self.sizes[:dim] + self.sizes[dim + 1:],
+                      self.strides[:dim] + self.strides[dim + 1:],
+                      self.offset + index * self.strides[dim])
+
+    def slice(self, dim: int, start: int, end: int, step: int) -> "Layout":
+        """``start``/``end`` already clamped into ``[0, size]`` with ``end >= start``."""
+        length = (end - start + step - 1) // step
+        sizes = self.sizes[:dim] + (length,) + self.sizes[dim + 1:]
+        strides = self.strides[:dim] + (self.strides[dim] * step,) + self.strides[dim + 1:]
+        return Layout(sizes, strides, self.offset + start * self.strides[dim])
+
+    def unsqueeze(self, dim: int) -> "Layout":
+        if dim < len(self.sizes):
+            stride = self.sizes[dim] * self.strides[dim]
+        else:
+            stride = 1
+        return Layout(self.sizes[:dim] + (1,) + self.sizes[dim:],
+                      self.strides[:dim] + (stride,) + self.strides[dim:], self.offset)
+
+    def squeeze(self, dims) -> "Layout":
+        keep = [d for d in range(len(self.sizes)) if not (d in dims and self.sizes[d] == 1)]
+        return Layout(tuple(self.sizes[d] for d in keep), tuple(self.strides[d] for d in keep),
+                      self.offset)
+
+    def expand(self, sizes) -> "Layout":
+        """``sizes`` already validated (same length or longer, -1 resolved)."""
+        lead = len(sizes) - len(self.sizes)
+        strides = [0] * lead
+        for i, (old, stride) in enumerate(zip(self.sizes, self.strides)):
+            strides.append(stride if old == sizes[lead + i] else 0)
+        return Layout(tuple(sizes), tuple(strides), self.offset)
+
+    def diagonal(self, offset: int, d1: int, d2: int) -> "Layout":
+        n1, n2 = self.sizes[d1], self.sizes[d2]
+        if offset >= 0:
+            length = max(min(n1, n2 - offset), 0)
+            start = offset * self.strides[d2]
+        else:
+            length = max(min(n1 + offset, n2), 0)
+            start = -offset * self.strides[d1]
+        keep = [d for d in range(len(self.sizes)) if d != d1 and d != d2]
+        sizes = tuple(self.sizes[d] for d in keep) + (length,)
+        strides = tuple(self.strides[d] for d in keep) + (self.strides[d1] + self.strides[d2],)
+        return Layout(sizes, strides, self.offset + (start if length > 0 else 0))
+
+    def unfold(self, dim: int, size: int, step: int) -> "Layout":
+        if len(self.sizes) == 0:
+            return Layout((size,), (1,), self.offset)
+        count = (self.sizes[dim] - size) // step + 1
+        sizes = self.sizes[:dim] + (count,) + self.sizes[dim + 1:] + (size,)
+        strides = (self.strides[:dim] + (self.strides[dim] * step,) + self.strides[dim + 1:]
+                   + (self.strides[dim],))
+        return Layout(sizes, strides, self.offset)
+
+    def view(self, shape) -> "Layout | None":
+        """The layout of ``view(shape)`` over the same memory, or None when a group of merged
+        dims is not memory-contiguous (PyTorch's ``computeStride``). ``shape`` has no -1."""
+        shape = tuple(shape)
+        old_sizes, old_strides = self.sizes, self.strides
+        if len(old_sizes) == 0:
+            return Layout(shape, (1,) * len(shape), self.offset)
+        numel = self.numel()
+        if numel == 0:
+            if shape == old_sizes:
+                return Layout(shape, old_strides, self.offset)
+            return Layout(shape, contiguous_strides(shape), self.offset)
+        new_strides = [0] * len(shape)
+        view_d = len(shape) - 1
+        chunk_base_stride = old_strides[-1]
+        tensor_numel = 1
+        view_numel = 1
+        for tensor_d in range(len(old_sizes) - 1, -1, -1):
+            tensor_numel *= old_sizes[tensor_d]
+            if tensor_d == 0 or (old_sizes[tensor_d - 1] != 1 and
+                                 old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+                while view_d >= 0 and (view_numel < tensor_numel or shape[view_d] == 1):
+                    new_strides[view_d] = view_numel * chunk_base_stride
+                    view_numel *= shape[view_d]
+                    view_d -= 1
+                if view_numel != tensor_numel:
+                    return None
+                if tensor_d > 0:
+                    chunk_base_stride = old_strides[tensor_d - 1]
+                    tensor_numel = 1
+                    view_numel = 1
+        if view_d != -1:
+            return None
+        return Layout(shape, tuple(new_strides), self.offset)

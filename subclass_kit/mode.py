@@ -1,0 +1,79 @@
+"""Mode base classes and the mode stacks.
+
+Note [Mode runs below itself]
+    While a mode's handler runs, that mode and every mode above it are cut from the stack, so
+    ops the handler calls go to the next mode down, then to subclass hooks, then to kernels
+    (PyTorch's ``_pop_mode_temporarily``; autodidax's "interpreter below is current").
+    ``with self:`` inside a handler pushes the mode again (re-entrancy is then the mode's own
+    business). The full stack comes back when the handler returns or raises.
+
+Modes are context managers on thread-local stacks (``_state.tls``). Exiting a mode that is not
+the innermost raises RuntimeError naming both modes (PyTorch silently pops the wrong one: a
+documented difference).
+"""
+
+from __future__ import annotations
+
+from ._state import tls
+
+__all__ = ["DispatchMode", "FunctionMode", "get_mode_stack", "get_function_mode_stack"]
+
+
+class _Mode:
+    _stack_name = ""
+
+    def __enter__(self):
+        getattr(tls, self._stack_name).append(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        stack = getattr(tls, self._stack_name)
+        if not stack or stack[-1] is not self:
+            top = stack[-1] if stack else None
+            raise RuntimeError(
+                f"mode {self!r} exited out of order: the innermost active mode is {top!r}; "
+                "exit modes in the reverse order of entering them")
+        stack.pop()
+        return False
+
+    def push(self):
+        """Enter without a ``with`` block (``pop`` to leave)."""
+        return self.__enter__()
+
+    def pop(self):
+        self.__exit__(None, None, None)
+
+
+class DispatchMode(_Mode):
+    """Base for modes that see every ``sk.ops`` call after composites decomposed.
+
+    Override ``__tensor_dispatch__(self, func, types, args=(), kwargs=None)``; return
+    ``NotImplemented`` to pass the op to the next handler. See Note [Mode runs below itself].
+    """
+
+    _stack_name = "dispatch_modes"
+
+    def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class FunctionMode(_Mode):
+    """Base for modes that see public API calls (``Tensor`` methods and ``sk.*`` functions).
+
+    Override ``__tensor_function__(self, func, types, args=(), kwargs=None)``.
+    """
+
+    _stack_name = "function_modes"
+
+    def __tensor_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def get_mode_stack() -> list:
+    """The active dispatch modes of this thread, outermost first (a copy)."""
+    return list(tls.dispatch_modes)
+
+
+def get_function_mode_stack() -> list:
+    """The active function modes of this thread, outermost first (a copy)."""
+    return list(tls.function_modes)

@@ -1,0 +1,234 @@
+"""THE list of built-in op schemas, in PyTorch's notation, grouped by family.
+
+Data only: ``registry.define`` parses each string once at import. ``POINTWISE_UNARY``,
+``POINTWISE_BINARY`` and ``REDUCTIONS`` are functional schemas from which the in-place
+(``name_``) and ``out=`` overloads are derived by :func:`derived_schemas`, exactly as PyTorch's
+``native_functions.yaml`` spells them. Composite ops (decomposed before the dispatch level) are
+marked in ``COMPOSITE``.
+"""
+
+FACTORIES = [
+    "empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
+    "empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "rand(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randn(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+    "lift_fresh(Tensor(a) self) -> Tensor(a)",
+]
+
+VIEWS = [
+    "view(Tensor(a) self, SymInt[] size) -> Tensor(a)",
+    "view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)",
+    "_unsafe_view(Tensor self, SymInt[] size) -> Tensor",
+    "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
+    "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+    "t(Tensor(a) self) -> Tensor(a)",
+    "permute(Tensor(a) self, int[] dims) -> Tensor(a)",
+    "expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)",
+    "squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)",
+    "unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",
+    "select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
+    "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
+    "diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
+    "unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)",
+    "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
+    "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
+    "unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]",
+    "alias(Tensor(a) self) -> Tensor(a)",
+    "detach(Tensor(a) self) -> Tensor(a)",
+]
+
+# In-place view ops: they change the metadata of ``self`` (PyTorch's ``inplace_view`` tag).
+INPLACE_VIEWS = [
+    "t_(Tensor(a!) self) -> Tensor(a!)",
+    "transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)",
+    "unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)",
+    "squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)",
+    "as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a!)",
+    "resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)",
+    "set_.source_Storage_storage_offset(Tensor(a!) self, Storage source, SymInt storage_offset, SymInt[] size, SymInt[] stride=[]) -> Tensor(a!)",
+    "set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)",
+]
+
+# Functional counterparts used by functionalization (fresh outputs, no aliasing).
+SCATTERS = [
+    "slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
+    "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor",
+    "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor",
+    "as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor",
+]
+
+COPIES = [
+    "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
+    "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
+    "copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor",
+    "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
+    "fill.Scalar(Tensor self, Scalar value) -> Tensor",
+    "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
+    "zero_(Tensor(a!) self) -> Tensor(a!)",
+    "_local_scalar_dense(Tensor self) -> Scalar",
+]
+
+# Functional pointwise ops; ``name_`` and ``name.out`` overloads are derived.
+POINTWISE_UNARY = [
+    "abs(Tensor self) -> Tensor",
+    "neg(Tensor self) -> Tensor",
+    "exp(Tensor self) -> Tensor",
+    "log(Tensor self) -> Tensor",
+    "log1p(Tensor self) -> Tensor",
+    "sqrt(Tensor self) -> Tensor",
+    "rsqrt(Tensor self) -> Tensor",
+    "sin(Tensor self) -> Tensor",
+    "cos(Tensor self) -> Tensor",
+    "tanh(Tensor self) -> Tensor",
+    "sigmoid(Tensor self) -> Tensor",
+    "relu(Tensor self) -> Tensor",
+    "reciprocal(Tensor self) -> Tensor",
+    "sign(Tensor self) -> Tensor",
+    "floor(Tensor self) -> Tensor",
+    "ceil(Tensor self) -> Tensor",
+    "round(Tensor self) -> Tensor",
+    "logical_not(Tensor self) -> Tensor",
+    "bitwise_not(Tensor self) -> Tensor",
+    "erf(Tensor self) -> Tensor",
+    "gelu(Tensor self, *, str approximate='none') -> Tensor",
+    "silu(Tensor self) -> Tensor",
+    "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+]
+
+POINTWISE_BINARY = [
+    "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+    "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+    "mul.Tensor(Tensor self, Tensor other) -> Tensor",
+    "div.Tensor(Tensor self, Tensor other) -> Tensor",
+    "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+    "remainder.Tensor(Tensor self, Tensor other) -> Tensor",
+    "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+    "maximum(Tensor self, Tensor other) -> Tensor",
+    "minimum(Tensor self, Tensor other) -> Tensor",
+    "eq.Tensor(Tensor self, Tensor other) -> Tensor",
+    "ne.Tensor(Tensor self, Tensor other) -> Tensor",
+    "lt.Tensor(Tensor self, Tensor other) -> Tensor",
+    "le.Tensor(Tensor self, Tensor other) -> Tensor",
+    "gt.Tensor(Tensor self, Tensor other) -> Tensor",
+    "ge.Tensor(Tensor self, Tensor other) -> Tensor",
+    "logical_and(Tensor self, Tensor other) -> Tensor",
+    "logical_or(Tensor self, Tensor other) -> Tensor",
+    "bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor",
+    "bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor",
+    "bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor",
+    "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+    "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+]
+
+REDUCTIONS = [
+    "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    "var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+    "std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+    "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
+    "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
+    "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+    "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+    "all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+    "any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+    "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
+    "norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
+    "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+]
+
+OTHER = [
+    "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+    "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+    "max(Tensor self) -> Tensor",
+    "min(Tensor self) -> Tensor",
+    "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+    "_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+    "_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+    "mm(Tensor self, Tensor mat2) -> Tensor",
+    "bmm(Tensor self, Tensor mat2) -> Tensor",
+    "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+    "cat(Tensor[] tensors, int dim=0) -> Tensor",
+    "stack(Tensor[] tensors, int dim=0) -> Tensor",
+    "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
+    "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+    "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+    "index_select(Tensor self, int dim, Tensor index) -> Tensor",
+    "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
+    "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+    "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",
+    "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
+    "tril(Tensor self, int diagonal=0) -> Tensor",
+    "triu(Tensor self, int diagonal=0) -> Tensor",
+    "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+    "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)",
+    "nonzero(Tensor self) -> Tensor",
+]
+
+# Composite ops: decomposed into the ops above before the dispatch level (PyTorch's
+# CompositeImplicitAutograd), so modes never see them.
+COMPOSITE = [
+    "reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
+    "flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
+    "unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)",
+    "view_as(Tensor(a) self, Tensor other) -> Tensor(a)",
+    "expand_as(Tensor(a) self, Tensor other) -> Tensor(a)",
+    "narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)",
+    "chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]",
+    "movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
+    "contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
+    "matmul(Tensor self, Tensor other) -> Tensor",
+    "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+    "log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+    "layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
+    "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+    "einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor",
+]
+
+# Ops with a ``name_`` in-place overload derived from the functional schema.
+NO_INPLACE = {"eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor",
+              "logical_and", "logical_or", "where.self", "maximum", "minimum", "erf", "gelu",
+              "silu", "logical_not", "bitwise_not", "bitwise_and.Tensor", "bitwise_or.Tensor",
+              "bitwise_xor.Tensor", "sign", "masked_fill.Scalar"}
+
+
+def _out_schema(functional: str) -> str:
+    head, _, ret = functional.partition(") -> ")
+    name, _, args = head.partition("(")
+    base = name.split(".")[0]
+    overload = name.split(".")[1] if "." in name else ""
+    out_name = f"{base}.{overload}_out" if overload and overload != "default" else f"{base}.out"
+    star = "" if "*" in args else "*, "
+    return f"{out_name}({args}, {star}Tensor(a!) out) -> Tensor(a!)"
+
+
+def _inplace_schema(functional: str) -> str:
+    head, _, ret = functional.partition(") -> ")
+    name, _, args = head.partition("(")
+    base, dot, overload = name.partition(".")
+    first, _, rest = args.partition(", ")
+    self_arg = first.replace("Tensor self", "Tensor(a!) self")
+    new_args = self_arg + (", " + rest if rest else "")
+    return f"{base}_{dot}{overload}({new_args}) -> Tensor(a!)"
+
+
+def derived_schemas() -> list:
+    """In-place and out= overloads of pointwise ops and out= of reductions."""
+    out = []
+    for s in POINTWISE_UNARY + POINTWISE_BINARY:
+        qual = s.partition("(")[0]
+        if qual not in NO_INPLACE and not qual.startswith("where"):
+            out.append(_inplace_schema(s))
+        out.append(_out_schema(s))
+    for s in REDUCTIONS:
+        out.append(_out_schema(s))
+    return out
+
+
+ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + COPIES + POINTWISE_UNARY + POINTWISE_BINARY
+       + REDUCTIONS + OTHER + COMPOSITE)

@@ -1,0 +1,429 @@
+"""The op registry: ``OpOverload`` objects with parsed schemas, kernel tables, and dispatch.
+
+``sk.ops.<name>`` is the default overload of an op; other overloads hang off it by name
+(``sk.ops.add.out``, ``sk.ops.view.dtype``). Custom ops live in namespaces
+(``sk.ops.mylib.scale``). Calling an op runs the dispatcher (PyTorch's Python key, then the
+backend kernel):
+
+1. composite ops (no kernel of their own) run their decomposition, so every mode sees only the
+   primitives they lower to (PyTorch's CompositeImplicitAutograd);
+2. dispatch modes, innermost first (Note [Mode runs below itself]), then ``__tensor_dispatch__``
+   of subclass arguments (NEP 18 order: subclasses before superclasses, else left to right);
+3. the kernel of the arguments' device, from the table ``op._kernels``.
+
+Note [Version counters]
+    The version bump and view tracking (PyTorch's ADInplaceOrView layer) happen where an op is
+    *resolved*: after the kernel, or after a subclass handler, ran. Modes only forward, so a
+    mode that calls ``func`` sees the bump when ``func`` returns. Ops called inside a subclass
+    handler run "below" (``tls.below``): they neither bump nor track views, as in PyTorch.
+    A mutated argument is bumped exactly once per op, only if the op succeeded; an in-place op
+    on an inference tensor outside inference mode raises *before* the kernel runs.
+"""
+
+from __future__ import annotations
+
+from ._state import tls
+from .schema import OpSchema, parse_schema
+
+__all__ = ["OpOverload", "ops", "define", "register_kernel", "get_kernel", "register_decomposition"]
+
+# Tensor subclasses that override __tensor_dispatch__ (filled by Tensor.__init_subclass__).
+DISPATCH_TYPES: set = set()
+# Set by tensor.py: the Tensor class, for error texts and isinstance checks on the slow path.
+_tensor_cls = [None]
+
+
+class OpOverload:
+    """One operator overload: callable, with ``name``, ``overload``, ``schema`` and the derived
+    schema facts ``is_view``, ``is_inplace``, ``is_out``, ``mutated_args``,
+    ``functional_variant`` (an ``OpOverload`` or None). Kernels: ``op._kernels[device_type]``;
+    composite ops have ``op.decomposition`` instead.
+    """
+
+    def __init__(self, schema: OpSchema, namespace: str = ""):
+        self.schema = schema
+        self.name = schema.name
+        self.overload = schema.overload or "default"
+        self.namespace = namespace
+        self._kernels: dict = {}
+        self.decomposition = None
+        self.is_view = schema.is_view
+        self.is_inplace = schema.is_inplace
+        self.is_out = schema.is_out
+        self.mutated_args = schema.mutated_args
+        self.is_mutable = schema.is_mutable
+        self.tags: set = set()
+        # Where to find mutated tensors: positional index or keyword name.
+        self._mutated = tuple((i, a.name) for i, a in enumerate(schema.arguments) if a.is_write)
+        self._list_positions = tuple(i for i, a in enumerate(schema.arguments)
+                                     if a.is_tensor_list)
+        self._has_lists = bool(self._list_positions)
+        first = None
+        for i, a in enumerate(schema.arguments):
+            if a.is_tensor or a.is_tensor_list:
+                first = i
+                break
+        self._device_arg = first
+        self._view_input = schema.view_pairs[0][0] if schema.view_pairs else None
+        self._view_multi = schema.is_multi_output_view
+        # Optional predicate over the call's arguments: bump mutated args only when it holds
+        # (``resize_`` bumps only when the size changes, SEMANTICS.md §2.2).
+        self.bump_if = None
+
+    # -- naming -----------------------------------------------------------------------------
+    @property
+    def qualified_name(self) -> str:
+        return self.schema.qualified_name
+
+    def __repr__(self):
+        ns = self.namespace or "sk.ops"
+        return f"{ns}.{self.schema.base_name}.{self.overload}" if self.namespace else \
+            f"sk.ops.{self.name}.{self.overload}"
+
+    __str__ = __repr__
+
+    @property
+    def __name__(self):
+        return f"{self.schema.base_name}.{self.overload}"
+
+    @property
+    def functional_variant(self):
+        target = self.schema.functional_variant
+        if target is None:
+            return None
+        name, _, overload = target.partition(".")
+        packet = _lookup(name)
+        if packet is None:
+            return None
+        if overload and overload in packet._overloads:
+            return packet._overloads[overload]
+        for op in packet._overloads.values():
+            if not op.is_mutable:
+                return op
+        return None
+
+    @property
+    def default(self):
+        return self._overloads.get("default", self)
+
+    def overloads(self) -> list:
+        return list(self._overloads)
+
+    # -- calling ----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if self.decomposition is not None:
+            return self.decomposition(*args, **kwargs)
+        if tls.dispatch_modes:
+            return dispatch(self, args, kwargs)
+        for a in args:
+            if type(a) in DISPATCH_TYPES:
+                return dispatch(self, args, kwargs)
+        if self._has_lists or kwargs:
+            if _overloaded_types(self, args, kwargs):
+                return dispatch(self, args, kwargs)
+        return self._resolve_kernel(args, kwargs)
+
+    def _device_type(self, args, kwargs) -> str:
+        i = self._device_arg
+        if i is not None:
+            a = args[i] if i < len(args) else kwargs.get(self.schema.arguments[i].name)
+            if isinstance(a, (list, tuple)):
+                a = a[0] if a else None
+            if a is not None and hasattr(a, "_storage"):
+                return a._storage.device.type
+        for a in args:
+            if hasattr(a, "_storage"):
+                return a._storage.device.type
+            if isinstance(a, (list, tuple)) and a and hasattr(a[0], "_storage"):
+                return a[0]._storage.device.type
+        dev = kwargs.get("device")
+        if dev is None:
+            return "cpu"
+        return dev if isinstance(dev, str) and ":" not in dev else _device_type_of(dev)
+
+    def _resolve_kernel(self, args, kwargs):
+        """Run the kernel, with the version bump of Note [Version counters]."""
+        device = self._device_type(args, kwargs)
+        kernel = self._kernels.get(device)
+        if kernel is None:
+            raise _missing_kernel(self, device)
+        if not self._mutated:
+            return kernel(*args, **kwargs)
+        mutated = self._mutated_tensors(args, kwargs)
+        if self.bump_if is not None and not self.bump_if(*args, **kwargs):
+            mutated = ()
+        if not tls.below:
+            _check_inference_write(self, mutated)
+        out = kernel(*args, **kwargs)
+        if not tls.below:
+            _bump(mutated)
+        return out
+
+    def _mutated_tensors(self, args, kwargs) -> list:
+        found = []
+        for i, name in self._mutated:
+            t = args[i] if i < len(args) else kwargs.get(name)
+            if t is None:
+                continue
+            if isinstance(t, (list, tuple)):
+                found.extend(t)
+            else:
+                found.append(t)
+        return found
+
+
+def _device_type_of(dev) -> str:
+    return getattr(dev, "type", None) or str(dev).split(":")[0]
+
+
+def _missing_kernel(op, device):
+    if device == "meta":
+        return NotImplementedError(
+            f"{op.name}: attempted to run this operator with Meta tensors, but there was no fake "
+            "impl or Meta kernel registered.")
+    return NotImplementedError(f"{op.name}: no kernel registered for device '{device}'")
+
+
+_INFERENCE_INPLACE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+def _check_inference_write(op, mutated):
+    if tls.inference:
+        return
+    for t in mutated:
+        if t._vc is None:
+            raise RuntimeError(_INFERENCE_INPLACE)
+
+
+def _bump(mutated):
+    seen = []
+    for t in mutated:
+        vc = t._vc
+        if vc is not None and not any(vc is s for s in seen):
+            vc[0] += 1
+            seen.append(vc)
+
+
+# -- the slow path: modes and subclasses -------------------------------------------------------
+def _overloaded_types(op, args, kwargs) -> tuple:
+    """Types of arguments overriding __tensor_dispatch__, each once, subclasses first."""
+    found = []
+    for a in _iter_tensors(args, kwargs):
+        t = type(a)
+        if t in DISPATCH_TYPES and t not in found:
+            found.append(t)
+    return _order_types(found)
+
+
+def _iter_tensors(args, kwargs):
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from a
+        else:
+            yield a
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, (list, tuple)):
+                yield from a
+            else:
+                yield a
+
+
+def _order_types(found: list) -> tuple:
+    """NEP 18: a subclass goes before its parent class; otherwise left to right."""
+    ordered = []
+    for t in found:
+        for i, seen in enumerate(ordered):
+            if issubclass(t, seen):
+                ordered.insert(i, t)
+                break
+        else:
+            ordered.append(t)
+    return tuple(ordered)
+
+
+def _handler_name(h) -> str:
+    if isinstance(h, type):
+        return f"tensor subclass {h!r}"
+    return f"mode object {h!r}"
+
+
+def dispatch(op, args, kwargs):
+    """The slow path of ``OpOverload.__call__``: modes, then subclass handlers, then kernel."""
+    kwargs = kwargs or {}
+    types = _overloaded_types(op, args, kwargs)
+    stack = tls.dispatch_modes
+    tried = []
+    for i in range(len(stack) - 1, -1, -1):
+        mode = stack[i]
+        tls.dispatch_modes = stack[:i]
+        try:
+            res = mode.__tensor_dispatch__(op, types, args, kwargs)
+        finally:
+            tls.dispatch_modes = stack
+        if res is not NotImplemented:
+            return res
+        tried.append(mode)
+    if not types:
+        if tried:
+            raise _all_declined(op, tried, "__tensor_dispatch__")
+        return op._resolve_kernel(args, kwargs)
+    below = tls.below
+    mutated = op._mutated_tensors(args, kwargs) if op._mutated else ()
+    if mutated and op.bump_if is not None and not op.bump_if(*args, **kwargs):
+        mutated = ()
+    if mutated and not below:
+        _check_inference_write(op, mutated)
+    for t in types:
+        tls.below = True
+        try:
+            res = t.__tensor_dispatch__(op, types, args, kwargs)
+        finally:
+            tls.below = below
+        if res is NotImplemented:
+            tried.append(t)
+            continue
+        if not below:
+            if mutated:
+                _bump(mutated)
+            if op.is_view:
+                _track_view_outputs(op, args, kwargs, res)
+        return res
+    raise _all_declined(op, tried, "__tensor_dispatch__")
+
+
+def _all_declined(op, tried, protocol):
+    lines = "\n".join(f"  - {_handler_name(h)}" for h in tried)
+    return TypeError(f"Multiple dispatch failed for '{op!r}'; all {protocol} handlers returned "
+                     f"NotImplemented:\n\n{lines}\n")
+
+
+_VIEW_RETURNED_INPUT = (
+    "View operation returned a tensor that is the same as the input base tensor.  This is no "
+    "longer allowed; you must explicitly create a new tensor (e.g., using .detach()). As a user, "
+    "you could have made a mistake implementing __tensor_dispatch__ or a Python operator "
+    "decomposition or meta registration; if that's not the case, please report a bug to "
+    "subclass_kit or the backend you are using.")
+
+
+def _track_view_outputs(op, args, kwargs, res):
+    """Record outputs of a view op resolved by a subclass handler as views of its input."""
+    i = op._view_input
+    base = args[i] if i < len(args) else kwargs.get(op.schema.arguments[i].name)
+    outs = res if isinstance(res, (list, tuple)) else (res,)
+    for out in outs:
+        if out is base:
+            raise RuntimeError(_VIEW_RETURNED_INPUT)
+        if hasattr(out, "_storage") and hasattr(base, "_storage"):
+            out._set_view_of(base, multi_output=op._view_multi)
+
+
+# -- registration --------------------------------------------------------------------------------
+class _Namespace:
+    """``sk.ops`` and custom-op namespaces: attribute access gives the default overload."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._packets: dict = {}
+
+    def __getattr__(self, attr):
+        try:
+            return self.__dict__["_packets"][attr]
+        except KeyError:
+            raise AttributeError(f"'{self._name}' has no op named '{attr}'") from None
+
+    def __dir__(self):
+        return list(self._packets)
+
+    def __iter__(self):
+        """Every overload of every op in this namespace (not sub-namespaces)."""
+        for packet in list(self._packets.values()):
+            if isinstance(packet, OpOverload):
+                yield from packet._overloads.values()
+
+    def __repr__(self):
+        return f"<op namespace '{self._name}'>"
+
+
+ops = _Namespace("sk.ops")
+
+
+def _lookup(name: str):
+    if "::" in name:
+        ns, _, base = name.partition("::")
+        space = ops._packets.get(ns)
+        return None if space is None else space._packets.get(base)
+    return ops._packets.get(name)
+
+
+def define(schema_text: str) -> OpOverload:
+    """Register an op from its schema string; returns the new ``OpOverload``.
+
+    A name with ``ns::`` goes into ``sk.ops.ns``. Raises ValueError for a malformed schema and
+    RuntimeError when the overload already exists.
+    """
+    schema = parse_schema(schema_text)
+    if "::" in schema.name:
+        ns_name, _, base = schema.name.partition("::")
+        space = ops._packets.get(ns_name)
+        if space is None:
+            space = _Namespace(f"sk.ops.{ns_name}")
+            ops._packets[ns_name] = space
+        namespace = f"sk.ops.{ns_name}"
+    else:
+        space, base, namespace = ops, schema.name, ""
+    op = OpOverload(schema, namespace)
+    packet = space._packets.get(base)
+    if packet is None:
+        op._overloads = {op.overload: op}
+        space._packets[base] = op
+    else:
+        if op.overload in packet._overloads:
+            raise RuntimeError(f"op {schema.qualified_name} is already defined")
+        op._overloads = packet._overloads
+        packet._overloads[op.overload] = op
+        if op.overload == "default":
+            # The default overload becomes the packet entry; keep the others reachable.
+            space._packets[base] = op
+            packet = op
+    for ov_name, ov in op._overloads.items():
+        for holder in op._overloads.values():
+            if ov_name not in holder.__dict__ and not hasattr(type(holder), ov_name):
+                holder.__dict__[ov_name] = ov
+    return op
+
+
+def register_kernel(op: OpOverload, device: str):
+    """Decorator: ``@register_kernel(sk.ops.add, "cpu")`` registers a kernel for a device."""
+    def deco(fn):
+        op._kernels[device] = fn
+        return fn
+    return deco
+
+
+def register_decomposition(op: OpOverload):
+    """Decorator: make ``op`` composite, running ``fn`` (written with ``sk.ops``) when called."""
+    def deco(fn):
+        op.decomposition = fn
+        return fn
+    return deco
+
+
+def get_kernel(op: OpOverload, device: str):
+    """The kernel of ``op`` for ``device`` ("cpu" or "meta"). Raises NotImplementedError."""
+    kernel = op._kernels.get(device)
+    if kernel is None:
+        raise _missing_kernel(op, device)
+    return kernel
+
+
+def _define_builtin_ops():
+    from . import op_table
+    for text in op_table.ALL + op_table.derived_schemas():
+        define(text)
+
+
+_define_builtin_ops()

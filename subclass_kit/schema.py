@@ -1,0 +1,323 @@
+"""Operator schemas in PyTorch's notation, parsed once into frozen dataclasses.
+
+Grammar (``native_functions.yaml`` / ``FunctionSchema``)::
+
+    add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
+    view(Tensor(a) self, SymInt[] size) -> Tensor(a)
+    split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]
+    max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+
+An alias annotation ``(a)`` says an output may alias that input's storage (a view); ``(a!)`` says
+the op writes through it (in-place and ``out=``); ``(a -> *)`` puts the list outputs of
+multi-output views in the input's alias set. Everything alias- and mutation-related in the
+project (version bumps, view tracking, functionalization, the debug-assert mode) reads these
+dataclasses, never a hand-written list.
+
+Raises ``ValueError`` with the position for malformed schema strings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+__all__ = ["AliasInfo", "Argument", "Return", "OpSchema", "parse_schema"]
+
+
+@dataclass(frozen=True)
+class AliasInfo:
+    """An alias annotation: ``(a)`` -> sets {a}; ``(a!)`` adds ``is_write``; ``(a -> *)``
+    sets ``after_sets={'*'}`` (list elements join a wildcard set)."""
+
+    alias_sets: frozenset
+    is_write: bool = False
+    after_sets: frozenset = frozenset()
+
+    def __str__(self):
+        text = "|".join(sorted(self.alias_sets)) + ("!" if self.is_write else "")
+        if self.after_sets:
+            text += " -> " + "|".join(sorted(self.after_sets))
+        return f"({text})"
+
+
+def _insert_alias(type_str: str, alias: AliasInfo | None) -> str:
+    if alias is None:
+        return type_str
+    m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", type_str)
+    return type_str[:m.end()] + str(alias) + type_str[m.end():]
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One schema argument. ``type`` is the type text without its alias annotation
+    (``"Tensor?"``, ``"int[]"``, ``"SymInt[2]"``); ``default`` is the default's source text."""
+
+    name: str
+    type: str
+    alias: AliasInfo | None = None
+    default: str | None = None
+    kwarg_only: bool = False
+
+    @property
+    def base_type(self) -> str:
+        return re.match(r"[A-Za-z_][A-Za-z0-9_]*", self.type).group(0)
+
+    @property
+    def is_tensor(self) -> bool:
+        """A single (possibly optional) Tensor."""
+        return self.type in ("Tensor", "Tensor?")
+
+    @property
+    def is_tensor_list(self) -> bool:
+        return self.type.startswith("Tensor") and "[" in self.type
+
+    @property
+    def is_write(self) -> bool:
+        return self.alias is not None and self.alias.is_write
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not None
+
+    @cached_property
+    def default_value(self):
+        return _parse_default(self.default)
+
+    def __str__(self):
+        text = f"{_insert_alias(self.type, self.alias)} {self.name}"
+        if self.default is not None:
+            text += f"={self.default}"
+        return text
+
+
+@dataclass(frozen=True)
+class Return:
+    """One schema return; ``name`` is empty for unnamed returns."""
+
+    type: str
+    alias: AliasInfo | None = None
+    name: str = ""
+
+    @property
+    def is_tensor_list(self) -> bool:
+        return self.type.startswith("Tensor") and "[" in self.type
+
+    def __str__(self):
+        text = _insert_alias(self.type, self.alias)
+        return f"{text} {self.name}" if self.name else text
+
+
+@dataclass(frozen=True)
+class OpSchema:
+    """A parsed schema. ``str(schema)`` gives the canonical text back (round trip)."""
+
+    name: str
+    overload: str
+    arguments: tuple
+    returns: tuple
+    returns_tuple: bool = field(default=False)
+
+    # -- derived facts (computed once; the schema is immutable) ------------------------------
+    @cached_property
+    def qualified_name(self) -> str:
+        return f"{self.name}.{self.overload}" if self.overload else self.name
+
+    @cached_property
+    def base_name(self) -> str:
+        """The name without namespace: ``mylib::scale`` -> ``scale``."""
+        return self.name.split("::")[-1]
+
+    @cached_property
+    def is_out(self) -> bool:
+        """An ``out=`` variant: a keyword-only argument that the op writes."""
+        return any(a.kwarg_only and a.is_write for a in self.arguments)
+
+    @cached_property
+    def is_inplace(self) -> bool:
+        """An in-place variant: ``name_`` whose first argument is written (``Tensor(a!) self``)."""
+        base = self.base_name
+        return (base.endswith("_") and not base.endswith("__") and bool(self.arguments)
+                and self.arguments[0].is_write and not self.is_out)
+
+    @cached_property
+    def mutated_args(self) -> tuple:
+        """Names of the arguments the op writes (data or metadata), in schema order."""
+        return tuple(a.name for a in self.arguments if a.is_write)
+
+    @cached_property
+    def mutated_positions(self) -> tuple:
+        return tuple(i for i, a in enumerate(self.arguments) if a.is_write)
+
+    @cached_property
+    def is_mutable(self) -> bool:
+        return bool(self.mutated_args)
+
+    @cached_property
+    def view_pairs(self) -> tuple:
+        """``(argument index, return index)`` pairs where a return aliases an input it does not
+        write: the op is a view of that input (``Tensor(a) self -> Tensor(a)``)."""
+        pairs = []
+        for ri, ret in enumerate(self.returns):
+            if ret.alias is None or ret.alias.is_write:
+                continue
+            for ai, arg in enumerate(self.arguments):
+                if (arg.alias is not None and not arg.is_write
+                        and arg.alias.alias_sets & ret.alias.alias_sets):
+                    pairs.append((ai, ri))
+        return tuple(pairs)
+
+    @cached_property
+    def is_view(self) -> bool:
+        return bool(self.view_pairs)
+
+    @cached_property
+    def is_multi_output_view(self) -> bool:
+        return self.is_view and any(self.returns[r].is_tensor_list for _, r in self.view_pairs)
+
+    @cached_property
+    def functional_variant(self) -> str | None:
+        """The qualified name of the out-of-place op this mutable op stands for:
+        ``add_.Tensor -> add.Tensor``, ``add.out -> add`` (overload resolved by the registry),
+        ``None`` for ops that do not mutate."""
+        if self.is_inplace:
+            return self.name[:-1] + (f".{self.overload}" if self.overload else "")
+        if self.is_out:
+            return self.name
+        return None
+
+    @cached_property
+    def positional(self) -> tuple:
+        return tuple(a for a in self.arguments if not a.kwarg_only)
+
+    @cached_property
+    def kwarg_only(self) -> tuple:
+        return tuple(a for a in self.arguments if a.kwarg_only)
+
+    def argument(self, name: str) -> Argument:
+        for a in self.arguments:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def __str__(self):
+        parts = []
+        star = False
+        for a in self.arguments:
+            if a.kwarg_only and not star:
+                parts.append("*")
+                star = True
+            parts.append(str(a))
+        if self.returns_tuple or len(self.returns) != 1:
+            rets = "(" + ", ".join(str(r) for r in self.returns) + ")"
+        else:
+            rets = str(self.returns[0])
+        return f"{self.qualified_name}({', '.join(parts)}) -> {rets}"
+
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)?"
+_HEAD = re.compile(rf"\s*({_NAME})(?:\.([A-Za-z0-9_]+))?\s*\((.*)\)\s*->\s*(.+?)\s*$", re.S)
+_TYPE = re.compile(
+    r"\s*([A-Za-z_][A-Za-z0-9_]*)"          # base type
+    r"(\(\s*([a-z*|\s]+?)\s*(!?)\s*(?:->\s*([a-z*|\s]+?))?\s*\))?"  # alias annotation
+    r"((?:\?|\[\d*\])*)"                   # optional / list suffixes
+)
+
+
+def _split_top(text: str) -> list:
+    """Split on commas outside brackets and quotes."""
+    parts, depth, cur, quote = [], 0, [], None
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _parse_type(text: str, where: str):
+    m = _TYPE.match(text)
+    if not m:
+        raise ValueError(f"cannot parse type in {where!r}")
+    base, ann, sets, bang, after, suffix = m.groups()
+    alias = None
+    if ann:
+        alias = AliasInfo(frozenset(s.strip() for s in sets.split("|")), bool(bang),
+                          frozenset(s.strip() for s in after.split("|")) if after else frozenset())
+    return base + (suffix or ""), alias, text[m.end():].strip()
+
+
+def _parse_default(text):
+    if text is None:
+        return None
+    if text == "None":
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        return [_parse_default(t.strip()) for t in inner.split(",")] if inner else []
+    if text.startswith(("'", '"')):
+        return text[1:-1]
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text  # an enum name such as contiguous_format
+
+
+def parse_schema(text: str) -> OpSchema:
+    """Parse one schema string. Raises ValueError naming the part that does not parse."""
+    m = _HEAD.match(text)
+    if not m:
+        raise ValueError(f"not a schema string: {text!r}")
+    name, overload, arg_text, ret_text = m.groups()
+    args = []
+    kwarg_only = False
+    for part in _split_top(arg_text):
+        if part == "*":
+            kwarg_only = True
+            continue
+        type_str, alias, rest = _parse_type(part, part)
+        default = None
+        if "=" in rest:
+            rest, default = (s.strip() for s in rest.split("=", 1))
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest):
+            raise ValueError(f"bad argument name in {part!r} of {text!r}")
+        args.append(Argument(rest, type_str, alias, default, kwarg_only))
+    ret_text = ret_text.strip()
+    returns_tuple = ret_text.startswith("(")
+    if returns_tuple:
+        if not ret_text.endswith(")"):
+            raise ValueError(f"unbalanced returns in {text!r}")
+        ret_parts = _split_top(ret_text[1:-1])
+    else:
+        ret_parts = [ret_text]
+    returns = []
+    for part in ret_parts:
+        type_str, alias, rest = _parse_type(part, part)
+        if rest and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest):
+            raise ValueError(f"bad return {part!r} in {text!r}")
+        returns.append(Return(type_str, alias, rest))
+    names = [a.name for a in args]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate argument name in {text!r}")
+    return OpSchema(name, overload or "", tuple(args), tuple(returns),
+                    returns_tuple and len(returns) != 1 or (returns_tuple and not returns))

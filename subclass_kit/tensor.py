@@ -1,0 +1,503 @@
+"""The strided ``Tensor``: a ``Storage`` plus a ``Layout``, a dtype and version/view state.
+
+State of a tensor (instance attributes; rarely-set ones default on the class):
+
+- ``_storage``: the shared ``Storage`` (Note [Views share Storage]);
+- ``_layout``: ``Layout(sizes, strides, offset)``, immutable; in-place metadata ops swap it;
+- ``_dtype``: an ``sk.dtype``;
+- ``_vc``: the version counter, a one-element list shared by an alias family (PyTorch's
+  ``VariableVersion``), or ``None`` for inference tensors (Note [Version counters]);
+- ``_base``: the root base of a view, ``_creation_meta``: how the view was made (§3.2).
+
+Math and view methods are attached by the op-family modules under ``subclass_kit/api``; this
+module holds metadata, data access and the subclass hooks.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from . import _dtype as dt
+from ._state import tls
+from .function import FUNCTION_TYPES, public_api
+from .layout import Layout, format_size
+from .registry import DISPATCH_TYPES, _tensor_cls
+from .storage import CPU, META, Storage, device
+
+__all__ = ["Tensor", "Size", "CreationMeta", "make_tensor", "make_view", "from_numpy",
+           "disabled_tensor_function"]
+
+
+class Size(tuple):
+    """A tensor shape (PyTorch's ``torch.Size``): a tuple of ints with ``numel()``."""
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"sk.Size({list(self)})"
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+
+class CreationMeta(enum.IntEnum):
+    """How a view was created (PyTorch's ``CreationMeta``); drives autograd's in-place errors."""
+
+    DEFAULT = 0
+    IN_CUSTOM_FUNCTION = 1
+    MULTI_OUTPUT_NODE = 2
+    NO_GRAD_MODE = 3
+    INFERENCE_MODE = 4
+
+
+def _new_creation_meta(multi_output: bool) -> CreationMeta:
+    if tls.inference:
+        return CreationMeta.INFERENCE_MODE
+    if not tls.grad_enabled:
+        return CreationMeta.NO_GRAD_MODE
+    if multi_output:
+        return CreationMeta.MULTI_OUTPUT_NODE
+    return CreationMeta.DEFAULT
+
+
+def _propagate_creation_meta(parent: CreationMeta, new: CreationMeta) -> CreationMeta:
+    if new == CreationMeta.DEFAULT:
+        return parent
+    if parent == CreationMeta.INFERENCE_MODE:
+        return parent
+    return new
+
+
+_new = object.__new__
+
+
+def make_tensor(storage: Storage, layout: Layout, dtype, cls=None) -> "Tensor":
+    """A fresh tensor (not a view) over ``storage``: own version counter, or none inside
+    inference mode (then it is an inference tensor). Does not bounds-check: callers do."""
+    t = _new(cls or Tensor)
+    t._storage = storage
+    t._layout = layout
+    t._dtype = dtype
+    if tls.inference:
+        t._vc = None
+        t._inference = True
+    else:
+        t._vc = [0]
+    return t
+
+
+def make_view(src: "Tensor", layout: Layout, dtype=None, multi_output: bool = False) -> "Tensor":
+    """A view of ``src`` with ``layout`` over the same Storage (Note [Views share Storage]).
+
+    Tracked views share ``src``'s version counter and get ``_base`` = the root base; views of
+    inference tensors, and views made below autograd (inside a subclass handler), are not
+    tracked (PyTorch: no ``_base``, inference views have no counter).
+    """
+    v = _new(Tensor)
+    v._storage = src._storage
+    v._layout = layout
+    v._dtype = dtype or src._dtype
+    if src._inference:
+        v._vc = None
+        v._inference = True
+    elif tls.below:
+        v._vc = [0]
+    else:
+        v._vc = src._vc
+        v._set_view_meta(src, multi_output)
+    return v
+
+
+class Tensor:
+    """A strided tensor (PyTorch's ``torch.Tensor``); see the module docstring for its state.
+
+    Build tensors with factories (``sk.tensor``, ``sk.zeros``, ``sk.from_numpy``, ...);
+    subclasses with ``sk.make_subclass`` / ``sk.make_wrapper_subclass``.
+    """
+
+    _base = None
+    _creation_meta = None
+    _inference = False
+    requires_grad = False
+    grad = None
+    _grad_fn = None
+    _np_buf = None
+    _np = None
+
+    # numpy: let ``ndarray op Tensor`` reach our reflected operators (NEP 13/18 opt-out).
+    __array_ufunc__ = None
+    __array_function__ = None
+    __array_priority__ = 1000
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__tensor_dispatch__.__func__ is not Tensor.__tensor_dispatch__.__func__:
+            DISPATCH_TYPES.add(cls)
+        if cls.__tensor_function__.__func__ is not disabled_tensor_function.__func__:
+            FUNCTION_TYPES.add(cls)
+
+    # -- subclass hooks ---------------------------------------------------------------------
+    @classmethod
+    def __tensor_function__(cls, func, types, args=(), kwargs=None):
+        """Default: run ``func`` and return Tensor results as ``cls`` (PyTorch's default
+        ``__torch_function__``). Declines unless ``cls`` is a subclass of every type in
+        ``types``."""
+        if not all(issubclass(cls, t) for t in types):
+            return NotImplemented
+        prev = tls.function_subclass_disabled
+        tls.function_subclass_disabled = True
+        try:
+            ret = func(*args, **(kwargs or {}))
+        finally:
+            tls.function_subclass_disabled = prev
+        return _convert(ret, cls, args)
+
+    @classmethod
+    def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+        """Default: run the kernel directly on the arguments (no modes, no re-wrapping)."""
+        return func._resolve_kernel(args, kwargs or {})
+
+    # -- metadata ---------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._layout.sizes)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._layout.sizes)
+        return self._layout.sizes[_wrap(dim, len(self._layout.sizes))]
+
+    def stride(self, dim=None):
+        if dim is None:
+            return self._layout.strides
+        return self._layout.strides[_wrap(dim, len(self._layout.sizes))]
+
+    def storage_offset(self) -> int:
+        return self._layout.offset
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self) -> device:
+        return self._storage.device
+
+    @property
+    def is_meta(self) -> bool:
+        return self._storage.device is META
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._storage.device is CPU
+
+    @property
+    def ndim(self) -> int:
+        return len(self._layout.sizes)
+
+    def dim(self) -> int:
+        return len(self._layout.sizes)
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._layout.numel()
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._layout.numel() * self._dtype.itemsize
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        if memory_format is None or memory_format is contiguous_format:
+            return self._layout.is_contiguous()
+        if memory_format is channels_last:
+            return self._layout.is_channels_last()
+        raise RuntimeError(f"is_contiguous: unsupported memory format {memory_format}")
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def untyped_storage(self) -> Storage:
+        return self._storage
+
+    def data_ptr(self) -> int:
+        base = self._storage.data_ptr()
+        return base + self._layout.offset * self._dtype.itemsize if base else 0
+
+    # -- version counter and view tracking --------------------------------------------------
+    @property
+    def _version(self) -> int:
+        if self._vc is None:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return self._vc[0]
+
+    @_version.setter
+    def _version(self, value):
+        raise AttributeError(
+            "attribute '_version' of 'subclass_kit.Tensor' objects is not writable")
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    def is_inference(self) -> bool:
+        return self._inference
+
+    def _set_view_meta(self, src, multi_output: bool):
+        root = src._base
+        new = _new_creation_meta(multi_output)
+        if root is None:
+            self._base = src
+            self._creation_meta = new
+        else:
+            self._base = root
+            self._creation_meta = _propagate_creation_meta(src._creation_meta, new)
+
+    def _set_view_of(self, src, multi_output: bool = False):
+        """Make this (already built) tensor a tracked view of ``src``: shared version counter
+        and ``_base``. Used for outputs of view ops resolved by subclass handlers."""
+        if src._inference:
+            return
+        self._vc = src._vc
+        if src._base is not None and self._base is src._base:
+            return
+        self._set_view_meta(src, multi_output)
+
+    # -- data access ------------------------------------------------------------------------
+    def _array(self) -> np.ndarray:
+        """The numpy view of this tensor's elements (shares memory; cached per buffer)."""
+        buf = self._storage._buffer
+        if self._np_buf is buf and buf is not None:
+            return self._np
+        if buf is None:
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+        layout = self._layout
+        item = self._dtype.itemsize
+        if layout.numel() == 0:
+            arr = np.empty(layout.sizes, self._dtype.numpy)
+        else:
+            arr = np.ndarray(layout.sizes, self._dtype.numpy, buf, layout.offset * item,
+                             tuple(s * item for s in layout.strides))
+        self._np = arr
+        self._np_buf = buf
+        return arr
+
+    def _set_layout(self, layout: Layout):
+        """Swap the layout (in-place metadata ops); drops the cached numpy view."""
+        self._layout = layout
+        self._np_buf = None
+
+    def _check_data(self, what: str):
+        if self._storage._buffer is None:
+            if what == "numpy":
+                raise TypeError("can't convert meta device type tensor to numpy. Use "
+                                "Tensor.cpu() to copy the tensor to host memory first.")
+            if what == "item":
+                raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+        if type(self) is not Tensor and type(self) in DISPATCH_TYPES:
+            if what == "numpy":
+                raise RuntimeError(".numpy() is not supported for tensor subclasses.")
+            if what == "tolist":
+                raise RuntimeError(".tolist() is not supported for tensor subclasses, got "
+                                   f"{type(self).__name__}")
+
+    @public_api
+    def numpy(self, *, force=False) -> np.ndarray:
+        """A numpy array sharing this tensor's memory (PyTorch's ``Tensor.numpy``).
+
+        Raises TypeError on meta tensors, RuntimeError for tensors that require grad."""
+        self._check_data("numpy")
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._array()
+
+    @public_api
+    def tolist(self):
+        self._check_data("tolist")
+        return self._array().tolist()
+
+    @public_api
+    def item(self):
+        self._check_data("item")
+        if self._layout.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self._layout.numel()} elements cannot be "
+                               "converted to Scalar")
+        return self._array().reshape(()).item()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __bool__(self):
+        if self._storage._buffer is None:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        n = self._layout.numel()
+        if n != 1:
+            if n == 0:
+                raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype.is_floating_point or self._layout.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __len__(self):
+        if not self._layout.sizes:
+            raise TypeError("len() of a 0-d tensor")
+        return self._layout.sizes[0]
+
+    def __iter__(self):
+        if not self._layout.sizes:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        from ._repr import tensor_repr
+        return tensor_repr(self)
+
+    # -- grad flags (autograd proper lives in modes/) ---------------------------------------
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._inference and not tls.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
+        if self._grad_fn is not None and not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def data(self) -> "Tensor":
+        """An alias with a fresh version counter that is not a view (PyTorch's ``.data``)."""
+        t = make_tensor(self._storage, self._layout, self._dtype)
+        t._inference = self._inference
+        if t._vc is None:
+            t._vc = [0]
+        return t
+
+    def as_subclass(self, cls) -> "Tensor":
+        """An alias of this tensor of class ``cls`` sharing storage and version counter."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError("Creating a Tensor subclass from a class that does not inherit "
+                            "from Tensor is not possible. Make sure your class inherits from "
+                            "Tensor.")
+        t = _new(cls)
+        t.__dict__.update(self.__dict__)
+        t._np_buf = None
+        return t
+
+
+def _wrap(dim, ndim):
+    from .layout import wrap_dim
+    return wrap_dim(dim, ndim)
+
+
+def _convert(ret, cls, args):
+    if isinstance(ret, Tensor):
+        if isinstance(ret, cls):
+            return ret
+        if any(ret is a for a in args):
+            return ret.as_subclass(cls)
+        try:
+            ret.__class__ = cls
+        except TypeError:
+            return ret.as_subclass(cls)
+        return ret
+    if isinstance(ret, (list, tuple)) and not isinstance(ret, Size):
+        items = [_convert(r, cls, args) for r in ret]
+        if hasattr(ret, "_fields"):
+            return type(ret)(*items)
+        return type(ret)(items)
+    return ret
+
+
+@classmethod
+def disabled_tensor_function(cls, func, types, args=(), kwargs=None):
+    """Set ``__tensor_function__ = sk.disabled_tensor_function`` on a subclass to skip the
+    function level entirely (PyTorch's ``_disabled_torch_function_impl``): results then come
+    from ``__tensor_dispatch__`` alone."""
+    return func(*args, **(kwargs or {}))
+
+
+_tensor_cls[0] = Tensor
+
+
+class _MemoryFormat:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"sk.{self.name}"
+
+
+contiguous_format = _MemoryFormat("contiguous_format")
+channels_last = _MemoryFormat("channels_last")
+preserve_format = _MemoryFormat("preserve_format")
+
+
+def from_numpy(a: np.ndarray) -> Tensor:
+    """A tensor sharing memory with the numpy array ``a`` (PyTorch's ``torch.from_numpy``).
+
+    Keeps ``a``'s strides. Raises TypeError for unsupported dtypes or non-arrays and
+    ValueError for negative strides, as PyTorch does.
+    """
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
+    dtype = dt.from_numpy_dtype(a.dtype)
+    item = a.itemsize
+    if any(s < 0 for s in a.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with negative "
+            "strides are not currently supported. (You can probably work around this by making "
+            "a copy of your array  with array.copy().) ")
+    if any(s % item for s in a.strides):
+        raise RuntimeError("given numpy array strides not a multiple of the element byte size. "
+                           "Copy the numpy array to reallocate the memory.")
+    strides = tuple(s // item for s in a.strides)
+    layout = Layout(tuple(a.shape), strides, 0)
+    span = layout.storage_extent() * item
+    storage = Storage._from_array(a, span)
+    return make_tensor(storage, layout, dtype)
