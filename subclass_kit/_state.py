@@ -21,6 +21,10 @@ class _TLS(threading.local):
         self.below = False
         # True while Tensor.__tensor_function__'s default runs the wrapped function.
         self.function_subclass_disabled = False
+        # sk.no_dispatch(): ops go straight to kernels (no modes, no subclass handlers).
+        self.no_dispatch = False
+        # Nesting depth of each subclass's __tensor_dispatch__ (runaway-recursion guard).
+        self.handler_depth = {}
         self.grad_enabled = True
         self.inference = False
 

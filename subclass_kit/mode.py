@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from ._state import tls
 
-__all__ = ["DispatchMode", "FunctionMode", "get_mode_stack", "get_function_mode_stack"]
+__all__ = ["DispatchMode", "FunctionMode", "get_mode_stack", "get_function_mode_stack",
+           "no_dispatch"]
 
 
 class _Mode:
@@ -77,3 +78,18 @@ def get_mode_stack() -> list:
 def get_function_mode_stack() -> list:
     """The active function modes of this thread, outermost first (a copy)."""
     return list(tls.function_modes)
+
+
+class no_dispatch:
+    """Run ops straight on their kernels: no dispatch modes, no subclass handlers (PyTorch's
+    ``_DisableTorchDispatch``). Version bumps and view tracking still happen."""
+
+    def __enter__(self):
+        self._prev = (tls.dispatch_modes, tls.no_dispatch)
+        tls.dispatch_modes = []
+        tls.no_dispatch = True
+        return self
+
+    def __exit__(self, *exc):
+        tls.dispatch_modes, tls.no_dispatch = self._prev
+        return False

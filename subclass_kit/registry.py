@@ -69,6 +69,9 @@ class OpOverload:
         # Optional predicate over the call's arguments: bump mutated args only when it holds
         # (``resize_`` bumps only when the size changes, SEMANTICS.md §2.2).
         self.bump_if = None
+        # Custom ops (sk.library): their kernels may call other ops, so they run "below"
+        # (Note [Version counters]) and the dispatcher tracks their view outputs.
+        self._custom = False
 
     # -- naming -----------------------------------------------------------------------------
     @property
@@ -147,6 +150,8 @@ class OpOverload:
         kernel = self._kernels.get(device)
         if kernel is None:
             raise _missing_kernel(self, device)
+        if self._custom:
+            return _run_below(self, kernel, args, kwargs)
         if not self._mutated:
             return kernel(*args, **kwargs)
         mutated = self._mutated_tensors(args, kwargs)
@@ -170,6 +175,28 @@ class OpOverload:
             else:
                 found.append(t)
         return found
+
+
+def _run_below(op, kernel, args, kwargs):
+    """Run a handler or custom kernel below the version/view layer, then do that layer's work
+    for it: bump mutated arguments once and track view outputs (Note [Version counters])."""
+    below = tls.below
+    mutated = op._mutated_tensors(args, kwargs) if op._mutated else ()
+    if mutated and op.bump_if is not None and not op.bump_if(*args, **kwargs):
+        mutated = ()
+    if mutated and not below:
+        _check_inference_write(op, mutated)
+    tls.below = True
+    try:
+        res = kernel(*args, **kwargs)
+    finally:
+        tls.below = below
+    if res is not NotImplemented and not below:
+        if mutated:
+            _bump(mutated)
+        if op.is_view:
+            _track_view_outputs(op, args, kwargs, res)
+    return res
 
 
 def _device_type_of(dev) -> str:
@@ -254,6 +281,8 @@ def _handler_name(h) -> str:
 def dispatch(op, args, kwargs):
     """The slow path of ``OpOverload.__call__``: modes, then subclass handlers, then kernel."""
     kwargs = kwargs or {}
+    if tls.no_dispatch:
+        return op._resolve_kernel(args, kwargs)
     types = _overloaded_types(op, args, kwargs)
     stack = tls.dispatch_modes
     tried = []
@@ -271,28 +300,43 @@ def dispatch(op, args, kwargs):
         if tried:
             raise _all_declined(op, tried, "__tensor_dispatch__")
         return op._resolve_kernel(args, kwargs)
-    below = tls.below
-    mutated = op._mutated_tensors(args, kwargs) if op._mutated else ()
-    if mutated and op.bump_if is not None and not op.bump_if(*args, **kwargs):
-        mutated = ()
-    if mutated and not below:
-        _check_inference_write(op, mutated)
     for t in types:
-        tls.below = True
-        try:
-            res = t.__tensor_dispatch__(op, types, args, kwargs)
-        finally:
-            tls.below = below
-        if res is NotImplemented:
-            tried.append(t)
-            continue
-        if not below:
-            if mutated:
-                _bump(mutated)
-            if op.is_view:
-                _track_view_outputs(op, args, kwargs, res)
-        return res
+        handler = _SubclassHandler(t, types)
+        handler.op = op
+        res = _run_below(op, handler, args, kwargs)
+        if res is not NotImplemented:
+            return res
+        tried.append(t)
     raise _all_declined(op, tried, "__tensor_dispatch__")
+
+
+class _SubclassHandler:
+    """Calls ``t.__tensor_dispatch__`` with the kernel calling convention of ``_run_below``."""
+
+    __slots__ = ("op", "t", "types")
+
+    def __init__(self, t, types):
+        self.t = t
+        self.types = types
+
+    def __call__(self, *args, **kwargs):
+        depth = tls.handler_depth
+        n = depth.get(self.t, 0)
+        if n >= _MAX_HANDLER_DEPTH:
+            raise RuntimeError(
+                f"{self.t.__name__}.__tensor_dispatch__ re-entered itself {n} times (last op: "
+                f"{self.op!r}): the handler calls ops on {self.t.__name__} arguments, which "
+                "dispatch back to the same handler forever. Unwrap the inner tensors first "
+                "(sk.pytree.tree_map_only) or run the op under sk.no_dispatch().")
+        depth[self.t] = n + 1
+        try:
+            return self.t.__tensor_dispatch__(self.op, self.types, args, kwargs)
+        finally:
+            depth[self.t] = n
+
+
+# Nesting of one subclass's handler deeper than this is taken as runaway recursion.
+_MAX_HANDLER_DEPTH = 64
 
 
 def _all_declined(op, tried, protocol):
@@ -423,7 +467,9 @@ def get_kernel(op: OpOverload, device: str):
 def _define_builtin_ops():
     from . import op_table
     for text in op_table.ALL + op_table.derived_schemas():
-        define(text)
+        op = define(text)
+        if text in op_table.INPLACE_VIEWS:
+            op.tags.add("inplace_view")
 
 
 _define_builtin_ops()

@@ -85,17 +85,20 @@ class Storage:
     ``resize_(nbytes)``: grow or shrink in place, keeping the leading bytes.
     """
 
-    __slots__ = ("_buffer", "_nbytes", "device", "_resizable", "__weakref__")
+    __slots__ = ("_buffer", "_nbytes", "device", "_resizable", "_dataless", "__weakref__")
 
-    def __init__(self, nbytes: int, device=CPU, *, _buffer=None, resizable: bool = True):
+    def __init__(self, nbytes: int, device=CPU, *, _buffer=None, resizable: bool = True,
+                 dataless: bool = False):
         if nbytes < 0:
             raise RuntimeError(f"Storage size must be non-negative, got {nbytes}")
         self.device = device
         self._nbytes = int(nbytes)
         self._resizable = resizable
+        # Wrapper subclasses carry geometry only: no bytes even on cpu (SEMANTICS.md §5.3).
+        self._dataless = dataless
         if _buffer is not None:
             self._buffer = _buffer
-        elif device is CPU:
+        elif device is CPU and not dataless:
             self._buffer = np.empty(self._nbytes, np.uint8)
         else:
             self._buffer = None
@@ -117,6 +120,9 @@ class Storage:
         return 1
 
     def data_ptr(self) -> int:
+        if self._dataless:
+            raise RuntimeError("Attempted to access the data pointer on an invalid python "
+                               "storage.")
         if self._buffer is None:
             return 0
         return self._buffer.__array_interface__["data"][0]

@@ -237,6 +237,8 @@ class Tensor:
         return self._storage
 
     def data_ptr(self) -> int:
+        if self._storage._dataless:
+            return 0
         base = self._storage.data_ptr()
         return base + self._layout.offset * self._dtype.itemsize if base else 0
 
@@ -303,6 +305,12 @@ class Tensor:
         self._np_buf = None
 
     def _check_data(self, what: str):
+        if type(self) is not Tensor and type(self) in DISPATCH_TYPES:
+            if what == "numpy":
+                raise RuntimeError(".numpy() is not supported for tensor subclasses.")
+            if what == "tolist":
+                raise RuntimeError(".tolist() is not supported for tensor subclasses, got "
+                                   f"{type(self).__name__}")
         if self._storage._buffer is None:
             if what == "numpy":
                 raise TypeError("can't convert meta device type tensor to numpy. Use "
@@ -310,12 +318,6 @@ class Tensor:
             if what == "item":
                 raise RuntimeError("Tensor.item() cannot be called on meta tensors")
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-        if type(self) is not Tensor and type(self) in DISPATCH_TYPES:
-            if what == "numpy":
-                raise RuntimeError(".numpy() is not supported for tensor subclasses.")
-            if what == "tolist":
-                raise RuntimeError(".tolist() is not supported for tensor subclasses, got "
-                                   f"{type(self).__name__}")
 
     @public_api
     def numpy(self, *, force=False) -> np.ndarray:

@@ -1,0 +1,59 @@
+"""Inference mode (PyTorch's ``torch.inference_mode``, RFC pytorch/rfcs#17).
+
+Built on the public switches ``sk.grad_state()`` / ``sk.set_grad_state()``. Entering turns grad
+mode off and the inference flag on; the core then makes every new tensor an *inference tensor*:
+no version counter is allocated, views of it are not tracked, and ops on it skip that
+bookkeeping entirely (``tensor.make_tensor`` / ``make_view``). ``InferenceMode(False)`` inside
+turns grad on and inference off. Exiting restores the previous switches exactly.
+
+The mode intercepts no op: it costs nothing per op, it only removes work.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import subclass_kit as sk
+
+__all__ = ["InferenceMode"]
+
+
+class InferenceMode:
+    """Context manager and decorator: ``with InferenceMode():`` / ``@InferenceMode()``.
+
+    ``mode=False`` disables inference mode (and enables grad) inside an enclosing one.
+    """
+
+    def __init__(self, mode: bool = True):
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode(): argument 'mode' must be bool, not "
+                            f"{type(mode).__name__}")
+        self.mode = mode
+        self._prev = []
+
+    def __enter__(self):
+        state = sk.GradState(grad_enabled=not self.mode, inference=self.mode)
+        self._prev.append(sk.set_grad_state(state))
+        return self
+
+    def __exit__(self, *exc):
+        sk.set_grad_state(self._prev.pop())
+        return False
+
+    def clone(self):
+        return InferenceMode(self.mode)
+
+    def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen(*args, **kwargs):
+                with self.clone():
+                    yield from fn(*args, **kwargs)
+            return gen
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper

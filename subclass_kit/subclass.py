@@ -1,0 +1,159 @@
+"""The two subclass mechanisms and the aliasing fix-up for wrapper subclasses.
+
+- **Direct ("is-a")**: :func:`make_subclass` makes an instance of ``cls`` that *is* the data:
+  same Storage, same version counter, own metadata; kernels run on it directly and the default
+  ``__tensor_function__`` keeps the class through ops (PyTorch's ``_make_subclass``).
+- **Wrapper ("has-a")**: :func:`make_wrapper_subclass` makes a metadata-only tensor over a
+  data-less Storage; the real tensors live in attributes and ``__tensor_dispatch__`` unwraps,
+  computes and rewraps (PyTorch's ``_make_wrapper_subclass``). A wrapper must fix storage
+  aliasing of view outputs and return ``self`` from in-place ops: :func:`return_and_correct_aliasing`
+  does both from the op's schema (SEMANTICS.md §5.3-5.5).
+"""
+
+from __future__ import annotations
+
+from .layout import Layout, contiguous_strides
+from . import _dtype as dt
+from .registry import get_kernel
+from .storage import Storage, device as _device
+from .tensor import Tensor, make_tensor
+
+__all__ = ["make_subclass", "make_wrapper_subclass", "return_and_correct_aliasing",
+           "is_traceable_wrapper_subclass", "transform_subclass"]
+
+_new = object.__new__
+
+
+def _check_cls(cls):
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                        "Tensor is not possible. Make sure your class inherits from Tensor.")
+
+
+def make_subclass(cls, data: Tensor, requires_grad: bool = False) -> Tensor:
+    """A direct ("is-a") subclass instance aliasing ``data``: same Storage and version counter,
+    its own sizes/strides (later metadata changes of ``data`` do not reach it), a leaf with
+    ``requires_grad`` set from the flag. Raises TypeError when ``cls`` is not a Tensor subclass.
+    """
+    _check_cls(cls)
+    if not isinstance(data, Tensor):
+        raise TypeError(f"make_subclass(): data must be a Tensor, not {type(data).__name__}")
+    t = _new(cls)
+    t._storage = data._storage
+    t._layout = data._layout
+    t._dtype = data._dtype
+    t._vc = data._vc
+    if data._inference:
+        t._inference = True
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None, device=None,
+                          requires_grad=False) -> Tensor:
+    """A wrapper ("has-a") subclass instance: metadata only, over a data-less Storage of the
+    geometry's ``nbytes``; ``data_ptr()`` is 0 and data access raises. ``cls`` must define
+    ``__tensor_dispatch__`` (TypeError otherwise, as PyTorch). Inside inference mode the wrapper
+    is an inference tensor.
+    """
+    _check_cls(cls)
+    if cls.__tensor_dispatch__.__func__ is Tensor.__tensor_dispatch__.__func__:
+        raise TypeError(f"{cls.__name__} must define __tensor_dispatch__")
+    size = tuple(int(s) for s in size)
+    strides = contiguous_strides(size) if strides is None else tuple(int(s) for s in strides)
+    if len(strides) != len(size):
+        raise RuntimeError("mismatch in length of strides and shape")
+    dtype = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
+    layout = Layout(size, strides, int(storage_offset or 0))
+    nbytes = layout.storage_extent() * dtype.itemsize
+    storage = Storage(nbytes, _device(device or "cpu"), dataless=True)
+    t = make_tensor(storage, layout, dtype, cls)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def is_traceable_wrapper_subclass(t) -> bool:
+    """A Tensor subclass instance (not Tensor itself) with ``__tensor_flatten__`` and
+    ``__tensor_unflatten__``."""
+    return (isinstance(t, Tensor) and type(t) is not Tensor
+            and hasattr(t, "__tensor_flatten__") and hasattr(type(t), "__tensor_unflatten__"))
+
+
+def transform_subclass(t, callback):
+    """Flatten ``t``, map ``callback(attr_name, inner)`` over its inner tensors and unflatten
+    with the same outer size and stride. Raises AssertionError when the rebuilt tensor's
+    shape or stride differ (PyTorch's check)."""
+    names, ctx = t.__tensor_flatten__()
+    inner = {name: callback(name, getattr(t, name)) for name in names}
+    size, stride = t.shape, t.stride()
+    out = type(t).__tensor_unflatten__(inner, ctx, size, stride)
+    if tuple(out.shape) != tuple(size):
+        raise AssertionError(f"Expected return value from {type(t)}__tensor_unflatten__() to have "
+                             f"shape equal to {tuple(size)}, but got: {tuple(out.shape)}")
+    if tuple(out.stride()) != tuple(stride):
+        raise AssertionError(f"Expected return value from {type(t)}__tensor_unflatten__() to have "
+                             f"stride equal to {tuple(stride)}, but got: {tuple(out.stride())}")
+    return out
+
+
+def _arg(schema, args, kwargs, index):
+    a = schema.arguments[index]
+    if index < len(args):
+        return args[index]
+    return kwargs.get(a.name, a.default_value)
+
+
+def _share_storage(func, inp, out):
+    if type(inp) is not type(out) and (is_traceable_wrapper_subclass(inp)
+                                       or is_traceable_wrapper_subclass(out)):
+        raise AssertionError(f"Called {func} with input of type {type(inp)}\nand output of type "
+                             f"{type(out)}. But expected types to match.")
+    out._storage = inp._storage
+    out._np_buf = None
+
+
+def return_and_correct_aliasing(func, args, kwargs, out):
+    """Make a wrapper subclass's result honour ``func``'s schema (PyTorch's
+    ``return_and_correct_aliasing``, SEMANTICS.md §5.5):
+
+    1. view outputs get their input's Storage object (sizes/strides/offset untouched), so
+       ``w[0].untyped_storage() is w.untyped_storage()``;
+    2. in-place metadata ops (``t_``, ``transpose_``, ``unsqueeze_``, ``as_strided_``...) are
+       replayed on the wrapper's own metadata;
+    3. in-place and out= ops return the mutated argument itself.
+
+    Returns what the op should return. Raises RuntimeError for schemas that mix mutable and
+    non-mutable returns.
+    """
+    schema = func.schema
+    kwargs = kwargs or {}
+    for ai, ri in schema.view_pairs:
+        inp = _arg(schema, args, kwargs, ai)
+        res = out[ri] if len(schema.returns) > 1 else out
+        for o in (res if isinstance(res, (list, tuple)) else (res,)):
+            if isinstance(o, Tensor) and isinstance(inp, Tensor):
+                _share_storage(func, inp, o)
+    if "inplace_view" in func.tags:
+        self_arg = _arg(schema, args, kwargs, 0)
+        get_kernel(func, "meta")(*args, **kwargs) if self_arg._storage.device.type == "meta" \
+            else _replay_metadata(func, args, kwargs)
+    writes = [r.alias is not None and r.alias.is_write for r in schema.returns]
+    if not any(writes):
+        return out
+    if not all(writes):
+        raise RuntimeError(f"Unsupported schema: {schema}")
+    mutated = []
+    for ret in schema.returns:
+        for i, a in enumerate(schema.arguments):
+            if a.alias is not None and a.alias.alias_sets & ret.alias.alias_sets:
+                mutated.append(_arg(schema, args, kwargs, i))
+                break
+    return mutated[0] if len(mutated) == 1 else tuple(mutated)
+
+
+def _replay_metadata(func, args, kwargs):
+    # The in-place view kernels only touch metadata (never data), so the cpu kernel can run on
+    # a data-less wrapper.
+    get_kernel(func, "cpu")(*args, **kwargs)
