@@ -72,6 +72,11 @@ class OpOverload:
         # Custom ops (sk.library): their kernels may call other ops, so they run "below"
         # (Note [Version counters]) and the dispatcher tracks their view outputs.
         self._custom = False
+        # Forward name printed by view+in-place errors ("Output 0 of Unbind ...").
+        self._view_name = None
+        if self.is_view and schema.base_name not in ("detach", "lift_fresh"):
+            from .inplace_checks import forward_name
+            self._view_name = forward_name(schema.base_name)
 
     # -- naming -----------------------------------------------------------------------------
     @property
@@ -100,10 +105,16 @@ class OpOverload:
             return None
         if overload and overload in packet._overloads:
             return packet._overloads[overload]
+        # out= overloads name only the op: pick the overload taking the same other arguments
+        # (``div.Tensor_mode_out`` -> ``div.Tensor_mode``, not ``div.Tensor``).
+        own = [a.name for a in self.schema.arguments if not a.is_write]
+        fallback = None
         for op in packet._overloads.values():
             if not op.is_mutable:
-                return op
-        return None
+                if [a.name for a in op.schema.arguments] == own:
+                    return op
+                fallback = fallback or op
+        return fallback
 
     @property
     def default(self):
@@ -153,12 +164,16 @@ class OpOverload:
         if self._custom:
             return _run_below(self, kernel, args, kwargs)
         if not self._mutated:
-            return kernel(*args, **kwargs)
+            if self._view_name is None:
+                return kernel(*args, **kwargs)
+            out = kernel(*args, **kwargs)
+            _record_view_op(self, out)
+            return out
         mutated = self._mutated_tensors(args, kwargs)
         if self.bump_if is not None and not self.bump_if(*args, **kwargs):
             mutated = ()
         if not tls.below:
-            _check_inference_write(self, mutated)
+            _check_inference_write(self, mutated, args, kwargs)
         out = kernel(*args, **kwargs)
         if not tls.below:
             _bump(mutated)
@@ -185,7 +200,7 @@ def _run_below(op, kernel, args, kwargs):
     if mutated and op.bump_if is not None and not op.bump_if(*args, **kwargs):
         mutated = ()
     if mutated and not below:
-        _check_inference_write(op, mutated)
+        _check_inference_write(op, mutated, args, kwargs)
     tls.below = True
     try:
         res = kernel(*args, **kwargs)
@@ -196,6 +211,8 @@ def _run_below(op, kernel, args, kwargs):
             _bump(mutated)
         if op.is_view:
             _track_view_outputs(op, args, kwargs, res)
+            if op._view_name is not None:
+                _record_view_op(op, res)
     return res
 
 
@@ -211,18 +228,37 @@ def _missing_kernel(op, device):
     return NotImplementedError(f"{op.name}: no kernel registered for device '{device}'")
 
 
+def check_inplace(op, mutated, args, kwargs):
+    from .inplace_checks import check_inplace as check
+    global check_inplace
+    check_inplace = check
+    return check(op, mutated, args, kwargs)
+
+
 _INFERENCE_INPLACE = (
     "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
     "clone to get a normal tensor before doing inplace update.See "
     "https://github.com/pytorch/rfcs/pull/17 for more details.")
 
 
-def _check_inference_write(op, mutated):
-    if tls.inference:
-        return
-    for t in mutated:
-        if t._vc is None:
-            raise RuntimeError(_INFERENCE_INPLACE)
+def _check_inference_write(op, mutated, args=(), kwargs=None):
+    """Checks before a mutating kernel runs: inference tensors outside inference mode, then the
+    autograd admission rules for views and leaves (``inplace_checks.check_inplace``)."""
+    if not tls.inference:
+        for t in mutated:
+            if t._vc is None:
+                raise RuntimeError(_INFERENCE_INPLACE)
+    if tls.grad_enabled:
+        check_inplace(op, mutated, args, kwargs)
+
+
+def _record_view_op(op, out):
+    if isinstance(out, (list, tuple)):
+        for i, o in enumerate(out):
+            if o._base is not None:
+                o._view_op = (op._view_name, i)
+    elif out._base is not None:
+        out._view_op = (op._view_name, 0)
 
 
 def _bump(mutated):

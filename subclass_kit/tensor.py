@@ -124,8 +124,11 @@ class Tensor:
 
     _base = None
     _creation_meta = None
+    _view_op = None         # (forward op name, output index) of a tracked view
+    _view_grad = False      # the view was made with grad on from a base requiring grad
+    _view_version = 0       # version when the view was made (lazy grad_fn checks, §3.6)
     _inference = False
-    requires_grad = False
+    _requires_grad = False
     grad = None
     _grad_fn = None
     _np_buf = None
@@ -263,6 +266,9 @@ class Tensor:
     def _set_view_meta(self, src, multi_output: bool):
         root = src._base
         new = _new_creation_meta(multi_output)
+        self._view_version = src._vc[0]
+        if tls.grad_enabled and src.requires_grad:
+            self._view_grad = True
         if root is None:
             self._base = src
             self._creation_meta = new
@@ -387,6 +393,18 @@ class Tensor:
         return tensor_repr(self)
 
     # -- grad flags (autograd proper lives in modes/) ---------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Own flag, or the base's for a tracked view (PyTorch's DifferentiableViewMeta)."""
+        if self._requires_grad:
+            return True
+        base = self._base
+        return base is not None and base._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(bool(value))
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
@@ -398,11 +416,19 @@ class Tensor:
                 "you can only change requires_grad flags of leaf variables. If you want to use "
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
-        self.requires_grad = requires_grad
+        self._requires_grad = requires_grad
         return self
 
     @property
     def grad_fn(self):
+        """The node that produced this tensor (None for leaves and without autograd). Reading it
+        on a non-DEFAULT view whose base was mutated since raises PyTorch's indirect
+        view+in-place error (SEMANTICS.md §3.4, §3.6)."""
+        base = self._base
+        if (base is not None and self._creation_meta != CreationMeta.DEFAULT
+                and base.requires_grad and self._vc[0] != self._view_version):
+            from .inplace_checks import view_rebase_message
+            raise RuntimeError(view_rebase_message(self, direct=False))
         return self._grad_fn
 
     @property

@@ -1,0 +1,92 @@
+"""Admission checks for in-place ops on views and leaves (PyTorch's ``check_inplace`` and
+``handle_view_on_rebase``; SEMANTICS.md §3.3-3.4). They run before the kernel, so a refused
+op leaves data and version counters untouched.
+
+The checks need no graph: only ``requires_grad``, grad mode and each view's ``CreationMeta``
+(recorded at view creation), so they hold with or without the autograd mode.
+"""
+
+from __future__ import annotations
+
+from ._state import tls
+from .tensor import CreationMeta
+
+__all__ = ["check_inplace", "view_rebase_message", "forward_name"]
+
+
+def forward_name(op_name: str) -> str:
+    """``split_with_sizes`` -> ``SplitWithSizes`` (the node name autograd errors print)."""
+    return "".join(part[:1].upper() + part[1:] for part in op_name.split("_") if part)
+
+
+_SUFFIX = {
+    CreationMeta.MULTI_OUTPUT_NODE:
+        " This view is the output of a function that returns multiple views. Such functions do "
+        "not allow the output views to be modified inplace. You should replace the inplace "
+        "operation by an out-of-place one.",
+    CreationMeta.IN_CUSTOM_FUNCTION:
+        " This view was created inside a custom Function (or because an input was returned "
+        "as-is) and the autograd logic to handle view+inplace would override the custom backward "
+        "associated with the custom Function, leading to incorrect gradients. This behavior is "
+        "forbidden. You can fix this by cloning the output of the custom Function.",
+}
+
+
+def _mode_suffix(block: str) -> str:
+    return (" Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+            "clarify your code by moving both the view and the inplace either both inside the "
+            f"{block} block (if you don't want the inplace to be tracked) or both outside (if "
+            "you want the inplace to be tracked).")
+
+
+def view_rebase_message(view, direct: bool) -> str:
+    """The text of the view+in-place error for ``view`` (SEMANTICS.md §3.4)."""
+    meta = view._creation_meta
+    what = "is being" if direct else "its base or another view of its base has been"
+    name, index = view._view_op or ("View", 0)
+    has_grad_fn = view._view_grad
+    if meta in (CreationMeta.NO_GRAD_MODE, CreationMeta.INFERENCE_MODE):
+        head = (f"Output {index} of {name} is a view of a view which was created in"
+                if has_grad_fn else "A view was created in")
+        if meta == CreationMeta.NO_GRAD_MODE:
+            return (f"{head} no_grad mode and {what} modified inplace with grad mode enabled."
+                    + _mode_suffix("no_grad"))
+        return (f"{head} inference mode and {what} modified inplace in normal mode."
+                + _mode_suffix("inference_mode"))
+    return f"Output {index} of {name} is a view and {what} modified inplace." + _SUFFIX[meta]
+
+
+def _any_requires_grad(args, kwargs) -> bool:
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            if any(getattr(x, "requires_grad", False) for x in a):
+                return True
+        elif getattr(a, "requires_grad", False):
+            return True
+    if kwargs:
+        for a in kwargs.values():
+            if getattr(a, "requires_grad", False):
+                return True
+    return False
+
+
+def check_inplace(op, mutated, args, kwargs):
+    """Refuse an in-place or out= op as PyTorch's autograd does; no-op unless grad mode is on
+    and some tensor argument requires grad."""
+    if not tls.grad_enabled or not _any_requires_grad(args, kwargs):
+        return
+    if op.is_out:
+        raise RuntimeError(f"{op.schema.base_name}(): functions with out=... arguments don't "
+                           "support automatic differentiation, but one of the arguments requires "
+                           "grad.")
+    for t in mutated:
+        base = t._base
+        if base is not None:
+            if t._creation_meta != CreationMeta.DEFAULT:
+                raise RuntimeError(view_rebase_message(t, direct=True))
+            if base.requires_grad and base._grad_fn is None:
+                raise RuntimeError("a view of a leaf Variable that requires grad is being used in "
+                                   "an in-place operation.")
+        elif t.requires_grad and t._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
