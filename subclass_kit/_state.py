@@ -25,6 +25,9 @@ class _TLS(threading.local):
         self.no_dispatch = False
         # Nesting depth of each subclass's __tensor_dispatch__ (runaway-recursion guard).
         self.handler_depth = {}
+        # sk.dispatch_trace(callback): every op goes through the slow path and reports there.
+        self.trace = None
+        self.depth = 0
         self.grad_enabled = True
         self.inference = False
 

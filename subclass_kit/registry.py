@@ -22,10 +22,13 @@ Note [Version counters]
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ._state import tls
 from .schema import OpSchema, parse_schema
 
-__all__ = ["OpOverload", "ops", "define", "register_kernel", "get_kernel", "register_decomposition"]
+__all__ = ["OpOverload", "ops", "define", "register_kernel", "get_kernel", "register_decomposition",
+           "dispatch_trace", "DispatchEvent", "is_below_autograd"]
 
 # Tensor subclasses that override __tensor_dispatch__ (filled by Tensor.__init_subclass__).
 DISPATCH_TYPES: set = set()
@@ -127,7 +130,7 @@ class OpOverload:
     def __call__(self, *args, **kwargs):
         if self.decomposition is not None:
             return self.decomposition(*args, **kwargs)
-        if tls.dispatch_modes:
+        if tls.dispatch_modes or tls.trace is not None:
             return dispatch(self, args, kwargs)
         for a in args:
             if type(a) in DISPATCH_TYPES:
@@ -317,33 +320,91 @@ def _handler_name(h) -> str:
 def dispatch(op, args, kwargs):
     """The slow path of ``OpOverload.__call__``: modes, then subclass handlers, then kernel."""
     kwargs = kwargs or {}
+    trace = tls.trace
     if tls.no_dispatch:
-        return op._resolve_kernel(args, kwargs)
+        return _kernel(op, args, kwargs, trace)
     types = _overloaded_types(op, args, kwargs)
     stack = tls.dispatch_modes
     tried = []
     for i in range(len(stack) - 1, -1, -1):
         mode = stack[i]
         tls.dispatch_modes = stack[:i]
+        if trace is not None:
+            trace(DispatchEvent("mode", op, mode, tls.depth))
+        tls.depth += 1
         try:
             res = mode.__tensor_dispatch__(op, types, args, kwargs)
         finally:
             tls.dispatch_modes = stack
+            tls.depth -= 1
         if res is not NotImplemented:
             return res
+        if trace is not None:
+            trace(DispatchEvent("declined", op, mode, tls.depth))
         tried.append(mode)
     if not types:
         if tried:
             raise _all_declined(op, tried, "__tensor_dispatch__")
-        return op._resolve_kernel(args, kwargs)
+        return _kernel(op, args, kwargs, trace)
     for t in types:
         handler = _SubclassHandler(t, types)
         handler.op = op
-        res = _run_below(op, handler, args, kwargs)
+        if trace is not None:
+            trace(DispatchEvent("subclass", op, t, tls.depth))
+        tls.depth += 1
+        try:
+            res = _run_below(op, handler, args, kwargs)
+        finally:
+            tls.depth -= 1
         if res is not NotImplemented:
             return res
+        if trace is not None:
+            trace(DispatchEvent("declined", op, t, tls.depth))
         tried.append(t)
     raise _all_declined(op, tried, "__tensor_dispatch__")
+
+
+class DispatchEvent(NamedTuple):
+    """One step of dispatching an op, reported to ``sk.dispatch_trace`` callbacks.
+
+    ``kind``: "mode" (a mode's handler is called), "subclass" (a subclass's
+    ``__tensor_dispatch__`` is called), "declined" (that handler returned NotImplemented),
+    "kernel" (the kernel of device ``handler`` runs). ``depth``: nesting of handlers.
+    """
+
+    kind: str
+    op: object
+    handler: object
+    depth: int
+
+
+def _kernel(op, args, kwargs, trace):
+    if trace is not None:
+        trace(DispatchEvent("kernel", op, op._device_type(args, kwargs), tls.depth))
+    return op._resolve_kernel(args, kwargs)
+
+
+class dispatch_trace:
+    """Report every dispatch step of every op to ``callback(DispatchEvent)`` while active
+    (a dispatch trace; PyTorch has this only in debug builds). All ops take the slow path."""
+
+    def __init__(self, callback):
+        self.callback = callback
+
+    def __enter__(self):
+        self._prev = tls.trace
+        tls.trace = self.callback
+        return self
+
+    def __exit__(self, *exc):
+        tls.trace = self._prev
+        return False
+
+
+def is_below_autograd() -> bool:
+    """True while ops run below the version/view layer (inside a subclass ``__tensor_dispatch__``
+    or a custom kernel): they neither bump versions nor track views (Note [Version counters])."""
+    return tls.below
 
 
 class _SubclassHandler:
@@ -506,6 +567,13 @@ def _define_builtin_ops():
         op = define(text)
         if text in op_table.INPLACE_VIEWS:
             op.tags.add("inplace_view")
+    # Schema exceptions that the debug-assert mode and functionalization read (PyTorch keeps
+    # the same lists in its autograd codegen, SEMANTICS.md §8).
+    for op in ops.set_._overloads.values():
+        op.tags.add("swaps_storage")
+    ops._unsafe_view.tags.add("unsafe_alias")
+    ops.lift_fresh.tags.add("returns_input")
+    ops.detach.tags.add("not_a_view_for_autograd")
 
 
 _define_builtin_ops()
