@@ -158,12 +158,19 @@ class OpOverload:
             return "cpu"
         return dev if isinstance(dev, str) and ":" not in dev else _device_type_of(dev)
 
-    def _resolve_kernel(self, args, kwargs):
-        """Run the kernel, with the version bump of Note [Version counters]."""
+    def _find_kernel(self, args, kwargs):
         device = self._device_type(args, kwargs)
         kernel = self._kernels.get(device)
         if kernel is None:
             raise _missing_kernel(self, device)
+        return kernel
+
+    def _resolve_kernel(self, args, kwargs):
+        """Run the kernel, with the version bump of Note [Version counters]."""
+        try:
+            kernel = self._kernels[args[self._device_arg]._storage.device.type]
+        except (AttributeError, IndexError, TypeError, KeyError):
+            kernel = self._find_kernel(args, kwargs)
         if self._custom:
             return _run_below(self, kernel, args, kwargs)
         if not self._mutated:
@@ -471,10 +478,13 @@ class _Namespace:
         self._packets: dict = {}
 
     def __getattr__(self, attr):
-        try:
-            return self.__dict__["_packets"][attr]
-        except KeyError:
-            raise AttributeError(f"'{self._name}' has no op named '{attr}'") from None
+        # Only reached for names that are not ops: registered ops are instance attributes
+        # (``_publish``), so ``sk.ops.add`` costs a plain attribute lookup on the hot path.
+        raise AttributeError(f"'{self._name}' has no op named '{attr}'")
+
+    def _publish(self, name, packet):
+        self._packets[name] = packet
+        self.__dict__[name] = packet
 
     def __dir__(self):
         return list(self._packets)
@@ -512,7 +522,7 @@ def define(schema_text: str) -> OpOverload:
         space = ops._packets.get(ns_name)
         if space is None:
             space = _Namespace(f"sk.ops.{ns_name}")
-            ops._packets[ns_name] = space
+            ops._publish(ns_name, space)
         namespace = f"sk.ops.{ns_name}"
     else:
         space, base, namespace = ops, schema.name, ""
@@ -520,7 +530,7 @@ def define(schema_text: str) -> OpOverload:
     packet = space._packets.get(base)
     if packet is None:
         op._overloads = {op.overload: op}
-        space._packets[base] = op
+        space._publish(base, op)
     else:
         if op.overload in packet._overloads:
             raise RuntimeError(f"op {schema.qualified_name} is already defined")
@@ -528,7 +538,7 @@ def define(schema_text: str) -> OpOverload:
         packet._overloads[op.overload] = op
         if op.overload == "default":
             # The default overload becomes the packet entry; keep the others reachable.
-            space._packets[base] = op
+            space._publish(base, op)
             packet = op
     for ov_name, ov in op._overloads.items():
         for holder in op._overloads.values():

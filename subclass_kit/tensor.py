@@ -57,20 +57,14 @@ class CreationMeta(enum.IntEnum):
     INFERENCE_MODE = 4
 
 
-def _new_creation_meta(multi_output: bool) -> CreationMeta:
-    if tls.inference:
-        return CreationMeta.INFERENCE_MODE
-    if not tls.grad_enabled:
-        return CreationMeta.NO_GRAD_MODE
-    if multi_output:
-        return CreationMeta.MULTI_OUTPUT_NODE
-    return CreationMeta.DEFAULT
+_DEFAULT = CreationMeta.DEFAULT
+_MULTI = CreationMeta.MULTI_OUTPUT_NODE
+_NO_GRAD = CreationMeta.NO_GRAD_MODE
+_INFERENCE = CreationMeta.INFERENCE_MODE
 
 
 def _propagate_creation_meta(parent: CreationMeta, new: CreationMeta) -> CreationMeta:
-    if new == CreationMeta.DEFAULT:
-        return parent
-    if parent == CreationMeta.INFERENCE_MODE:
+    if new is _DEFAULT or parent is _INFERENCE:
         return parent
     return new
 
@@ -265,10 +259,15 @@ class Tensor:
 
     def _set_view_meta(self, src, multi_output: bool):
         root = src._base
-        new = _new_creation_meta(multi_output)
+        if tls.inference:
+            new = _INFERENCE
+        elif tls.grad_enabled:
+            new = _MULTI if multi_output else _DEFAULT
+            if src._requires_grad or (root is not None and root._requires_grad):
+                self._view_grad = True
+        else:
+            new = _NO_GRAD
         self._view_version = src._vc[0]
-        if tls.grad_enabled and src.requires_grad:
-            self._view_grad = True
         if root is None:
             self._base = src
             self._creation_meta = new

@@ -291,3 +291,26 @@ def zero_(self):
 def _local_scalar_dense(self):
     self._check_data("item")
     return self._array().reshape(()).item()
+
+
+def _copies_of_inference_start_at_one(op):
+    """PyTorch builds ``clone`` and ``_to_copy`` as ``empty`` + ``copy_``; for an inference input
+    outside inference mode that ``copy_`` passes the version layer of the (normal) output, which
+    so starts at version 1. We reproduce the observable version, not the mechanism."""
+    from .._state import tls
+
+    def wrap(kernel):
+        def copy_kernel(self, *args, **kwargs):
+            out = kernel(self, *args, **kwargs)
+            if self._inference and not tls.inference and out._vc is not None:
+                out._vc[0] = 1
+            return out
+        copy_kernel.rule = kernel.rule
+        return copy_kernel
+
+    for device in ("cpu", "meta"):
+        op._kernels[device] = wrap(op._kernels[device])
+
+
+_copies_of_inference_start_at_one(ops.clone)
+_copies_of_inference_start_at_one(ops._to_copy)
