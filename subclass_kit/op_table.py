@@ -18,6 +18,12 @@ FACTORIES = [
     "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
     "lift_fresh(Tensor(a) self) -> Tensor(a)",
+    "empty_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
+    "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
+    "zeros_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
+    "ones_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
+    "rand_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
+    "randn_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
 ]
 
 VIEWS = [
@@ -62,6 +68,30 @@ SCATTERS = [
     "as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor",
 ]
 
+# ``<view>_copy``: one per view op above, fresh contiguous outputs (functionalization's
+# "mutations_and_views" replays views with these).
+VIEW_COPIES = [
+    "view_copy(Tensor self, SymInt[] size) -> Tensor",
+    "view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor",
+    "as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor",
+    "transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor",
+    "t_copy(Tensor self) -> Tensor",
+    "permute_copy(Tensor self, int[] dims) -> Tensor",
+    "expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor",
+    "squeeze_copy.dims(Tensor self, int[] dim) -> Tensor",
+    "unsqueeze_copy(Tensor self, int dim) -> Tensor",
+    "select_copy.int(Tensor self, int dim, SymInt index) -> Tensor",
+    "slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
+    "diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor",
+    "unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor",
+    "split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]",
+    "split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]",
+    "unbind_copy.int(Tensor self, int dim=0) -> Tensor[]",
+    "alias_copy(Tensor self) -> Tensor",
+    "detach_copy(Tensor self) -> Tensor",
+    "lift_fresh_copy(Tensor self) -> Tensor",
+]
+
 COPIES = [
     "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
     "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
@@ -69,6 +99,8 @@ COPIES = [
     "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
     "fill.Scalar(Tensor self, Scalar value) -> Tensor",
     "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
+    "fill.Tensor(Tensor self, Tensor value) -> Tensor",
+    "fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",
     "zero_(Tensor(a!) self) -> Tensor(a!)",
     "_local_scalar_dense(Tensor self) -> Scalar",
 ]
@@ -98,6 +130,7 @@ POINTWISE_UNARY = [
     "gelu(Tensor self, *, str approximate='none') -> Tensor",
     "silu(Tensor self) -> Tensor",
     "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+    "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
 ]
 
 POINTWISE_BINARY = [
@@ -140,6 +173,7 @@ REDUCTIONS = [
     "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
     "norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
     "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+    "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
 ]
 
 OTHER = [
@@ -148,16 +182,29 @@ OTHER = [
     "max(Tensor self) -> Tensor",
     "min(Tensor self) -> Tensor",
     "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+    "all(Tensor self) -> Tensor",
+    "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+    "any(Tensor self) -> Tensor",
+    "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+    "max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)",
+    "min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)",
     "_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
     "_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
     "mm(Tensor self, Tensor mat2) -> Tensor",
     "bmm(Tensor self, Tensor mat2) -> Tensor",
     "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+    "dot(Tensor self, Tensor tensor) -> Tensor",
+    "mv(Tensor self, Tensor vec) -> Tensor",
+    "mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
+    "bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
     "cat(Tensor[] tensors, int dim=0) -> Tensor",
+    "cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)",
     "stack(Tensor[] tensors, int dim=0) -> Tensor",
     "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
     "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
     "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+    "scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
+    "scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)",
     "index_select(Tensor self, int dim, Tensor index) -> Tensor",
     "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
     "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
@@ -190,11 +237,13 @@ COMPOSITE = [
     "einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor",
 ]
 
-# Ops with a ``name_`` in-place overload derived from the functional schema.
-NO_INPLACE = {"eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor",
-              "logical_and", "logical_or", "where.self", "maximum", "minimum", "erf", "gelu",
-              "silu", "logical_not", "bitwise_not", "bitwise_and.Tensor", "bitwise_or.Tensor",
-              "bitwise_xor.Tensor", "sign", "masked_fill.Scalar"}
+# Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
+NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar"}
+
+
+# out= overloads whose PyTorch name is not ``{overload}_out``.
+_OUT_NAMES = {"sum.dim_IntList": "sum.IntList_out", "mean.dim": "mean.out",
+              "prod.dim_int": "prod.int_out", "norm.ScalarOpt_dim": "norm.out"}
 
 
 def _out_schema(functional: str) -> str:
@@ -203,6 +252,7 @@ def _out_schema(functional: str) -> str:
     base = name.split(".")[0]
     overload = name.split(".")[1] if "." in name else ""
     out_name = f"{base}.{overload}_out" if overload and overload != "default" else f"{base}.out"
+    out_name = _OUT_NAMES.get(name, out_name)
     star = "" if "*" in args else "*, "
     return f"{out_name}({args}, {star}Tensor(a!) out) -> Tensor(a!)"
 
@@ -230,5 +280,5 @@ def derived_schemas() -> list:
     return out
 
 
-ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + COPIES + POINTWISE_UNARY + POINTWISE_BINARY
-       + REDUCTIONS + OTHER + COMPOSITE)
+ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
+       + POINTWISE_BINARY + REDUCTIONS + OTHER + COMPOSITE)

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..function import public_api
+from ..mode import no_dispatch
 from ..kernels.factories import manual_seed
 from ..registry import ops
 from ..storage import device as _device
@@ -69,7 +70,10 @@ def tensor(data, dtype=None, device="cpu", requires_grad=False):
             if arr.dtype == object:
                 raise ValueError("expected a rectangular (non-ragged) nested sequence")
         dtype = inferred if dtype is None else dt.to_dtype(dtype)
-        out = ops.empty(list(arr.shape), dtype=dtype, device=device)
+        # The data is written outside the op layer, so the allocation is hidden from modes too
+        # (PyTorch builds it below the Python key): modes see only lift_fresh of a constant.
+        with no_dispatch():
+            out = ops.empty(list(arr.shape), dtype=dtype, device=device)
         if out._storage.device.type != "meta":
             np.copyto(out._array(), arr, casting="unsafe")
         out = ops.lift_fresh(out)
@@ -173,52 +177,39 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return ops.empty_strided(tuple(size), tuple(stride), **_kw(dtype, device, requires_grad))
 
 
-def _like(t, dtype, device):
-    return (t.dtype if dtype is None else dtype), (t.device if device is None else device)
+def _like_kwargs(dtype, device, requires_grad, memory_format):
+    return {"dtype": dtype, "device": device, "requires_grad": requires_grad,
+            "memory_format": memory_format}
 
 
 @public_api
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    d, dev = _like(input, dtype, device)
-    from ..kernels.factories import _preserved_strides
-    return ops.empty_strided(input.shape, _preserved_strides(input, memory_format),
-                             **_kw(d, dev, requires_grad))
+    """Uninitialised tensor like ``input`` (strides preserved for dense inputs, as PyTorch)."""
+    return ops.empty_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))
 
 
 @public_api
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _filled(empty_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
-                              memory_format=memory_format), 0)
+    return ops.zeros_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))
 
 
 @public_api
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _filled(empty_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
-                              memory_format=memory_format), 1)
+    return ops.ones_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))
 
 
 @public_api
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None):
-    return _filled(empty_like(input, dtype=dtype, device=device, requires_grad=requires_grad,
-                              memory_format=memory_format), fill_value)
-
-
-def _filled(fresh, value):
-    # A fresh tensor's first fill is part of its creation: no version bump (PyTorch's
-    # zeros_like/ones_like return version 0).
-    if fresh._storage.device.type != "meta":
-        fresh._array()[...] = value
-    return fresh
+    return ops.full_like(input, fill_value,
+                         **_like_kwargs(dtype, device, requires_grad, memory_format))
 
 
 @public_api
-def rand_like(input, *, dtype=None, device=None, requires_grad=False):
-    d, dev = _like(input, dtype, device)
-    return ops.rand(input.shape, **_kw(d, dev, requires_grad))
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return ops.rand_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))
 
 
 @public_api
-def randn_like(input, *, dtype=None, device=None, requires_grad=False):
-    d, dev = _like(input, dtype, device)
-    return ops.randn(input.shape, **_kw(d, dev, requires_grad))
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return ops.randn_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))

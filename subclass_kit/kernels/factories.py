@@ -12,12 +12,19 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
-from ..layout import Layout, channels_last_strides, contiguous_strides, format_size
+from ..layout import channels_last_strides, contiguous_strides, format_size
 from ..registry import ops, register_kernel
 from ..storage import META
 from ..tensor import Tensor, channels_last, preserve_format
-from ._common import (Spec, check_no_internal_overlap, common_device, device_of,
-                      elementwise_strides, new_tensor, register_rule, type_name)
+from ._common import (
+    Spec,
+    check_no_internal_overlap,
+    device_of,
+    elementwise_strides,
+    new_tensor,
+    register_rule,
+    type_name,
+)
 
 _rng = [np.random.default_rng(0)]
 
@@ -313,3 +320,49 @@ def _copies_of_inference_start_at_one(op):
 
 _copies_of_inference_start_at_one(ops.clone)
 _copies_of_inference_start_at_one(ops._to_copy)
+
+
+# -- *_like factories: one rule (the input's layout per memory_format), then a fill -------------
+def _like_rule(self, *args, dtype=None, device=None, requires_grad=None, memory_format=None):
+    dtype = self._dtype if dtype is None else dt.to_dtype(dtype)
+    dev = self._storage.device if device is None else device_of(device)
+    return Spec(self._layout.sizes, _preserved_strides(self, memory_format), dtype, dev)
+
+
+def _like_kernel(fill_value):
+    """A *_like kernel; ``fill_value(self, args, out_shape) -> array | scalar | None``."""
+    def kernel(self, *args, dtype=None, device=None, requires_grad=None, memory_format=None):
+        spec = _like_rule(self, *args, dtype=dtype, device=device, memory_format=memory_format)
+        if fill_value in (_rand_like_value, _randn_like_value) and \
+                not spec.dtype.is_floating_point:
+            raise RuntimeError(f'"check_uniform_bounds" not implemented for '
+                               f"'{type_name(spec.dtype)}'")
+        out = new_tensor(spec)
+        if spec.device is not META:
+            value = fill_value(self, args, spec.sizes)
+            if value is not None:
+                out._array()[...] = value
+        return _finish(out, requires_grad)
+    return kernel
+
+
+def _random_like(kind):
+    def value(self, args, shape):
+        return _rng[0].random(shape) if kind == "rand" else _rng[0].standard_normal(shape)
+    return value
+
+
+_rand_like_value = _random_like("rand")
+_randn_like_value = _random_like("randn")
+
+
+for _op, _value in ((ops.empty_like, lambda self, args, shape: None),
+                    (ops.zeros_like, lambda self, args, shape: 0),
+                    (ops.ones_like, lambda self, args, shape: 1),
+                    (ops.full_like, lambda self, args, shape: _fill_value(args[0])),
+                    (ops.rand_like, _rand_like_value),
+                    (ops.randn_like, _randn_like_value)):
+    _kernel = _like_kernel(_value)
+    register_kernel(_op, "cpu")(_kernel)
+    register_kernel(_op, "meta")(_kernel)
+    _op.rule = _like_rule
