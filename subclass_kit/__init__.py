@@ -28,6 +28,9 @@ from .mode import FunctionMode as FunctionMode
 from .mode import get_function_mode_stack as get_function_mode_stack
 from .mode import get_mode_stack as get_mode_stack
 from .registry import OpOverload as OpOverload
+from .registry import DispatchEvent as DispatchEvent
+from .registry import dispatch_trace as dispatch_trace
+from .registry import is_below_autograd as is_below_autograd
 from .registry import get_kernel as get_kernel
 from .registry import ops as ops
 from .registry import register_kernel as register_kernel
@@ -44,6 +47,23 @@ from .tensor import channels_last as channels_last
 from .tensor import contiguous_format as contiguous_format
 from .tensor import disabled_tensor_function as disabled_tensor_function
 from .tensor import preserve_format as preserve_format
+from .grad_mode import GradState as GradState
+from .grad_mode import enable_grad as enable_grad
+from .grad_mode import grad_state as grad_state
+from .grad_mode import inference_mode as inference_mode
+from .grad_mode import is_grad_enabled as is_grad_enabled
+from .grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
+from .grad_mode import no_grad as no_grad
+from .grad_mode import set_grad_enabled as set_grad_enabled
+from .grad_mode import set_grad_state as set_grad_state
+from .mode import no_dispatch as no_dispatch
+from . import pytree as pytree
+from . import library as library
+from .subclass import is_traceable_wrapper_subclass as is_traceable_wrapper_subclass
+from .subclass import make_subclass as make_subclass
+from .subclass import make_wrapper_subclass as make_wrapper_subclass
+from .subclass import return_and_correct_aliasing as return_and_correct_aliasing
+from .subclass import transform_subclass as transform_subclass
 
 float = float32  # noqa: A001
 double = float64
@@ -55,9 +75,18 @@ short = int16
 # Kernels and decompositions register themselves on import.
 from .kernels import factories as _factories  # noqa: E402
 from .kernels import pointwise as _pointwise  # noqa: E402
+from .kernels import reductions as _reductions  # noqa: E402
 from .kernels import views as _views  # noqa: E402
 from . import decompositions as _decompositions  # noqa: E402
 from .api import views as _api_views  # noqa: E402
+from .kernels import indexing as _indexing  # noqa: E402
+from .kernels import scatter as _scatter  # noqa: E402
+from .api import indexing as _api_indexing  # noqa: E402
+from .api.indexing import index_put as index_put  # noqa: E402
+from .api.views import as_strided_scatter as as_strided_scatter  # noqa: E402
+from .api.views import diagonal_scatter as diagonal_scatter  # noqa: E402
+from .api.views import select_scatter as select_scatter  # noqa: E402
+from .api.views import slice_scatter as slice_scatter  # noqa: E402
 from .api.creation import arange as arange  # noqa: E402
 from .api.creation import as_tensor as as_tensor  # noqa: E402
 from .api.creation import empty as empty  # noqa: E402
@@ -80,3 +109,46 @@ from .api.creation import tensor as tensor  # noqa: E402
 from .api.creation import zeros as zeros  # noqa: E402
 from .api.creation import zeros_like as zeros_like  # noqa: E402
 from .api.math import *  # noqa: E402,F401,F403  (names listed in api.math.__all__)
+# Linear algebra, nn and shape-combining ops (kernels, composites, API).
+from .kernels import linalg as _linalg  # noqa: E402
+from .kernels import nn as _nn_kernels  # noqa: E402
+from .kernels import shape as _shape  # noqa: E402
+from . import decompositions_nn as _decompositions_nn  # noqa: E402
+from .api.linalg import addmm as addmm  # noqa: E402
+from .api.linalg import bmm as bmm  # noqa: E402
+from .api.linalg import cat as cat  # noqa: E402
+from .api.linalg import concat as concat  # noqa: E402
+from .api.linalg import concatenate as concatenate  # noqa: E402
+from .api.linalg import dot as dot  # noqa: E402
+from .api.linalg import einsum as einsum  # noqa: E402
+from .api.linalg import gather as gather  # noqa: E402
+from .api.linalg import index_select as index_select  # noqa: E402
+from .api.linalg import log_softmax as log_softmax  # noqa: E402
+from .api.linalg import matmul as matmul  # noqa: E402
+from .api.linalg import mm as mm  # noqa: E402
+from .api.linalg import mv as mv  # noqa: E402
+from .api.linalg import nonzero as nonzero  # noqa: E402
+from .api.linalg import scatter as scatter  # noqa: E402
+from .api.linalg import softmax as softmax  # noqa: E402
+from .api.linalg import stack as stack  # noqa: E402
+from .api.linalg import tril as tril  # noqa: E402
+from .api.linalg import triu as triu  # noqa: E402
+from . import nn as nn  # noqa: E402
+from . import return_types as return_types  # noqa: E402
+from ._repr import set_printoptions as set_printoptions  # noqa: E402
+from .api.reductions import all as all  # noqa: E402,A001
+from .api.reductions import amax as amax  # noqa: E402
+from .api.reductions import amin as amin  # noqa: E402
+from .api.reductions import any as any  # noqa: E402,A001
+from .api.reductions import argmax as argmax  # noqa: E402
+from .api.reductions import argmin as argmin  # noqa: E402
+from .api.reductions import cumsum as cumsum  # noqa: E402
+from .api.reductions import logsumexp as logsumexp  # noqa: E402
+from .api.reductions import max as max  # noqa: E402,A001
+from .api.reductions import mean as mean  # noqa: E402
+from .api.reductions import min as min  # noqa: E402,A001
+from .api.reductions import norm as norm  # noqa: E402
+from .api.reductions import prod as prod  # noqa: E402
+from .api.reductions import std as std  # noqa: E402
+from .api.reductions import sum as sum  # noqa: E402,A001
+from .api.reductions import var as var  # noqa: E402

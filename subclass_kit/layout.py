@@ -47,10 +47,11 @@ def contiguous_strides(sizes) -> tuple:
 
 
 def channels_last_strides(sizes) -> tuple:
-    """NHWC strides of a 4-d NCHW shape: (2,3,4,5) -> (60, 1, 15, 3)."""
+    """NHWC strides of a 4-d NCHW shape: (2,3,4,5) -> (60, 1, 15, 3). Sizes are not clamped
+    to 1, as in PyTorch's ``get_channels_last_strides_2d``: (2,0,3,4) -> (0, 1, 0, 0)."""
     if len(sizes) != 4:
         raise RuntimeError("required rank 4 tensor to use channels_last format")
-    n, c, h, w = (max(s, 1) for s in sizes)
+    n, c, h, w = sizes
     return (h * w * c, 1, w * c, c)
 
 
@@ -92,7 +93,8 @@ def broadcast_shapes(*shapes) -> tuple:
     out = [1] * ndim
     for shape in shapes:
         off = ndim - len(shape)
-        for i, s in enumerate(shape):
+        for i in range(len(shape) - 1, -1, -1):  # last dim first, as PyTorch's infer_size
+            s = shape[i]
             cur = out[off + i]
             if s != cur:
                 if cur == 1:
@@ -128,11 +130,12 @@ class Layout(NamedTuple):
         return n
 
     def is_contiguous(self) -> bool:
-        """PyTorch's rule: every dim of size != 1 has stride == product of later sizes."""
+        """PyTorch's rule: every dim of size != 1 has stride == product of later sizes; a
+        tensor without elements is always contiguous."""
+        if 0 in self.sizes:
+            return True
         expected = 1
         for size, stride in zip(reversed(self.sizes), reversed(self.strides)):
-            if size == 0:
-                return True
             if size != 1:
                 if stride != expected:
                     return False
@@ -140,11 +143,10 @@ class Layout(NamedTuple):
         return True
 
     def is_channels_last(self) -> bool:
-        """Whether the layout is NHWC-dense (``is_contiguous(memory_format=channels_last)``)."""
+        """Whether the layout is NHWC-dense (``is_contiguous(memory_format=channels_last)``).
+        No shortcut for empty tensors, as in PyTorch: (0,2,3,4) contiguous is not NHWC."""
         if len(self.sizes) != 4:
             return False
-        if self.numel() == 0:
-            return True
         expected = 1
         for d in (1, 3, 2, 0):
             size, stride = self.sizes[d], self.strides[d]
@@ -154,19 +156,42 @@ class Layout(NamedTuple):
                 expected *= size
         return True
 
-    def is_non_overlapping_and_dense(self) -> bool:
-        """True when the elements tile a contiguous block in some dim order (any permutation)."""
-        dims = sorted(range(len(self.sizes)), key=lambda d: (self.strides[d], self.sizes[d]))
+    def is_channels_last_3d(self) -> bool:
+        """Whether a 5-d layout is NDHWC-dense (``channels_last_3d``)."""
+        if len(self.sizes) != 5:
+            return False
         expected = 1
-        for d in dims:
-            size = self.sizes[d]
-            if size == 0:
-                return True
+        for d in (1, 4, 3, 2, 0):
+            size, stride = self.sizes[d], self.strides[d]
             if size != 1:
-                if self.strides[d] != expected:
+                if stride != expected:
                     return False
                 expected *= size
         return True
+
+    def is_non_overlapping_and_dense(self) -> bool:
+        """True when the elements tile a contiguous block in some dim order (any permutation).
+        As PyTorch's TensorImpl: contiguous (so any empty tensor) or channels-last, else
+        ``compute_non_overlapping_and_dense`` (dims of size < 2 ignored)."""
+        if self.is_contiguous() or self.is_channels_last() or self.is_channels_last_3d():
+            return True
+        sizes, strides = self.sizes, self.strides
+        if len(sizes) == 1:
+            return sizes[0] < 2 or strides[0] == 1
+        dims = sorted((d for d in range(len(sizes)) if sizes[d] >= 2), key=lambda d: strides[d])
+        expected = 1
+        for d in dims:
+            if strides[d] != expected:
+                return False
+            expected *= sizes[d]
+        return True
+
+    def has_internal_overlap(self) -> bool:
+        """Whether two elements certainly share memory (PyTorch's ``has_internal_overlap`` ==
+        ``MemOverlap::Yes``): not dense and some dim of size > 1 has stride 0."""
+        if self.is_non_overlapping_and_dense():
+            return False
+        return any(st == 0 and sz > 1 for sz, st in zip(self.sizes, self.strides))
 
     def storage_extent(self) -> int:
         """Elements of storage needed from element 0: ``offset + sum((size-1)*stride) + 1``,

@@ -110,11 +110,11 @@ class OpOverload:
             return packet._overloads[overload]
         # out= overloads name only the op: pick the overload taking the same other arguments
         # (``div.Tensor_mode_out`` -> ``div.Tensor_mode``, not ``div.Tensor``).
-        own = [a.name for a in self.schema.arguments if not a.is_write]
+        own = [(a.name, a.type) for a in self.schema.arguments if not a.is_write]
         fallback = None
         for op in packet._overloads.values():
             if not op.is_mutable:
-                if [a.name for a in op.schema.arguments] == own:
+                if [(a.name, a.type) for a in op.schema.arguments] == own:
                     return op
                 fallback = fallback or op
         return fallback
@@ -466,6 +466,11 @@ def _track_view_outputs(op, args, kwargs, res):
         if out is base:
             raise RuntimeError(_VIEW_RETURNED_INPUT)
         if hasattr(out, "_storage") and hasattr(base, "_storage"):
+            if "not_a_view_for_autograd" in op.tags:
+                # detach: shares the version counter, but is no view (no _base), as on cpu
+                if not base._inference:
+                    out._vc = base._vc
+                continue
             out._set_view_of(base, multi_output=op._view_multi)
 
 

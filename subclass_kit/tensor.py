@@ -23,7 +23,7 @@ from . import _dtype as dt
 from ._state import tls
 from .function import FUNCTION_TYPES, public_api
 from .layout import Layout, format_size
-from .registry import DISPATCH_TYPES, _tensor_cls
+from .registry import DISPATCH_TYPES, _tensor_cls, ops
 from .storage import CPU, META, Storage, device
 
 __all__ = ["Tensor", "Size", "CreationMeta", "make_tensor", "make_view", "from_numpy",
@@ -342,11 +342,11 @@ class Tensor:
 
     @public_api
     def item(self):
-        self._check_data("item")
+        # The element count first, then the op modes and subclasses see (PyTorch's order).
         if self._layout.numel() != 1:
             raise RuntimeError(f"a Tensor with {self._layout.numel()} elements cannot be "
                                "converted to Scalar")
-        return self._array().reshape(()).item()
+        return ops._local_scalar_dense(self)
 
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy()

@@ -1,89 +1,184 @@
 """Pointwise math: ``sk.add``/``Tensor.add`` and friends, their in-place (``add_``) and
-``out=`` forms, and the Python operators (``+ - * / // % ** @`` and comparisons).
+``out=`` forms, and the Python operators (``+ - * / // % ** & | ^ ~`` and comparisons).
 
 Python numbers take part as PyTorch's "wrapped numbers" (lowest promotion priority): the kernels
 accept them in tensor positions, so ``1.5 - int_tensor`` is float32 like ``int_tensor - 1.5``.
+As in PyTorch's argument parser, only some functions accept a number where a tensor is expected
+(``sk.add(2, t)``, ``sk.pow(2, t)``, ``sk.remainder(2, t)``); the others raise TypeError
+("maximum(): argument 'other' (position 2) must be Tensor, not int").
+
+Example::
+
+    >>> x = sk.tensor([1, 2, 3])
+    >>> (x / 2).dtype, (x // 2).tolist(), (x + 1.5).dtype
+    (sk.float32, [0, 1, 1], sk.float32)
 """
 
 from __future__ import annotations
 
+from .. import _dtype as dt
 from ..function import public_api
 from ..registry import _lookup, ops
 from ..tensor import Tensor
-from ._register import method
 
 __all__ = []
+
+_NUMBER = (bool, int, float)
+
+
+def _need_tensor(fname, argname, pos, value):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{fname}(): argument '{argname}' (position {pos}) must be Tensor, not "
+                        f"{type(value).__name__}")
+
+
+def _as_tensor(value):
+    """A Python number where PyTorch's parser makes a tensor of it (``sk.add(2, 3)``)."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, _NUMBER):
+        return ops.scalar_tensor(value, dtype=dt.scalar_dtype(value) if not isinstance(
+            value, float) else dt.get_default_dtype())
+    raise TypeError(f"expected a Tensor or a number, got {type(value).__name__}")
 
 
 def _out_overload(op):
     for ov in op._overloads.values():
-        if ov.is_out and ov.schema.functional_variant == op.name:
-            args = [a.name for a in ov.schema.arguments if not a.kwarg_only]
-            if args == [a.name for a in op.schema.arguments if not a.kwarg_only]:
-                return ov
+        if ov.is_out and ov.functional_variant is op:
+            return ov
     return None
 
 
-def _export(name, fn):
+def _export(name, fn, method=True):
     public = public_api(fn)
     public.__name__ = public.__qualname__ = name
-    setattr(Tensor, name, public)
+    if method:
+        setattr(Tensor, name, public)
     globals()[name] = public
     __all__.append(name)
     return public
 
 
-def _unary(name, op_name=None):
-    op = _lookup(op_name or name)
+# -- unary -----------------------------------------------------------------------------------
+def _unary(name):
+    op = _lookup(name)
     out_op = _out_overload(op)
-    inplace = _lookup((op_name or name) + "_")
+    packet = _lookup(name + "_")
+    inplace = packet._overloads.get(op.overload) if packet is not None else None
 
     def fn(input, *, out=None):
+        _need_tensor(name, "input", 1, input)
         if out is None:
             return op(input)
         return out_op(input, out=out)
 
-    fn.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``); ``out=`` writes into out."
+    fn.__doc__ = (f"Elementwise ``{name}`` (PyTorch's ``torch.{name}``): same dtype rules, "
+                  "``out=`` writes into ``out`` (resized if needed), errors as PyTorch's.")
     _export(name, fn)
     if inplace is not None:
         def fn_(self):
             return inplace(self)
+        fn_.__doc__ = f"In-place ``{name}``: writes into ``self`` (its dtype must hold the result)."
         _export(name + "_", fn_)
 
 
 for _name in ("abs", "neg", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh",
-              "sigmoid", "relu", "reciprocal", "sign", "floor", "ceil", "round", "logical_not",
+              "sigmoid", "relu", "reciprocal", "sign", "floor", "ceil", "logical_not",
               "bitwise_not", "erf", "silu"):
     _unary(_name)
 Tensor.negative = Tensor.neg
+Tensor.negative_ = Tensor.neg_
 Tensor.absolute = Tensor.abs
+Tensor.absolute_ = Tensor.abs_
 
 
-def _binary(name, op_name=None):
-    op = _lookup(op_name or name)
+def round(input, *, decimals=0, out=None):
+    """Round half to even (``torch.round``); ``decimals`` scales by ``10**decimals`` first."""
+    _need_tensor("round", "input", 1, input)
+    if decimals:
+        scale = 10.0 ** abs(decimals)
+        if decimals > 0:
+            res = ops.div(ops.round(ops.mul(input, scale)), scale)
+        else:
+            res = ops.mul(ops.round(ops.div(input, scale)), scale)
+        return res if out is None else ops.copy_(out, res)
+    return ops.round(input) if out is None else ops.round.out(input, out=out)
+
+
+def round_(self, *, decimals=0):
+    """In-place ``round``."""
+    if decimals:
+        return ops.copy_(self, round(self, decimals=decimals))
+    return ops.round_(self)
+
+
+_export("round", round)
+_export("round_", round_)
+
+
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit (``torch.nn.functional.gelu``); ``approximate`` is "none"
+    (exact, with erf) or "tanh". Floating dtypes only (NotImplementedError otherwise)."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    if approximate == "none":
+        return ops.gelu(input)
+    return ops.gelu(input, approximate=approximate)
+
+
+_export("gelu", gelu, method=False)
+
+
+# -- binary ----------------------------------------------------------------------------------
+def _binary(name, numbers_first=False, numbers_second=True):
+    """``numbers_first``/``numbers_second``: whether a Python number is accepted there."""
+    op = _lookup(name)
     out_op = _out_overload(op)
-    inplace = _lookup((op_name or name) + "_")
+    packet = _lookup(name + "_")
+    inplace = packet._overloads.get(op.overload) if packet is not None else None
 
     def fn(input, other, *, out=None):
+        if not numbers_first:
+            if name in _COMPARISONS and not isinstance(input, Tensor):
+                raise TypeError(_COMPARE_COMBO.format(name, type(input).__name__,
+                                                      type(other).__name__))
+            _need_tensor(name, "input", 1, input)
+        elif not isinstance(input, Tensor) and not isinstance(other, Tensor):
+            input = _as_tensor(input)
+        if not numbers_second:
+            _need_tensor(name, "other", 2, other)
         if out is None:
             return op(input, other)
         return out_op(input, other, out=out)
 
-    fn.__doc__ = (f"Elementwise ``{name}`` with broadcasting and type promotion (PyTorch's "
-                  f"``torch.{name}``).")
+    fn.__doc__ = (f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion "
+                  f"(``torch.{name}``); ``out=`` writes into ``out``.")
     _export(name, fn)
     if inplace is not None:
         def fn_(self, other):
+            if not numbers_second:
+                _need_tensor(name + "_", "other", 1, other)
             return inplace(self, other)
+        fn_.__doc__ = f"In-place ``{name}``: the result is cast to ``self``'s dtype if allowed."
         _export(name + "_", fn_)
 
 
-for _name in ("mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-              "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor", "remainder"):
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+_COMPARE_COMBO = (
+    "{}() received an invalid combination of arguments - got ({}, {}), but expected one of:\n"
+    " * (Tensor input, Tensor other, *, Tensor out = None)\n"
+    " * (Tensor input, Number other, *, Tensor out = None)\n")
+for _name in _COMPARISONS:
     _binary(_name)
+for _name in ("maximum", "minimum", "logical_and", "logical_or"):
+    _binary(_name, numbers_second=False)
+for _name in ("mul", "bitwise_and", "bitwise_or", "bitwise_xor", "remainder"):
+    _binary(_name, numbers_first=True)
 Tensor.multiply = Tensor.mul
-Tensor.greater = Tensor.gt
-Tensor.less = Tensor.lt
+Tensor.multiply_ = Tensor.mul_
+Tensor.greater, Tensor.greater_equal = Tensor.gt, Tensor.ge
+Tensor.less, Tensor.less_equal, Tensor.not_equal = Tensor.lt, Tensor.le, Tensor.ne
+Tensor.max_elementwise = Tensor.maximum
 
 
 def _add_like(name):
@@ -92,19 +187,24 @@ def _add_like(name):
     inplace = _lookup(name + "_")
 
     def fn(input, other, *, alpha=1, out=None):
+        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+            input = _as_tensor(input)
         if out is not None:
             return out_op(input, other, alpha=alpha, out=out)
-        if alpha == 1:
+        if alpha == 1 and alpha.__class__ is int:
             return op(input, other)
         return op(input, other, alpha=alpha)
 
     def fn_(self, other, *, alpha=1):
-        if alpha == 1:
+        if alpha == 1 and alpha.__class__ is int:
             return inplace(self, other)
         return inplace(self, other, alpha=alpha)
 
-    fn.__doc__ = (f"``input {'+' if name == 'add' else '-'} alpha * other`` with broadcasting and "
-                  "PyTorch's type promotion.")
+    sign = "+" if name == "add" else "-"
+    fn.__doc__ = (f"``input {sign} alpha * other`` with broadcasting and PyTorch's type "
+                  "promotion. Raises RuntimeError for a float ``alpha`` with integral inputs "
+                  "and (``sub``) for bool operands.")
+    fn_.__doc__ = f"In-place ``self {sign}= alpha * other``."
     _export(name, fn)
     _export(name + "_", fn_)
 
@@ -112,14 +212,18 @@ def _add_like(name):
 _add_like("add")
 _add_like("sub")
 Tensor.subtract = Tensor.sub
+Tensor.subtract_ = Tensor.sub_
 
 
 def div(input, other, *, rounding_mode=None, out=None):
-    """True division (int inputs give the default float), or ``rounding_mode`` "trunc" /
-    "floor" (int inputs stay int; integer division by zero raises RuntimeError)."""
+    """True division (integer inputs give the default float dtype), or ``rounding_mode``
+    "trunc" / "floor" (integers stay integers; integer division by zero raises RuntimeError
+    "ZeroDivisionError")."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        input = _as_tensor(input)
     if rounding_mode is None:
         if out is not None:
-            return ops.div.out(input, other, out=out)
+            return ops.div.Tensor_out(input, other, out=out)
         return ops.div(input, other)
     if out is not None:
         return ops.div.Tensor_mode_out(input, other, rounding_mode=rounding_mode, out=out)
@@ -127,6 +231,7 @@ def div(input, other, *, rounding_mode=None, out=None):
 
 
 def div_(self, other, *, rounding_mode=None):
+    """In-place ``div``; integer ``self`` needs a rounding mode (the result must fit)."""
     if rounding_mode is None:
         return ops.div_(self, other)
     return ops.div_.Tensor_mode(self, other, rounding_mode=rounding_mode)
@@ -135,22 +240,37 @@ def div_(self, other, *, rounding_mode=None):
 _export("div", div)
 _export("div_", div_)
 Tensor.divide = Tensor.true_divide = Tensor.div
+Tensor.divide_ = Tensor.true_divide_ = Tensor.div_
+divide = true_divide = div
+__all__ += ["divide", "true_divide"]
 
 
 def floor_divide(input, other, *, out=None):
+    """``input // other`` rounding toward minus infinity (``div(..., rounding_mode="floor")``)."""
     return div(input, other, rounding_mode="floor", out=out)
 
 
+def floor_divide_(self, other):
+    """In-place ``floor_divide``."""
+    return ops.div_.Tensor_mode(self, other, rounding_mode="floor")
+
+
 _export("floor_divide", floor_divide)
+_export("floor_divide_", floor_divide_)
 
 
 def pow(input, exponent, *, out=None):
+    """``input ** exponent``; either may be a number. Integer tensors to negative integer
+    (Python) powers raise RuntimeError, negative tensor exponents give 0 / +-1 like PyTorch."""
+    if not isinstance(input, Tensor):
+        _need_tensor("pow", "exponent", 2, exponent)
     if out is not None:
         return ops.pow.Tensor_Tensor_out(input, exponent, out=out)
     return ops.pow(input, exponent)
 
 
 def pow_(self, exponent):
+    """In-place ``pow``."""
     return ops.pow_(self, exponent)
 
 
@@ -158,54 +278,69 @@ _export("pow", pow)
 _export("pow_", pow_)
 
 
+_CLAMP_COMBO = (
+    "clamp() received an invalid combination of arguments - got ({}), but expected one of:\n"
+    " * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)\n"
+    " * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
+
+
+def _clamp_op(input, min, max):
+    tensors = isinstance(min, Tensor) or isinstance(max, Tensor)
+    if tensors and (isinstance(min, _NUMBER) or isinstance(max, _NUMBER)):
+        names = ", ".join(type(a).__name__ for a in (input, min, max) if a is not None)
+        raise TypeError(_CLAMP_COMBO.format(names))
+    return ops.clamp.Tensor if tensors else ops.clamp
+
+
 def clamp(input, min=None, max=None, *, out=None):
-    """Clamp into ``[min, max]`` (either may be None; PyTorch raises when both are)."""
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    """Clamp into ``[min, max]`` (numbers or tensors; either may be None, not both:
+    RuntimeError). ``min > max`` gives ``max``; NaN propagates."""
+    op = _clamp_op(input, min, max)
     if out is not None:
-        return ops.clamp.out(input, min, max, out=out)
-    return ops.clamp(input, min, max)
+        return op._overloads[op.overload + "_out" if op.overload != "default" else "out"](
+            input, min, max, out=out)
+    return op(input, min, max)
 
 
 def clamp_(self, min=None, max=None):
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return ops.clamp_(self, min, max)
+    """In-place ``clamp``."""
+    op = _clamp_op(self, min, max)
+    return ops.clamp_._overloads[op.overload](self, min, max)
 
 
 _export("clamp", clamp)
 _export("clamp_", clamp_)
-Tensor.clip = Tensor.clamp
-Tensor.clip_ = Tensor.clamp_
+Tensor.clip, Tensor.clip_ = Tensor.clamp, Tensor.clamp_
+clip = clamp
+__all__.append("clip")
 
 
-def gelu(input, approximate="none"):
-    """Gaussian error linear unit; ``approximate`` is "none" (erf) or "tanh"."""
-    if approximate not in ("none", "tanh"):
-        raise RuntimeError(f"approximate argument must be either none or tanh.")
-    if approximate == "none":
-        return ops.gelu(input)
-    return ops.gelu(input, approximate=approximate)
-
-
-_export("gelu", gelu)
-
-
-def where(condition, input=None, other=None):
-    """``condition ? input : other`` elementwise, broadcasting all three."""
+def where(condition, input=None, other=None, *, out=None):
+    """``input`` where ``condition`` else ``other``, broadcasting all three (numbers allowed
+    for ``input``/``other``). ``where(condition)`` is ``nonzero(condition, as_tuple=True)``."""
     if input is None and other is None:
-        return ops.nonzero(condition)
+        return tuple(ops.unbind(ops.nonzero(condition), 1))
+    if out is not None:
+        return ops.where.self_out(condition, input, other, out=out)
     return ops.where(condition, input, other)
 
 
-_export("where", where)
+def _where_method(self, condition, other):
+    return ops.where(condition, self, other)
+
+
+_export("where", where, method=False)
+Tensor.where = public_api(_where_method)
 
 
 def masked_fill(input, mask, value):
+    """A copy of ``input`` (broadcast with ``mask``) with ``value`` where ``mask`` is True.
+    ``value`` is a number or 0-d tensor that must fit ``input``'s dtype."""
     return ops.masked_fill(input, mask, value)
 
 
 def masked_fill_(self, mask, value):
+    """In-place ``masked_fill``; ``mask`` must broadcast to ``self``'s shape."""
     return ops.masked_fill_(self, mask, value)
 
 
@@ -214,14 +349,17 @@ _export("masked_fill_", masked_fill_)
 
 
 def zero_(self):
+    """Fill with zeros in place."""
     return ops.zero_(self)
 
 
 def fill_(self, value):
+    """Fill with ``value`` in place."""
     return ops.fill_(self, value)
 
 
 def copy_(self, src, non_blocking=False):
+    """Copy ``src`` (broadcast, cast) into ``self`` in place."""
     return ops.copy_(self, src)
 
 
@@ -230,55 +368,72 @@ _export("fill_", fill_)
 _export("copy_", copy_)
 
 
-# -- operators ------------------------------------------------------------------------------------
-def _reflected(op):
-    def fn(self, other):
-        return op(other, self)
-    return fn
-
-
+# -- operators -------------------------------------------------------------------------------
 def _operator(name, impl):
     public = public_api(impl)
     public.__name__ = public.__qualname__ = name
     setattr(Tensor, name, public)
 
 
-_operator("__add__", lambda self, other: ops.add(self, other))
-_operator("__radd__", lambda self, other: ops.add(other, self))
-_operator("__iadd__", lambda self, other: ops.add_(self, other))
-_operator("__sub__", lambda self, other: ops.sub(self, other))
-_operator("__rsub__", _reflected(ops.sub))
-_operator("__isub__", lambda self, other: ops.sub_(self, other))
-_operator("__mul__", lambda self, other: ops.mul(self, other))
-_operator("__rmul__", lambda self, other: ops.mul(other, self))
-_operator("__imul__", lambda self, other: ops.mul_(self, other))
-_operator("__truediv__", lambda self, other: ops.div(self, other))
-_operator("__rtruediv__", _reflected(ops.div))
-_operator("__itruediv__", lambda self, other: ops.div_(self, other))
-_operator("__floordiv__", lambda self, other: ops.div.Tensor_mode(self, other,
-                                                                   rounding_mode="floor"))
-_operator("__rfloordiv__", lambda self, other: ops.div.Tensor_mode(other, self,
-                                                                    rounding_mode="floor"))
-_operator("__mod__", lambda self, other: ops.remainder(self, other))
-_operator("__rmod__", _reflected(ops.remainder))
-_operator("__pow__", lambda self, other: ops.pow(self, other))
-_operator("__rpow__", _reflected(ops.pow))
-_operator("__ipow__", lambda self, other: ops.pow_(self, other))
-_operator("__neg__", lambda self: ops.neg(self))
-_operator("__pos__", lambda self: self)
+def _binary_operator(name, op, reflected=False, **kwargs):
+    """``Tensor.__add__`` and friends: NotImplemented for operands that are neither tensors nor
+    numbers, so Python raises its usual TypeError."""
+    if reflected:
+        def impl(self, other):
+            if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
+                return NotImplemented
+            return op(other, self, **kwargs)
+    elif kwargs:
+        def impl(self, other):
+            if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
+                return NotImplemented
+            return op(self, other, **kwargs)
+    else:
+        def impl(self, other):
+            if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
+                return NotImplemented
+            return op(self, other)
+    _operator(name, impl)
+
+
+_FLOOR = {"rounding_mode": "floor"}
+for _name, _op, _kw in (
+        ("add", ops.add, {}), ("sub", ops.sub, {}), ("mul", ops.mul, {}),
+        ("truediv", ops.div, {}), ("floordiv", ops.div.Tensor_mode, _FLOOR),
+        ("mod", ops.remainder, {}), ("pow", ops.pow, {}), ("and", ops.bitwise_and, {}),
+        ("or", ops.bitwise_or, {}), ("xor", ops.bitwise_xor, {})):
+    _binary_operator(f"__{_name}__", _op, **_kw)
+    _binary_operator(f"__r{_name}__", _op, reflected=True, **_kw)
+for _name, _op, _kw in (
+        ("add", ops.add_, {}), ("sub", ops.sub_, {}), ("mul", ops.mul_, {}),
+        ("truediv", ops.div_, {}), ("floordiv", ops.div_.Tensor_mode, _FLOOR),
+        ("mod", ops.remainder_, {}), ("pow", ops.pow_, {}), ("and", ops.bitwise_and_, {}),
+        ("or", ops.bitwise_or_, {}), ("xor", ops.bitwise_xor_, {})):
+    _binary_operator(f"__i{_name}__", _op, **_kw)
+for _name, _op in (("eq", ops.eq), ("ne", ops.ne), ("lt", ops.lt), ("le", ops.le),
+                   ("gt", ops.gt), ("ge", ops.ge)):
+    _binary_operator(f"__{_name}__", _op)
+
+
+def _neg(self):
+    return ops.neg(self)
+
+
+def _pos(self):
+    if self._dtype is dt.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
+def _invert(self):
+    if self._dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return ops.bitwise_not(self)
+
+
+_operator("__neg__", _neg)
+_operator("__pos__", _pos)
 _operator("__abs__", lambda self: ops.abs(self))
-_operator("__invert__", lambda self: ops.logical_not(self) if self.dtype.name == "bool"
-          else ops.bitwise_not(self))
-_operator("__and__", lambda self, other: ops.bitwise_and(self, other))
-_operator("__rand__", lambda self, other: ops.bitwise_and(other, self))
-_operator("__or__", lambda self, other: ops.bitwise_or(self, other))
-_operator("__ror__", lambda self, other: ops.bitwise_or(other, self))
-_operator("__xor__", lambda self, other: ops.bitwise_xor(self, other))
-_operator("__rxor__", lambda self, other: ops.bitwise_xor(other, self))
-_operator("__eq__", lambda self, other: ops.eq(self, other))
-_operator("__ne__", lambda self, other: ops.ne(self, other))
-_operator("__lt__", lambda self, other: ops.lt(self, other))
-_operator("__le__", lambda self, other: ops.le(self, other))
-_operator("__gt__", lambda self, other: ops.gt(self, other))
-_operator("__ge__", lambda self, other: ops.ge(self, other))
+_operator("__invert__", _invert)
 Tensor.__hash__ = object.__hash__

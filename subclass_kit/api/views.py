@@ -287,3 +287,48 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
         size = [source.nbytes() // self.element_size()]
     return ops.set_.source_Storage_storage_offset(self, source, storage_offset, list(size),
                                                   list(stride) if stride else [])
+
+
+# -- functional counterparts (SEMANTICS.md §6.5) ---------------------------------------------------
+@method("slice_scatter")
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of ``input`` (same strides and offset) whose ``input[start:end:step]`` region along
+    ``dim`` holds ``src``. ``src`` must have exactly the slice's shape (RuntimeError
+    "expected src to have a size equal to the slice of self. ..."); its dtype is cast.
+
+    >>> sk.slice_scatter(sk.zeros(4), sk.ones(2), 0, 1, 3).tolist()
+    [0.0, 1.0, 1.0, 0.0]
+    """
+    return ops.slice_scatter(input, src, dim, start, end, step)
+
+
+@method("select_scatter")
+def select_scatter(input, src, dim, index):
+    """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src`` (same shape).
+
+    >>> sk.select_scatter(sk.zeros(2, 2), sk.ones(2), 0, 1).tolist()
+    [[0.0, 0.0], [1.0, 1.0]]
+    """
+    return ops.select_scatter(input, src, dim, index)
+
+
+@method("diagonal_scatter")
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of ``input`` with ``input.diagonal(offset, dim1, dim2)`` replaced by ``src``.
+
+    >>> sk.diagonal_scatter(sk.zeros(2, 2), sk.ones(2)).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    return ops.diagonal_scatter(input, src, offset, dim1, dim2)
+
+
+@method("as_strided_scatter")
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A copy of ``input`` (and of its whole storage) with the ``as_strided(size, stride,
+    storage_offset)`` region replaced by ``src``; the region is bounds-checked like
+    ``as_strided``.
+
+    >>> sk.as_strided_scatter(sk.zeros(4), sk.ones(2), (2,), (2,)).tolist()
+    [1.0, 0.0, 1.0, 0.0]
+    """
+    return ops.as_strided_scatter(input, src, list(size), list(stride), storage_offset)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .._state import tls
 from ..layout import Layout, contiguous_strides, format_size
 from ..registry import register_kernel
-from ..storage import CPU, META, Storage, device as _device
+from ..storage import CPU, META, Storage
+from ..storage import device as _device
 from ..tensor import Tensor, make_tensor
 
 
@@ -136,12 +136,11 @@ def _is_contig(shape, strides) -> bool:
 
 def check_no_internal_overlap(t: Tensor):
     """In-place writes into an expanded tensor are ambiguous (PyTorch's assert_no_internal_overlap)."""
-    for size, stride in zip(t._layout.sizes, t._layout.strides):
-        if stride == 0 and size > 1:
-            raise RuntimeError(
-                "unsupported operation: more than one element of the written-to tensor refers to "
-                "a single memory location. Please clone() the tensor before performing the "
-                "operation.")
+    if t._layout.has_internal_overlap():
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to "
+            "a single memory location. Please clone() the tensor before performing the "
+            "operation.")
 
 
 def resize_out(out: Tensor, spec: Spec, op_name: str):

@@ -9,10 +9,10 @@ skips the check on meta, we do not (documented difference).
 from __future__ import annotations
 
 from .. import _dtype as dt
+from .._state import tls
 from ..layout import Layout, contiguous_strides, format_size, infer_size, wrap_dim
 from ..registry import ops, register_kernel
-from ..storage import META
-from ..tensor import Tensor, make_tensor, make_view
+from ..tensor import make_tensor, make_view
 from ._common import type_name
 
 
@@ -175,23 +175,23 @@ def expand_sizes(self, size) -> tuple:
             f"{format_size(size)}): the number of sizes provided ({len(size)}) must be greater "
             f"or equal to the number of dimensions in the tensor ({len(old)})")
     lead = len(size) - len(old)
-    out = []
-    for i, s in enumerate(size):
+    out = list(size)
+    # Last dim first, as PyTorch's infer_expand_geometry (the reported dim is the last bad one).
+    for i in range(len(size) - 1, -1, -1):
+        s = size[i]
         if i < lead:
             if s < 0:
                 raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a "
-                                   "leading, non-existing dimension 0")
-            out.append(s)
+                                   f"leading, non-existing dimension {i}")
             continue
         cur = old[i - lead]
         if s == -1:
-            s = cur
+            out[i] = cur
         elif cur != s and cur != 1:
             raise RuntimeError(
                 f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
                 f"non-singleton dimension {i}.  Target sizes: {format_size(size)}.  Tensor "
                 f"sizes: {format_size(old)}")
-        out.append(s)
     return tuple(out)
 
 
@@ -360,11 +360,15 @@ def lift_fresh(self):
 @_both(ops.detach)
 def detach(self):
     # Not a view for autograd (no _base), but it shares storage and version counter.
+    # An inference tensor's detach() outside the mode gets a fresh, enabled counter (PyTorch's
+    # loophole, SEMANTICS.md §4.2); a normal tensor's detach() is normal even in the mode.
     t = make_tensor(self._storage, self._layout, self._dtype)
-    t._inference = self._inference
-    t._vc = self._vc if self._vc is not None or not self._inference else None
     if self._inference:
-        t._vc = None
+        t._inference = True
+        t._vc = None if tls.inference else [0]
+    else:
+        t._inference = False
+        t._vc = self._vc
     return t
 
 
@@ -417,16 +421,16 @@ def resize_(self, size, *, memory_format=None):
         raise RuntimeError("cannot resize variables that require grad")
     if size == self._layout.sizes:
         return self
-    from ._common import resize_storage_for
     from ..layout import channels_last_strides
     from ..tensor import channels_last
+    from ._common import resize_storage_for
     strides = (channels_last_strides(size) if memory_format is channels_last
                else contiguous_strides(size))
     resize_storage_for(self, Layout(size, strides, self._layout.offset))
     return self
 
 
-def resize_changes(self, size) -> bool:
+def resize_changes(self, size, **kwargs) -> bool:
     """Whether ``resize_(size)`` bumps the version (only when the size changes, §2.2)."""
     return tuple(size) != self._layout.sizes
 

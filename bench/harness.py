@@ -1,0 +1,85 @@
+"""Shared pieces of the benchmarks: the result record, timing, and optional torch.
+
+run.py sets the thread-count variables before anything imports numpy; this module only reads
+them. Every benchmark family module (``eager.py``, ``gpt2_meta.py``, ``import_time.py``) lists
+its cases in ``CASES`` as ``Case(name, fn, help)``; ``fn(repeats)`` returns a list of Results.
+A case whose pieces are missing raises ``Skip(reason)`` (or ImportError), and run.py prints
+"skipped: reason" for it.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+SK, TORCH, NUMPY = "subclass_kit", "torch", "numpy"
+IMPLS = (SK, TORCH, NUMPY)
+
+
+class Skip(Exception):
+    """Raised by a case (or one implementation in it) that cannot run here."""
+
+
+@dataclass
+class Result:
+    """One row of the table: a median per implementation, and the sk/torch ratio's target."""
+
+    case: str
+    unit: str
+    values: dict = field(default_factory=dict)      # impl name -> median
+    target: float | None = None                     # pass if sk/torch <= target
+    notes: list = field(default_factory=list)       # e.g. "torch: skipped: not installed"
+
+    def ratio(self, num: str = SK, den: str = TORCH) -> float | None:
+        a, b = self.values.get(num), self.values.get(den)
+        if a is None or not b:
+            return None
+        return a / b
+
+    def as_dict(self) -> dict:
+        r = self.ratio()
+        return {"case": self.case, "unit": self.unit, "values": self.values,
+                "ratio_sk_torch": r, "target": self.target,
+                "meets_target": None if r is None or self.target is None else r <= self.target,
+                "notes": self.notes}
+
+
+@dataclass
+class Case:
+    name: str
+    fn: Callable[[int | None], list]
+    help: str = ""
+
+
+def median_seconds(fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` calls, after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def measure(result: Result, impl: str, thunk: Callable[[], float]) -> None:
+    """Store ``thunk()`` as ``impl``'s value; a Skip/ImportError becomes a note instead."""
+    try:
+        result.values[impl] = thunk()
+    except (Skip, ImportError) as e:
+        result.notes.append(f"{impl}: skipped: {e}")
+
+
+def import_torch():
+    """torch, single-threaded, or Skip when the oracle is not installed."""
+    try:
+        import torch
+    except ImportError as e:
+        raise Skip(f"torch not installed ({e})") from None
+    torch.set_num_threads(1)
+    return torch

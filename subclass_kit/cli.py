@@ -1,0 +1,279 @@
+"""The ``subclass-kit`` command line: list the model zoo and report a model's shapes and sizes.
+
+    subclass-kit list
+    subclass-kit shapes MODEL [--batch B] [--seq S] [--dtype DTYPE] [--json]
+    subclass-kit shapes path/to/file.py:function [...]
+
+``shapes`` builds the parameters on the meta device (no data), runs the forward on meta inputs
+(token ids int64 (B, S) for language models and BERT, images (B, 3, 224, 224) for ViT) and
+prints the parameter count and bytes, the output shape and dtype, a per-block table and a
+peak-activation estimate. See ``shapes --help`` for the user-function contract and the
+definition of each number. Exit status: 0 on success, 2 for bad arguments (unknown model,
+unloadable file or function, bad option), 1 when the model's own code raises.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import traceback
+
+import subclass_kit as sk
+
+from . import zoo
+
+__all__ = ["main"]
+
+DTYPES = {"float32": sk.float32, "float16": sk.float16, "float64": sk.float64}
+
+_SHAPES_HELP = """\
+TARGET is a zoo model name (see `subclass-kit list`) or path/to/file.py:function.
+
+A user function is called with those of the keyword arguments batch= (int), seq= (int),
+dtype= (an sk.dtype) given on the command line, plus device="meta" if its signature accepts a
+`device` parameter; an option given on the command line that the function cannot take is an
+error. It must return (model, example_inputs):
+  model           a callable run as model(*example_inputs). A subclass_kit.zoo.nn.Module
+                  also gives the parameter count (sum of numel of its parameter tensors, each
+                  once) and one table row per block (its children; ModuleList items expanded);
+                  any other object with a parameters() method gives the count only.
+  example_inputs  a tuple of positional arguments (or a single tensor), normally built on
+                  device="meta" so that nothing is allocated.
+See examples/custom_model.py.
+
+The numbers:
+  parameters        sum of numel() of the parameter tensors the model created (tied once)
+  parameter bytes   sum of numel() * element_size() of the same tensors
+  activation bytes  per block: bytes of the new storages its ops returned (views and in-place
+                    results are free); "(top level)" holds ops outside every block
+  peak activations  an inference estimate: the largest total, at any moment of the forward,
+                    of the inputs' bytes plus the bytes of op results still referenced, each
+                    freed when its last tensor dies (as eager execution frees memory). No
+                    autograd buffers, allocator rounding, kernel workspaces or fusion.
+"""
+
+
+class _UsageError(Exception):
+    """A bad target or option: message on stderr, exit status 2."""
+
+
+class _UserCodeError(Exception):
+    """The user's function raised: traceback on stderr, exit status 1."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="subclass-kit", description="Shapes, parameter counts and activation sizes of "
+        "models run on the meta device (no data allocated).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("list", help="print the names of the zoo's models",
+                   description="Print the names of the zoo's models, one per line.")
+    shapes = sub.add_parser(
+        "shapes", help="report parameters, output shape, per-block table and peak activations",
+        description="Build TARGET's parameters on the meta device (no data), run its forward "
+        "on meta inputs\n(token ids int64 (B, S) for text models, images (B, 3, 224, 224) for "
+        "ViT) and report the\nparameters, output shape, a per-block table and a "
+        "peak-activation estimate.",
+        epilog=_SHAPES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    shapes.add_argument("target", metavar="TARGET",
+                        help="a zoo model name or path/to/file.py:function")
+    shapes.add_argument("--batch", type=_positive_int, help="batch size (default 1)")
+    shapes.add_argument("--seq", type=_positive_int,
+                        help=f"sequence length for text models (default {zoo.nn.DEFAULT_SEQ})")
+    shapes.add_argument("--dtype", choices=list(DTYPES),
+                        help="parameter and activation dtype (default float32)")
+    shapes.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:      # argparse has printed usage or help
+        return e.code if isinstance(e.code, int) else 2
+    if args.command == "list":
+        for name in zoo.list_models():
+            print(name)
+        return 0
+    try:
+        model, inputs, name = _build(args)
+    except _UsageError as e:
+        print(f"subclass-kit shapes: error: {e}", file=sys.stderr)
+        return 2
+    except _UserCodeError as e:
+        print(f"subclass-kit shapes: error: {e} raised:", file=sys.stderr)
+        traceback.print_exception(e.__cause__, file=sys.stderr)
+        return 1
+    try:
+        summary = zoo.summarize(model, inputs, name=name)
+    except Exception:
+        print(f"subclass-kit shapes: error: the forward of {name} raised:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return 1
+    text = json.dumps(summary.to_dict()) if args.json else format_summary(summary)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:      # `subclass-kit shapes ... | head`: not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+# -- building the model ------------------------------------------------------------------------
+def _build(args):
+    """(model, inputs, display name) for the target; raises _UsageError."""
+    target = args.target
+    path, sep, func = target.rpartition(":")
+    if sep and path.endswith(".py"):
+        return _build_from_file(path, func, args)
+    if target.endswith(".py"):
+        raise _UsageError(f"{target}: name the function to call: {target}:function")
+    dtype = DTYPES[args.dtype or "float32"]
+    try:
+        model = zoo.get_model(target, dtype=dtype, device="meta")
+    except ValueError as e:
+        raise _UsageError(str(e)) from None
+    try:
+        inputs = model.example_inputs(batch=args.batch or 1, seq=args.seq, device="meta")
+    except ValueError as e:
+        raise _UsageError(f"{target}: {e}") from None
+    return model, inputs, target
+
+
+def load_function(path: str, func: str):
+    """The function ``func`` defined in the Python file ``path``; raises _UsageError for a
+    missing file, a file that fails to import (syntax error...), or a missing function."""
+    if not func:
+        raise _UsageError(f"{path}: name the function to call: {path}:function")
+    if not os.path.isfile(path):
+        raise _UsageError(f"{path}: no such file")
+    mod_name = "_subclass_kit_user_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)       # let the file import its neighbours
+    sys.modules[mod_name] = module   # as an import would (dataclasses, pickle look it up)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        del sys.modules[mod_name]
+        raise _UsageError(f"{path}: cannot load: SyntaxError: {e.msg} (line {e.lineno})") \
+            from None
+    except Exception as e:
+        del sys.modules[mod_name]
+        raise _UsageError(f"{path}: cannot load: {type(e).__name__}: {e}") from None
+    finally:
+        if sys.path and sys.path[0] == folder:
+            sys.path.pop(0)
+    fn = getattr(module, func, None)
+    if fn is None:
+        names = sorted(n for n, v in vars(module).items()
+                       if inspect.isfunction(v) and v.__module__ == mod_name)
+        raise _UsageError(f"{path}: no function {func!r} (functions defined there: "
+                          f"{', '.join(names) or 'none'})")
+    if not callable(fn):
+        raise _UsageError(f"{path}: {func!r} is not callable")
+    return fn
+
+
+def _call_kwargs(fn, args, label: str) -> dict:
+    """The keyword arguments for the user function: given options, plus device="meta"."""
+    given = {"batch": args.batch, "seq": args.seq,
+             "dtype": DTYPES[args.dtype] if args.dtype else None}
+    given = {k: v for k, v in given.items() if v is not None}
+    params = inspect.signature(fn).parameters
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for key in given:
+        if not takes_any and key not in params:
+            raise _UsageError(f"{label}() takes no {key!r} argument, so --{key} cannot be "
+                              "used with it")
+    if takes_any or "device" in params:
+        given["device"] = "meta"
+    return given
+
+
+def _build_from_file(path, func, args):
+    label = f"{path}:{func}"
+    fn = load_function(path, func)
+    kwargs = _call_kwargs(fn, args, label)
+    try:
+        result = fn(**kwargs)
+    except Exception as e:
+        raise _UserCodeError(label) from e
+    if not (isinstance(result, (tuple, list)) and len(result) == 2 and callable(result[0])):
+        raise _UsageError(f"{label} must return (model, example_inputs) with a callable model; "
+                          f"got {type(result).__name__}")
+    model, inputs = result
+    return model, inputs, label
+
+
+# -- formatting ----------------------------------------------------------------------------------
+def human_bytes(n: int) -> str:
+    """``1536`` -> ``"1.5 KiB"`` (binary units)."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _shape_text(shape) -> str:
+    if shape is None:
+        return "-"
+    if shape and isinstance(shape[0], list):
+        return ", ".join(_shape_text(s) for s in shape)
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def format_summary(s) -> str:
+    """The human-readable report of a ``Summary``: key lines, then the aligned block table."""
+    outputs = ", ".join(_shape_text(shape) for shape in s.output_shapes) or "-"
+    inputs = ", ".join(f"{_shape_text(shape)} {dtype}"
+                       for shape, dtype in zip(s.input_shapes, s.input_dtypes)) or "-"
+    head = [
+        ("model", s.model),
+        ("inputs", inputs),
+        ("parameters", f"{s.parameters:,}"),
+        ("parameter bytes", f"{s.parameter_bytes:,} ({human_bytes(s.parameter_bytes)})"),
+        ("output", f"{outputs} {s.dtype or ''}".rstrip()),
+        ("activation bytes", f"{s.activation_bytes:,} ({human_bytes(s.activation_bytes)}) "
+                             "allocated in total"),
+        ("peak activations", f"{s.peak_activation_bytes:,} "
+                             f"({human_bytes(s.peak_activation_bytes)}) estimated, inference"),
+    ]
+    width = max(len(k) for k, _ in head)
+    lines = [f"{k:<{width}}  {v}" for k, v in head]
+    table = [("block", "output shape", "parameters", "activation bytes")]
+    for row in s.blocks:
+        table.append((row.name, _shape_text(row.output_shape), f"{row.parameters:,}",
+                      f"{row.activation_bytes:,}  {human_bytes(row.activation_bytes):>9}"))
+    widths = [max(len(r[i]) for r in table) for i in range(4)]
+    lines.append("")
+    for i, r in enumerate(table):
+        lines.append(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  "
+                     f"{r[3]:>{widths[3]}}".rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

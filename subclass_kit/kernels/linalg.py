@@ -1,0 +1,228 @@
+"""Matrix products: ``mm``, ``bmm``, ``addmm``, ``dot``, ``mv`` (one rule + a numpy fill each).
+
+The rules check, in PyTorch's order, ranks, then sizes, then dtypes, with PyTorch's CPU texts
+("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)", "expected m1 and m2 to have the same
+dtype, but got: float != double"). Outputs are always fresh and contiguous. Meta tensors run the
+same rule, so they raise the CPU texts too (PyTorch's meta kernels word some differently,
+SEMANTICS.md §7). ``matmul``/``linear`` are composites in ``decompositions_nn.py``.
+
+Note [Half accumulates in float]
+    PyTorch's CPU gemm for float16 accumulates in float32 and rounds once at the end; numpy's
+    float16 matmul would accumulate (and round) in float16. The fills upcast half to float32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..layout import contiguous_strides, format_size
+from ..registry import ops, register_kernel
+from ..storage import META
+from ._common import Spec, common_device, register_rule, resize_out, type_name
+
+# C++ spellings of scalar types, as ``c10::ScalarType`` prints through ``caffe2::TypeMeta``.
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool"}
+
+
+def cpp_name(dtype) -> str:
+    """The C++ name PyTorch prints for a dtype in some checks ("float", "long int")."""
+    return _CPP_NAMES[dtype.name]
+
+
+def _not_implemented(kernel: str, dtype):
+    return NotImplementedError(f'"{kernel}" not implemented for \'{type_name(dtype)}\'')
+
+
+def _spec(sizes, dtype, tensors) -> Spec:
+    sizes = tuple(sizes)
+    return Spec(sizes, contiguous_strides(sizes), dtype, common_device(tensors))
+
+
+def _compute_array(t):
+    """The numpy operand of a product: float16 goes up to float32 (Note [Half accumulates...])."""
+    a = t._array()
+    return a.astype(np.float32) if a.dtype == np.float16 else a
+
+
+def _store(out, value):
+    np.copyto(out, value, casting="unsafe")
+
+
+# -- mm ------------------------------------------------------------------------------------------
+def _mm_rule(self, mat2):
+    if self.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    (n, k), (k2, m) = self._layout.sizes, mat2._layout.sizes
+    if k != k2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    if self._dtype is not mat2._dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_CPP_NAMES[self._dtype.name]} != {_CPP_NAMES[mat2._dtype.name]}")
+    if self._dtype is dt.bool_:
+        raise _not_implemented("addmm_impl_cpu_", self._dtype)
+    return _spec((n, m), self._dtype, (self, mat2))
+
+
+def _mm_fill(outs, spec, self, mat2):
+    _store(outs[0], np.matmul(_compute_array(self), _compute_array(mat2)))
+
+
+# -- bmm -----------------------------------------------------------------------------------------
+def _bmm_rule(self, mat2):
+    if self.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    (b, n, k), (b2, k2, m) = self._layout.sizes, mat2._layout.sizes
+    if (b2, k2) != (b, k):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b}, {k}] but got: [{b2}, {k2}].")
+    if self._dtype is dt.bool_:
+        raise _not_implemented("bmm", self._dtype)
+    if self._dtype is not mat2._dtype:
+        raise RuntimeError(f"expected scalar type {type_name(self._dtype)} but found "
+                           f"{type_name(mat2._dtype)}")
+    return _spec((b, n, m), self._dtype, (self, mat2))
+
+
+def _bmm_fill(outs, spec, self, mat2):
+    _store(outs[0], np.matmul(_compute_array(self), _compute_array(mat2)))
+
+
+# -- addmm ---------------------------------------------------------------------------------------
+def expand_error(sizes, target) -> RuntimeError:
+    """``expand``'s error when ``sizes`` does not broadcast to ``target`` (two spaces intended)."""
+    lead = len(target) - len(sizes)
+    for i in range(len(sizes) - 1, -1, -1):
+        if sizes[i] != 1 and sizes[i] != target[lead + i]:
+            return RuntimeError(
+                f"The expanded size of the tensor ({target[lead + i]}) must match the existing "
+                f"size ({sizes[i]}) at non-singleton dimension {lead + i}.  Target sizes: "
+                f"{format_size(target)}.  Tensor sizes: {format_size(sizes)}")
+    return RuntimeError("expand: shapes do not broadcast")
+
+
+def _check_expands(self, target):
+    """addmm expands ``self`` to the product's shape (PyTorch's ``expand_size``)."""
+    sizes = self._layout.sizes
+    if len(sizes) > len(target):
+        raise RuntimeError(
+            f"expand(sk.{self._dtype.legacy_name}{{{format_size(sizes)}}}, "
+            f"size={format_size(target)}): the number of sizes provided ({len(target)}) must be "
+            f"greater or equal to the number of dimensions in the tensor ({len(sizes)})")
+    lead = len(target) - len(sizes)
+    for i, s in enumerate(sizes):
+        if s != 1 and s != target[lead + i]:
+            raise expand_error(sizes, target)
+
+
+def _addmm_rule(self, mat1, mat2, *, beta=1, alpha=1):
+    if self._dtype is not mat2._dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{type_name(self._dtype)} and {type_name(mat2._dtype)}")
+    if mat1._dtype is not mat2._dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{type_name(mat1._dtype)} and {type_name(mat2._dtype)}")
+    if mat1.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
+    if mat2.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
+    (n, k), (k2, m) = mat1._layout.sizes, mat2._layout.sizes
+    if k != k2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    _check_expands(self, (n, m))
+    if mat1._dtype is dt.bool_:
+        raise _not_implemented("addmm_impl_cpu_", mat1._dtype)
+    return _spec((n, m), mat1._dtype, (self, mat1, mat2))
+
+
+def _scalar_for(dtype, value):
+    # Integral outputs truncate float alpha/beta (PyTorch converts the Scalar to the dtype).
+    return value if dtype.is_floating_point else int(value)
+
+
+def _addmm_fill(outs, spec, self, mat1, mat2, *, beta=1, alpha=1):
+    beta, alpha = _scalar_for(spec.dtype, beta), _scalar_for(spec.dtype, alpha)
+    prod = np.matmul(_compute_array(mat1), _compute_array(mat2))
+    if alpha != 1:
+        prod = prod * np.asarray(alpha, prod.dtype)
+    if beta != 0:
+        # beta == 0 ignores self entirely: nan/inf in self do not propagate (BLAS semantics).
+        base = _compute_array(self)
+        prod = prod + (base if beta == 1 else base * np.asarray(beta, base.dtype))
+    _store(outs[0], np.broadcast_to(prod, spec.sizes))
+
+
+# -- dot / mv ------------------------------------------------------------------------------------
+def _dot_rule(self, tensor):
+    if self.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D "
+                           "tensors")
+    if self._dtype is not tensor._dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{type_name(self._dtype)} and {type_name(tensor._dtype)}")
+    n, n2 = self._layout.sizes[0], tensor._layout.sizes[0]
+    if n != n2:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{n2}] to "
+                           f"have the same number of elements, but got {n} and {n2} elements "
+                           "respectively")
+    if self._dtype is dt.bool_:
+        raise _not_implemented("dot", self._dtype)
+    return _spec((), self._dtype, (self, tensor))
+
+
+def _dot_fill(outs, spec, self, tensor):
+    _store(outs[0], np.dot(_compute_array(self), _compute_array(tensor)))
+
+
+def _mv_rule(self, vec):
+    if self.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim}")
+    (n, k), k2 = self._layout.sizes, vec._layout.sizes[0]
+    if k != k2:
+        raise RuntimeError(f"size mismatch, got input ({n}), mat ({n}x{k}), vec ({k2})")
+    if self._dtype is not vec._dtype:
+        # addmv's check lists (result, mat, vec) dtypes; the result takes vec's dtype.
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{type_name(vec._dtype)}, {type_name(self._dtype)}, and "
+                           f"{type_name(vec._dtype)}")
+    if self._dtype is dt.bool_:
+        raise _not_implemented("addmv_impl_cpu", self._dtype)
+    return _spec((n,), self._dtype, (self, vec))
+
+
+def _mv_fill(outs, spec, self, vec):
+    _store(outs[0], np.matmul(_compute_array(self), _compute_array(vec)))
+
+
+register_rule(ops.mm, _mm_rule, _mm_fill)
+register_rule(ops.bmm, _bmm_rule, _bmm_fill)
+register_rule(ops.addmm, _addmm_rule, _addmm_fill)
+register_rule(ops.dot, _dot_rule, _dot_fill)
+register_rule(ops.mv, _mv_rule, _mv_fill)
+
+
+def _register_exact_out(op_out, functional):
+    """out= of a product: ``out`` must have the result dtype exactly (no casting, PyTorch)."""
+
+    def kernel(self, mat2, *, out):
+        spec = functional.rule(self, mat2)
+        if out._dtype is not spec.dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES[spec.dtype.name]}, "
+                               f"but got {_CPP_NAMES[out._dtype.name]} instead")
+        resize_out(out, spec, functional.name)
+        if out._storage.device is not META:
+            functional.fill([out._array()], spec, self, mat2)
+        return out
+
+    register_kernel(op_out, "cpu")(kernel)
+    register_kernel(op_out, "meta")(kernel)
+
+
+_register_exact_out(ops.mm.out, ops.mm)
+_register_exact_out(ops.bmm.out, ops.bmm)

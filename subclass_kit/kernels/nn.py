@@ -1,0 +1,180 @@
+"""Neural-network primitives: ``_softmax``, ``_log_softmax``, ``native_layer_norm``, ``embedding``.
+
+One rule per op (Note [One rule per op]); outputs are fresh and contiguous, as PyTorch's CPU
+kernels make them (softmax of a transposed or channels-last input is contiguous). float16
+inputs compute in float32 and round once (PyTorch's ``opmath`` type). Data-dependent checks
+(embedding's index range) run in the fill, so meta tensors skip them as in PyTorch.
+The composites ``softmax``/``log_softmax``/``layer_norm`` live in ``decompositions_nn.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..layout import contiguous_strides, format_size, wrap_dim
+from ..registry import ops
+from ._common import Spec, common_device, register_rule, type_name
+
+
+def _opmath(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.float32) if a.dtype == np.float16 else a
+
+
+def _fresh(sizes, dtype, device) -> Spec:
+    sizes = tuple(sizes)
+    return Spec(sizes, contiguous_strides(sizes), dtype, device)
+
+
+# -- softmax -------------------------------------------------------------------------------------
+def _softmax_rule_for(name):
+    def rule(self, dim, half_to_float):
+        ndim = self.ndim
+        d = wrap_dim(dim, ndim)
+        if half_to_float:
+            raise RuntimeError("softmax with half to float conversion is not supported on CPU")
+        if not self._dtype.is_floating_point:
+            which = "lastdim_kernel_impl" if d == max(ndim - 1, 0) else "kernel_impl"
+            raise NotImplementedError(
+                f'"{name}_{which}" not implemented for \'{type_name(self._dtype)}\'')
+        return _fresh(self._layout.sizes, self._dtype, self._storage.device)
+    return rule
+
+
+def _shifted(self, dim):
+    """``x - max(x, dim)`` in the compute dtype, and the reduced axis (0-d works as 1-d)."""
+    x = _opmath(self._array())
+    d = wrap_dim(dim, x.ndim)
+    if x.ndim == 0:
+        x = x.reshape(1)
+    return x - np.max(x, axis=d, keepdims=True), d
+
+
+def _softmax_fill(outs, spec, self, dim, half_to_float):
+    if outs[0].size == 0:
+        return
+    with np.errstate(all="ignore"):
+        shifted, d = _shifted(self, dim)
+        e = np.exp(shifted)
+        res = e / np.sum(e, axis=d, keepdims=True)
+    np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
+
+
+def _log_softmax_fill(outs, spec, self, dim, half_to_float):
+    if outs[0].size == 0:
+        return
+    with np.errstate(all="ignore"):
+        shifted, d = _shifted(self, dim)
+        res = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+    np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
+
+
+# -- layer norm ----------------------------------------------------------------------------------
+def _check_layer_norm_inputs(input, normalized_shape, weight, bias):
+    shape = tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    if weight is not None and weight._layout.sizes != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
+                           f"weight of shape {format_size(weight._layout.sizes)} and "
+                           f"normalized_shape = {format_size(shape)}")
+    if bias is not None and bias._layout.sizes != shape:
+        raise RuntimeError(f"Expected bias to be of same shape as normalized_shape, but got "
+                           f"bias of shape {format_size(bias._layout.sizes)} and "
+                           f"normalized_shape = {format_size(shape)}")
+    sizes = input._layout.sizes
+    if len(sizes) < len(shape) or sizes[len(sizes) - len(shape):] != shape:
+        expected = "".join(f", {s}" for s in shape)
+        raise RuntimeError(f"Given normalized_shape={format_size(shape)}, expected input with "
+                           f"shape [*{expected}], but got input of size{format_size(sizes)}")
+    return shape
+
+
+def _stats_dtype(input, weight, bias):
+    """dtype of mean/rstd. A first parameter of another dtype than ``input`` means PyTorch's
+    "mixed dtype" path: floating input, float32 parameters, float32 statistics."""
+    params = [p for p in (weight, bias) if p is not None]
+    if params and params[0]._dtype is not input._dtype:
+        if not input._dtype.is_floating_point:
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+        for p in params:
+            if p._dtype is not dt.float32:
+                raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of "
+                                   "Float")
+        return dt.float32
+    for p in params:
+        if p._dtype is not input._dtype:
+            raise RuntimeError(f"expected scalar type {type_name(input._dtype)} but found "
+                               f"{type_name(p._dtype)}")
+    if not input._dtype.is_floating_point:
+        raise NotImplementedError(
+            f'"LayerNormKernelImpl" not implemented for \'{type_name(input._dtype)}\'')
+    return input._dtype
+
+
+def _layer_norm_rule(input, normalized_shape, weight, bias, eps):
+    shape = _check_layer_norm_inputs(input, normalized_shape, weight, bias)
+    device = common_device([t for t in (input, weight, bias) if t is not None])
+    stats = _stats_dtype(input, weight, bias)
+    sizes = input._layout.sizes
+    axis = len(sizes) - len(shape)
+    stat_sizes = sizes[:axis] + (1,) * len(shape)
+    return (_fresh(sizes, input._dtype, device), _fresh(stat_sizes, stats, device),
+            _fresh(stat_sizes, stats, device))
+
+
+def _layer_norm_fill(outs, spec, input, normalized_shape, weight, bias, eps):
+    out, mean_out, rstd_out = outs
+    sizes = spec[0].sizes
+    axis = len(sizes) - len(tuple(normalized_shape))
+    rows = int(np.prod(sizes[:axis], dtype=np.int64))
+    cols = int(np.prod(sizes[axis:], dtype=np.int64))
+    x = _opmath(input._array()).reshape(rows, cols)
+    if cols == 0:
+        # PyTorch: mean 0 and rstd nan for empty rows.
+        mean_out[...] = 0
+        rstd_out[...] = np.nan
+        return
+    if rows == 0:
+        return
+    with np.errstate(all="ignore"):
+        mean = x.mean(axis=1, keepdims=True)
+        var = np.mean(np.square(x - mean), axis=1, keepdims=True)
+        rstd = 1.0 / np.sqrt(var + np.asarray(eps, x.dtype))
+        y = (x - mean) * rstd
+        y = y.reshape(sizes)
+        if weight is not None:
+            y = y * _opmath(weight._array())
+        if bias is not None:
+            y = y + _opmath(bias._array())
+    np.copyto(out, y, casting="unsafe")
+    np.copyto(mean_out, mean.reshape(mean_out.shape), casting="unsafe")
+    np.copyto(rstd_out, rstd.reshape(rstd_out.shape), casting="unsafe")
+
+
+# -- embedding -----------------------------------------------------------------------------------
+def _embedding_rule(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if indices._dtype not in (dt.int64, dt.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got "
+                           f"sk.{indices._dtype.legacy_name} instead (while checking "
+                           f"arguments for embedding)")
+    device = common_device([weight, indices])
+    return _fresh(indices._layout.sizes + weight._layout.sizes[1:], weight._dtype, device)
+
+
+def _embedding_fill(outs, spec, weight, indices, padding_idx=-1, scale_grad_by_freq=False,
+                    sparse=False):
+    idx = indices._array()
+    if idx.size and (idx.min() < 0 or idx.max() >= weight._layout.sizes[0]):
+        raise IndexError("index out of range in self")
+    np.copyto(outs[0], np.take(weight._array(), idx, axis=0))
+
+
+register_rule(ops._softmax, _softmax_rule_for("softmax"), _softmax_fill)
+register_rule(ops._log_softmax, _softmax_rule_for("log_softmax"), _log_softmax_fill)
+register_rule(ops.native_layer_norm, _layer_norm_rule, _layer_norm_fill)
+register_rule(ops.embedding, _embedding_rule, _embedding_fill)

@@ -1,0 +1,602 @@
+"""Reductions: ``sum mean prod var std amax amin argmax argmin all any logsumexp
+linalg_vector_norm cumsum max min``, one rule per op (Note [One rule per op]) and a numpy
+compute; the ``out=`` overloads reuse the rule.
+
+PyTorch's rules reproduced here:
+
+- ``dim``: an int, a list (``[]``/``None`` = every dim; ``all``/``any`` with ``[]`` reduce
+  nothing), negative dims wrap, a repeated dim raises "dim 0 appears multiple times in the list
+  of dims"; ``keepdim`` keeps reduced dims as size 1. Outputs are contiguous, whatever the input
+  layout.
+- dtypes: integral and bool inputs sum/prod/cumsum into int64; ``dtype=`` casts the input
+  first; ``mean`` and ``var`` need floating inputs; ``all``/``any`` return bool (uint8 for
+  uint8); ``argmax`` returns int64; ``logsumexp`` of integers gives the default float.
+- empty reductions: ``sum`` 0, ``prod`` 1, ``mean``/``var`` nan, ``all`` True, ``any`` False,
+  ``logsumexp`` -inf, norms 0; ``amax``/``max``/``argmax`` raise (IndexError when a named dim is
+  empty).
+- NaN propagates through ``max``/``amax``/``min``; ``argmax`` and ``max(dim)`` return the first
+  index of the extreme (or of the first NaN).
+- float16 accumulates in float32, float32 variance in float64 (PyTorch's CPU ``acc_type``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..layout import contiguous_strides, wrap_dim
+from ..registry import ops, register_kernel
+from ..storage import META
+from ._common import Spec, resize_out, type_name
+from ._scalars import cpp_name, quiet, unquiet
+from .pointwise import alloc
+
+__all__ = ["reduce_dims", "reduced_sizes"]
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
+
+# -- dims and shapes -------------------------------------------------------------------------
+def reduce_dims(self, dim, empty_is_all=True) -> tuple:
+    """Sorted wrapped dims a reduction runs over (PyTorch's ``make_dim_mask``)."""
+    ndim = len(self._layout.sizes)
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not dims:
+        return tuple(range(ndim)) if empty_is_all else ()
+    seen = []
+    for d in dims:
+        w = wrap_dim(d, ndim)
+        if w in seen:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+        seen.append(w)
+    return tuple(sorted(seen))
+
+
+def reduced_sizes(sizes, dims, keepdim) -> tuple:
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(sizes))
+    return tuple(s for i, s in enumerate(sizes) if i not in dims)
+
+
+def _spec(self, dims, keepdim, dtype, compute=None) -> Spec:
+    sizes = reduced_sizes(self._layout.sizes, dims, keepdim)
+    return Spec(sizes, _contiguous(sizes), dtype, self._storage.device, compute)
+
+
+def _contiguous(sizes):
+    return contiguous_strides(sizes)
+
+
+def _count(self, dims) -> int:
+    n = 1
+    for d in dims:
+        if d < len(self._layout.sizes):
+            n *= self._layout.sizes[d]
+    return n
+
+
+def _axis(self, dims):
+    ndim = len(self._layout.sizes)
+    return tuple(d for d in dims if d < ndim)
+
+
+def _check_nonempty(self, dims, name, all_reduce, idx_error=False):
+    """max/amax/argmax have no identity: empty reductions raise PyTorch's errors. ``dims``:
+    the dims as the user wrote them (the message repeats them unwrapped)."""
+    if all_reduce:
+        if self._layout.numel() == 0:
+            if idx_error:
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                                 "input.numel() == 0.")
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        return
+    sizes = self._layout.sizes
+    for d in dims:
+        if sizes and sizes[wrap_dim(d, len(sizes))] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _int_to_long(d, dtype):
+    if dtype is not None:
+        return dt.to_dtype(dtype)
+    return dt.int64 if not d.is_floating_point else d
+
+
+def _acc(np_dtype):
+    return _F32 if np_dtype == np.float16 else np_dtype
+
+
+# -- registration ----------------------------------------------------------------------------
+def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=False):
+    """Functional cpu/meta kernels from ``rule`` + ``compute(arr, spec, *args, **kw) -> array``;
+    ``out_policy(spec, out, *args, **kw) -> Spec`` decides the out= dtype."""
+
+    def fill(outs, spec, self, *args, **kwargs):
+        token = quiet()
+        try:
+            res = compute(self._array(), spec, self, *args, **kwargs)
+        finally:
+            unquiet(token)
+        np.copyto(outs[0], res, casting="unsafe")
+
+    def cpu_kernel(self, *args, **kwargs):
+        spec = rule(self, *args, **kwargs)
+        out = alloc(spec.sizes, spec.strides, spec.dtype, spec.device)
+        if spec.device is not META:
+            fill([out._array()], spec, self, *args, **kwargs)
+        return out
+
+    def meta_kernel(self, *args, **kwargs):
+        spec = rule(self, *args, **kwargs)
+        return alloc(spec.sizes, spec.strides, spec.dtype, spec.device)
+
+    register_kernel(op, "cpu")(cpu_kernel)
+    register_kernel(op, "meta")(meta_kernel)
+    op.rule, op.fill = rule, fill
+    if out_op is None:
+        return
+
+    def out_kernel(self, *args, out, **kwargs):
+        if policy_first:  # PyTorch checks out's dtype before the arguments
+            out_policy(None, out, *args, **kwargs)
+        spec = out_policy(rule(self, *args, **kwargs), out, *args, **kwargs)
+        _check_out_device(out, spec)
+        resize_out(out, spec._replace(dtype=out._dtype), out_op.name)
+        if out._storage.device is not META:
+            fill([out._array()], spec, self, *args, **kwargs)
+        return out
+
+    register_kernel(out_op, "cpu")(out_kernel)
+    register_kernel(out_op, "meta")(out_kernel)
+
+
+def _check_out_device(out, spec):
+    if out._storage.device is not spec.device:
+        raise RuntimeError(f"Expected out tensor to have device {spec.device.type}, but got "
+                           f"{out._storage.device.type} instead")
+
+
+def _expect_dtype(want, out):
+    if out._dtype is not want:
+        raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(want)}, but got "
+                           f"{cpp_name(out._dtype)} instead")
+
+
+def _out_as_dtype(spec, out, *args, dtype=None, **kwargs):
+    """sum/prod/cumsum: ``out``'s dtype is the result dtype unless ``dtype=`` says otherwise."""
+    if dtype is not None:
+        _expect_dtype(dt.to_dtype(dtype), out)
+    return spec._replace(dtype=out._dtype)
+
+
+def _out_cast(spec, out, *args, **kwargs):
+    if not dt.can_cast(spec.dtype, out._dtype):
+        raise RuntimeError(f"result type {type_name(spec.dtype)} can't be cast to the desired "
+                           f"output type {type_name(out._dtype)}")
+    return spec._replace(dtype=out._dtype)
+
+
+def _out_exact(spec, out, *args, **kwargs):
+    _expect_dtype(spec.dtype, out)
+    return spec
+
+
+# -- sum, mean, prod -------------------------------------------------------------------------
+def _sum_rule(self, dim=None, keepdim=False, *, dtype=None):
+    dims = reduce_dims(self, dim)
+    return _spec(self, dims, keepdim, _int_to_long(self._dtype, dtype))
+
+
+def _sum_compute(arr, spec, self, dim=None, keepdim=False, *, dtype=None):
+    out = spec.dtype.numpy
+    arr = arr.astype(out, copy=False)
+    return np.sum(arr, axis=_axis(self, reduce_dims(self, dim)), dtype=_acc(out),
+                  keepdims=keepdim)
+
+
+_register(ops.sum, _sum_rule, _sum_compute, ops.sum.IntList_out, _out_as_dtype)
+
+
+def _mean_rule(self, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        dtype = dt.to_dtype(dtype)
+        if not dtype.is_floating_point:
+            raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
+                               f"either a floating point or complex dtype. Got: "
+                               f"{type_name(dtype)}")
+    elif not self._dtype.is_floating_point:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {type_name(self._dtype)}")
+    dims = reduce_dims(self, dim)
+    return _spec(self, dims, keepdim, dtype or self._dtype)
+
+
+def _mean_compute(arr, spec, self, dim=None, keepdim=False, *, dtype=None):
+    out = spec.dtype.numpy
+    acc = _acc(out) if out.kind == "f" else _F64
+    dims = reduce_dims(self, dim)
+    total = np.sum(arr.astype(acc, copy=False), axis=_axis(self, dims), dtype=acc,
+                   keepdims=keepdim)
+    return np.divide(total, _count(self, dims), dtype=acc)
+
+
+_register(ops.mean, _mean_rule, _mean_compute, ops.mean.out, _out_cast)
+
+
+def _prod_rule(self, dim, keepdim=False, *, dtype=None):
+    if dim is not None:
+        dim = wrap_dim(dim, len(self._layout.sizes))
+    dims = reduce_dims(self, dim)
+    return _spec(self, dims, keepdim, _int_to_long(self._dtype, dtype))
+
+
+def _prod_compute(arr, spec, self, dim, keepdim=False, *, dtype=None):
+    out = spec.dtype.numpy
+    arr = arr.astype(out, copy=False)
+    return np.prod(arr, axis=_axis(self, reduce_dims(self, dim)), dtype=_acc(out),
+                   keepdims=keepdim)
+
+
+def _prod_all_rule(self, *, dtype=None):
+    return _prod_rule(self, None, False, dtype=dtype)
+
+
+def _prod_all_compute(arr, spec, self, *, dtype=None):
+    return _prod_compute(arr, spec, self, None, False)
+
+
+_register(ops.prod.dim_int, _prod_rule, _prod_compute, ops.prod.int_out, _out_as_dtype)
+_register(ops.prod.default, _prod_all_rule, _prod_all_compute)
+
+
+# -- var, std --------------------------------------------------------------------------------
+def _var_rule_for(name):
+    def rule(self, dim=None, *, correction=None, keepdim=False):
+        if not self._dtype.is_floating_point:
+            raise RuntimeError("std and var only support floating point and complex dtypes")
+        dims = reduce_dims(self, dim)
+        c = 1 if correction is None else correction
+        spec = _spec(self, dims, keepdim, self._dtype)
+        out_numel = math.prod(spec.sizes)
+        # PyTorch's factor: input numel / output numel (0 for empty outputs).
+        if (self._layout.numel() // out_numel if out_numel else 0) - c <= 0:
+            warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
+                          "less than the reduction factor (input numel divided by output "
+                          "numel).", UserWarning, stacklevel=5)
+        return spec
+    return rule
+
+
+def _var_compute_for(take_sqrt):
+    def compute(arr, spec, self, dim=None, *, correction=None, keepdim=False):
+        dims = reduce_dims(self, dim)
+        axis = _axis(self, dims)
+        a = arr.astype(_F64)
+        n = _count(self, dims)
+        mean = np.sum(a, axis=axis, keepdims=True) / n
+        sq = np.sum(np.square(a - mean), axis=axis, keepdims=keepdim)
+        c = 1 if correction is None else correction
+        res = sq / max(0, n - c)
+        return np.sqrt(res) if take_sqrt else res
+    return compute
+
+
+_register(ops.var, _var_rule_for("var"), _var_compute_for(False), ops.var.correction_out,
+          _out_cast)
+_register(ops.std, _var_rule_for("std"), _var_compute_for(True), ops.std.correction_out,
+          _out_cast)
+
+
+# -- amax, amin, argmax, argmin --------------------------------------------------------------
+def _extreme_rule_for(name):
+    def rule(self, dim=(), keepdim=False):
+        dims = reduce_dims(self, dim)
+        _check_nonempty(self, _as_tuple(dim or ()), name, dim is None or not _as_tuple(dim))
+        return _spec(self, dims, keepdim, self._dtype)
+    return rule
+
+
+def _as_tuple(dim):
+    return (dim,) if isinstance(dim, int) else tuple(dim)
+
+
+def _extreme_compute_for(fn):
+    def compute(arr, spec, self, dim=(), keepdim=False):
+        return fn(arr, axis=_axis(self, reduce_dims(self, dim)), keepdims=keepdim)
+    return compute
+
+
+def _out_match(spec, out, *args, **kwargs):
+    if out._dtype is not spec.dtype:
+        raise RuntimeError(f"Expected the dtype for input and out to match, but got "
+                           f"{type_name(spec.dtype)} for input's dtype and "
+                           f"{type_name(out._dtype)} for out's dtype.")
+    return spec
+
+
+_register(ops.amax, _extreme_rule_for("amax"), _extreme_compute_for(np.max), ops.amax.out,
+          _out_match)
+_register(ops.amin, _extreme_rule_for("amin"), _extreme_compute_for(np.min), ops.amin.out,
+          _out_match)
+
+
+def _arg_rule_for(name):
+    def rule(self, dim=None, keepdim=False):
+        if self._dtype is dt.bool_:
+            raise RuntimeError(f"{name}(): does not support bool input")
+        dims = reduce_dims(self, dim)
+        _check_nonempty(self, dims, name, dim is None, idx_error=True)
+        return _spec(self, dims, keepdim, dt.int64)
+    return rule
+
+
+def _arg_compute_for(fn):
+    def compute(arr, spec, self, dim=None, keepdim=False):
+        if dim is None or not arr.ndim:
+            res = fn(arr.reshape(-1)) if arr.size else np.zeros((), np.int64)
+            return np.reshape(res, spec.sizes)
+        return fn(arr, axis=wrap_dim(dim, arr.ndim), keepdims=keepdim)
+    return compute
+
+
+_register(ops.argmax, _arg_rule_for("argmax"), _arg_compute_for(np.argmax), ops.argmax.out,
+          _out_exact)
+_register(ops.argmin, _arg_rule_for("argmin"), _arg_compute_for(np.argmin), ops.argmin.out,
+          _out_exact)
+
+
+# -- max, min (all-reduce and with dim) ------------------------------------------------------
+def _max_all_rule_for(name):
+    def rule(self):
+        _check_nonempty(self, (), name, True)
+        return _spec(self, tuple(range(len(self._layout.sizes))), False, self._dtype)
+    return rule
+
+
+def _max_all_compute_for(fn):
+    def compute(arr, spec, self):
+        return fn(arr)
+    return compute
+
+
+_register(ops.max.default, _max_all_rule_for("max"), _max_all_compute_for(np.max))
+_register(ops.min.default, _max_all_rule_for("min"), _max_all_compute_for(np.min))
+
+
+def _max_dim_rule_for(name):
+    def rule(self, dim, keepdim=False):
+        d = wrap_dim(dim, len(self._layout.sizes))
+        _check_nonempty(self, (d,), name, False)
+        values = _spec(self, (d,), keepdim, self._dtype)
+        return values, values._replace(dtype=dt.int64)
+    return rule
+
+
+def _max_dim_fill_for(argfn):
+    def fill(outs, specs, self, dim, keepdim=False):
+        arr = self._array()
+        if arr.ndim == 0:
+            np.copyto(outs[0], arr)
+            np.copyto(outs[1], 0)
+            return
+        axis = wrap_dim(dim, arr.ndim)
+        idx = argfn(arr, axis=axis, keepdims=True)
+        values = np.take_along_axis(arr, idx, axis=axis)
+        if not keepdim:
+            idx, values = np.squeeze(idx, axis), np.squeeze(values, axis)
+        np.copyto(outs[0], values)
+        np.copyto(outs[1], idx)
+    return fill
+
+
+def _register_max_dim(op, out_op, name, argfn):
+    rule, fill = _max_dim_rule_for(name), _max_dim_fill_for(argfn)
+    values_name, indices_name = (a.name for a in out_op.schema.arguments if a.is_write)
+
+    def kernel(self, dim, keepdim=False):
+        specs = rule(self, dim, keepdim)
+        outs = tuple(alloc(s.sizes, s.strides, s.dtype, s.device) for s in specs)
+        if self._storage.device is not META:
+            fill([o._array() for o in outs], specs, self, dim, keepdim)
+        return outs
+
+    def out_kernel(self, dim, keepdim=False, **outs):
+        values, indices = outs[values_name], outs[indices_name]
+        specs = rule(self, dim, keepdim)
+        _expect_dtype(specs[0].dtype, values)
+        _expect_dtype(dt.int64, indices)
+        for o, s in zip((values, indices), specs):
+            _check_out_device(o, s)
+            resize_out(o, s, name)
+        if self._storage.device is not META:
+            fill([values._array(), indices._array()], specs, self, dim, keepdim)
+        return values, indices
+
+    for device in ("cpu", "meta"):
+        register_kernel(op, device)(kernel)
+        register_kernel(out_op, device)(out_kernel)
+    op.rule, op.fill = rule, fill
+
+
+_register_max_dim(ops.max.dim, ops.max.dim_max, "max", np.argmax)
+_register_max_dim(ops.min.dim, ops.min.dim_min, "min", np.argmin)
+
+
+# -- all, any --------------------------------------------------------------------------------
+def _logical_dtype(self):
+    return dt.uint8 if self._dtype is dt.uint8 else dt.bool_
+
+
+def _logical_rule(self, dim=None, keepdim=False):
+    dims = reduce_dims(self, dim, empty_is_all=False)
+    return _spec(self, dims, keepdim, _logical_dtype(self))
+
+
+def _logical_compute_for(fn):
+    def compute(arr, spec, self, dim=None, keepdim=False):
+        dims = reduce_dims(self, dim, empty_is_all=False)
+        return fn(arr, axis=_axis(self, dims), keepdims=keepdim)
+    return compute
+
+
+def _logical_all_rule(self):
+    return _logical_rule(self)
+
+
+def _logical_all_compute_for(fn):
+    def compute(arr, spec, self):
+        return fn(arr)
+    return compute
+
+
+def _out_logical_for(name):
+    def policy(spec, out, *args, **kwargs):
+        if out._dtype is not dt.bool_ and out._dtype is not dt.uint8:
+            raise RuntimeError(f"{name} only supports bool tensor for result, got: "
+                               f"{type_name(out._dtype)}")
+        return spec._replace(dtype=out._dtype) if spec is not None else None
+    return policy
+
+
+for _op, _fn in ((ops.all, np.all), (ops.any, np.any)):
+    _name = _op.name
+    _register(_op.dims, _logical_rule, _logical_compute_for(_fn), _op.dims_out,
+              _out_logical_for(_name), policy_first=True)
+    _register(_op.dim, _logical_rule, _logical_compute_for(_fn))
+    _register(_op.default, _logical_all_rule, _logical_all_compute_for(_fn))
+
+
+# -- logsumexp, norms, cumsum ----------------------------------------------------------------
+def _logsumexp_rule(self, dim, keepdim=False):
+    ndim = len(self._layout.sizes)
+    if ndim and not _as_tuple(dim) and not keepdim and self._layout.numel():
+        # PyTorch reduces everything but then fails writing the keepdim-shaped result.
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape "
+                           f"[{', '.join(['1'] * ndim)}]")
+    dims = reduce_dims(self, dim)
+    out = self._dtype if self._dtype.is_floating_point else dt.get_default_dtype()
+    return _spec(self, dims, keepdim, out)
+
+
+def _logsumexp_compute(arr, spec, self, dim, keepdim=False):
+    acc = _acc(spec.dtype.numpy)
+    a = arr.astype(acc, copy=False)
+    dims = reduce_dims(self, dim)
+    axis = _axis(self, dims)
+    if a.size == 0 or _count(self, dims) == 0:
+        return np.log(np.sum(np.exp(a), axis=axis, keepdims=keepdim))
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isinf(m), 0, m).astype(acc)
+    res = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    return res if keepdim else np.squeeze(res, axis) if axis else res
+
+
+def _out_float_for(name):
+    def policy(spec, out, *args, **kwargs):
+        if not out._dtype.is_floating_point:
+            raise RuntimeError(f"{name}(): Expected floating point type for result tensor, but "
+                               f"got: {type_name(out._dtype)}")
+        return spec._replace(dtype=out._dtype)
+    return policy
+
+
+_register(ops.logsumexp, _logsumexp_rule, _logsumexp_compute, ops.logsumexp.out,
+          _out_float_for("logsumexp"))
+
+
+def _norm_rule(self, ord=2, dim=None, keepdim=False, *, dtype=None, _legacy=False):
+    if not self._dtype.is_floating_point:
+        if _legacy:
+            raise RuntimeError("norm(): input dtype should be either floating point or complex. "
+                               f"Got {type_name(self._dtype)} instead.")
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {type_name(self._dtype)}")
+    out = self._dtype
+    if dtype is not None:
+        dtype = dt.to_dtype(dtype)
+        if not dtype.is_floating_point:
+            raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
+                               f"but got {type_name(dtype)}")
+        if dt.promote_types(self._dtype, dtype) is not dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input "
+                               f"({type_name(self._dtype)}) should be convertible without "
+                               f"narrowing to the specified dtype ({type_name(dtype)})")
+        out = dtype
+    dims = reduce_dims(self, dim)
+    ndim = len(self._layout.sizes)
+    ord = float(ord)
+    if ord < 0 or math.isinf(ord):
+        if dim is None or not _as_tuple(dim):
+            if self._layout.numel() == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an "
+                                   "empty tensor because the operation does not have an "
+                                   "identity")
+        else:
+            for d in _as_tuple(dim):
+                if self._layout.sizes and self._layout.sizes[wrap_dim(d, ndim)] == 0:
+                    raise RuntimeError(
+                        f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension "
+                        f"{d}because this dimension is empty and the operation does not have "
+                        "an identity")
+    return _spec(self, dims, keepdim, out)
+
+
+def _norm_compute(arr, spec, self, ord=2, dim=None, keepdim=False, *, dtype=None):
+    acc = _acc(spec.dtype.numpy)
+    a = np.abs(arr.astype(acc, copy=False))
+    axis = _axis(self, reduce_dims(self, dim))
+    ord = float(ord)
+    if ord == math.inf:
+        return np.max(a, axis=axis, keepdims=keepdim, initial=0)
+    if ord == -math.inf:
+        return np.min(a, axis=axis, keepdims=keepdim)
+    if ord == 0:
+        return np.sum(a != 0, axis=axis, keepdims=keepdim, dtype=acc)
+    if ord == 1:
+        return np.sum(a, axis=axis, keepdims=keepdim, dtype=acc)
+    if ord == 2:
+        return np.sqrt(np.sum(a * a, axis=axis, keepdims=keepdim, dtype=acc))
+    return np.power(np.sum(np.power(a, ord), axis=axis, keepdims=keepdim, dtype=acc), 1.0 / ord)
+
+
+_register(ops.linalg_vector_norm, _norm_rule, _norm_compute, ops.linalg_vector_norm.out,
+          _out_exact)
+
+
+def _norm_dim_rule(self, p, dim, keepdim=False):
+    return _norm_rule(self, 2 if p is None else p, dim, keepdim, _legacy=True)
+
+
+def _norm_dim_compute(arr, spec, self, p, dim, keepdim=False):
+    return _norm_compute(arr, spec, self, 2 if p is None else p, dim, keepdim)
+
+
+_register(ops.norm.ScalarOpt_dim, _norm_dim_rule, _norm_dim_compute, ops.norm.out, _out_exact)
+
+
+def _cumsum_rule(self, dim, *, dtype=None):
+    wrap_dim(dim, len(self._layout.sizes))
+    sizes = self._layout.sizes
+    out = _int_to_long(self._dtype, dtype)
+    if out is dt.bool_:
+        raise NotImplementedError("\"cumsum_out_cpu\" not implemented for 'Bool'")
+    return Spec(sizes, _contiguous(sizes), out, self._storage.device)
+
+
+def _cumsum_compute(arr, spec, self, dim, *, dtype=None):
+    out = spec.dtype.numpy
+    arr = arr.astype(out, copy=False)
+    if arr.ndim == 0:
+        return arr
+    return np.cumsum(arr, axis=wrap_dim(dim, arr.ndim), dtype=_acc(out))
+
+
+_register(ops.cumsum, _cumsum_rule, _cumsum_compute, ops.cumsum.out, _out_as_dtype)

@@ -1,0 +1,114 @@
+"""Functional counterparts of the view ops, used by functionalization (SEMANTICS.md §6.5).
+
+- ``X_scatter(self, src, *view_args)``: a fresh tensor equal to ``self`` except that the region
+  ``self.X(*view_args)`` holds ``src`` (exactly the view's shape; dtype is cast). The output
+  keeps ``self``'s sizes, strides and storage offset over a copy of its whole storage (PyTorch's
+  ``clone_preserve_strides``); an ``self`` with internal overlap (expanded) is cloned densely.
+- ``<view>_copy(self, *view_args)``: the view's values in a fresh contiguous tensor, no aliasing.
+  Each kernel is derived from the view op's kernel (view, then materialise), so the errors are
+  the view's. ``view_copy`` of a non-viewable layout copies like ``reshape`` (as PyTorch does).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..layout import contiguous_strides, format_size, infer_size
+from ..registry import ops, register_kernel
+from ..storage import META, Storage
+from ..tensor import make_tensor
+from ._common import Spec, new_tensor
+
+
+def _both(op, fn):
+    register_kernel(op, "cpu")(fn)
+    register_kernel(op, "meta")(fn)
+    return fn
+
+
+def _kernel(op, t):
+    return op._kernels[t._storage.device.type]
+
+
+def _materialize(view):
+    """A fresh contiguous copy of ``view`` (same dtype and device)."""
+    sizes = view._layout.sizes
+    out = new_tensor(Spec(sizes, contiguous_strides(sizes), view._dtype, view._storage.device))
+    if view._storage.device is not META:
+        np.copyto(out._array(), view._array())
+    return out
+
+
+# -- *_scatter ------------------------------------------------------------------------------------
+def clone_preserve_strides(self):
+    """A copy of ``self`` with its sizes, strides and offset over a copy of its storage."""
+    if self._layout.has_internal_overlap():
+        return _kernel(ops.clone, self)(self)
+    storage = Storage(self._storage._nbytes, self._storage.device)
+    if storage._buffer is not None:
+        storage._buffer[:] = self._storage._buffer
+    return make_tensor(storage, self._layout, self._dtype)
+
+
+def _scatter_kernel(view_op):
+    def kernel(self, src, *args, **kwargs):
+        out = clone_preserve_strides(self)
+        region = _kernel(view_op, out)(out, *args, **kwargs)
+        if region._layout.sizes != src._layout.sizes:
+            raise RuntimeError(
+                f"expected src to have a size equal to the slice of self. src size = "
+                f"{format_size(src._layout.sizes)}, slice size = "
+                f"{format_size(region._layout.sizes)}")
+        if out._storage.device is not META:
+            if src._storage.device is META:
+                raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+            np.copyto(region._array(), src._array(), casting="unsafe")
+        return out
+    kernel.__name__ = f"{view_op.name}_scatter"
+    return kernel
+
+
+_SCATTERS = {ops.slice_scatter: ops.slice, ops.select_scatter: ops.select,
+             ops.diagonal_scatter: ops.diagonal, ops.as_strided_scatter: ops.as_strided}
+for _op, _view in _SCATTERS.items():
+    _both(_op, _scatter_kernel(_view))
+
+
+# -- <view>_copy ----------------------------------------------------------------------------------
+def _copy_kernel(view_op):
+    def kernel(self, *args, **kwargs):
+        res = _kernel(view_op, self)(self, *args, **kwargs)
+        if isinstance(res, (list, tuple)):
+            return [_materialize(v) for v in res]
+        return _materialize(res)
+    kernel.__name__ = f"{view_op.name}_copy"
+    return kernel
+
+
+def view_copy(self, size):
+    """``view`` as a copy; a layout ``view`` rejects is copied like ``reshape`` instead."""
+    shape = infer_size(tuple(size), self._layout.numel())
+    out = new_tensor(Spec(shape, contiguous_strides(shape), self._dtype, self._storage.device))
+    if self._storage.device is not META:
+        np.copyto(out._array(), np.reshape(self._array(), shape))
+    return out
+
+
+def copy_op_of(view_op):
+    """The ``<view>_copy`` overload matching a view op overload, or None."""
+    from ..registry import _lookup
+    packet = _lookup(view_op.name + "_copy")
+    return None if packet is None else packet._overloads.get(view_op.overload)
+
+
+def _register_copies():
+    for op in list(ops):
+        copy_op = copy_op_of(op) if (op.is_view or op.name == "lift_fresh") else None
+        if copy_op is None or op.decomposition is not None or not op._kernels:
+            continue
+        _both(copy_op, view_copy if copy_op is ops.view_copy else _copy_kernel(op))
+
+
+_register_copies()
+
+__all__ = ["clone_preserve_strides", "copy_op_of", "view_copy"]

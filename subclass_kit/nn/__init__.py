@@ -1,0 +1,3 @@
+"""``sk.nn``: the functional namespace ``sk.nn.functional`` (PyTorch's ``torch.nn.functional``)."""
+
+from . import functional as functional

@@ -1,0 +1,42 @@
+"""Named-tuple results of ops returning several tensors (PyTorch's ``torch.return_types``):
+``sk.max(x, 0)`` returns ``sk.return_types.max(values, indices)``, which unpacks like a tuple
+and has ``.values`` / ``.indices``."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+__all__ = ["max", "max_out", "min", "min_out"]
+
+
+def _repr(self) -> str:
+    fields = ",\n".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
+    return f"sk.return_types.{type(self).__name__}(\n{fields})"
+
+
+class max(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class min(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class max_out(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class min_out(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr

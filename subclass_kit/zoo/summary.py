@@ -1,0 +1,240 @@
+"""``summarize(model, inputs)``: run a forward (on meta tensors, typically) and report
+parameters, output shapes, per-block rows and activation bytes.
+
+How the numbers are collected:
+
+- **parameters**: ``model.parameters()`` (each tensor once), summing ``numel()`` and
+  ``numel() * element_size()``. A plain callable without ``parameters()`` has none.
+- **blocks**: a forward pre/post hook on each block of an ``nn.Module`` (its direct children,
+  with ``ModuleList`` children expanded: ``layers.0``, ``layers.1``...) records the block's
+  output shape. Ops the model's own ``forward`` runs outside every block (a causal mask, RoPE
+  tables) go to the row ``(top level)``.
+- **activation bytes** (Note [Activation tally]): a ``DispatchMode`` sees every primitive op
+  and registers the ``Storage`` of each result it has not seen before (views and in-place
+  results share an existing storage, so they are free). A row's ``activation_bytes`` is the
+  total its ops allocated.
+- **peak activation bytes**: a weak reference on each registered storage subtracts its bytes
+  when the last tensor using it dies, exactly when eager execution frees memory. The peak is the
+  largest total, at any moment of the forward, of the inputs' bytes plus the bytes of results
+  still alive. It is an inference estimate for the code as written: no autograd buffers, no
+  allocator rounding, no kernel workspaces, and no fusion (an attention written with explicit
+  scores holds the (seq, seq) matrix, as eager PyTorch does without a fused kernel).
+
+Note [Activation tally]
+    A storage counts once, when an op first returns it; parameters and inputs are registered
+    up front and never count as allocations. The mode only forwards (``func(*args)``) and keeps
+    no reference to results, so tallying does not change what stays alive.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import asdict, dataclass, field
+
+import subclass_kit as sk
+
+from . import nn
+
+__all__ = ["Summary", "BlockRow", "summarize", "TOP_LEVEL"]
+
+TOP_LEVEL = "(top level)"
+_Tensor = sk.Tensor
+
+
+@dataclass
+class BlockRow:
+    """One row of the per-block table."""
+
+    name: str
+    output_shape: list | None = None   # list of ints, or a list of those for tuple outputs
+    dtype: str | None = None
+    parameters: int = 0
+    activation_bytes: int = 0
+
+
+@dataclass
+class Summary:
+    """What ``summarize`` measured; ``to_dict()`` is the ``--json`` object."""
+
+    model: str
+    parameters: int
+    parameter_bytes: int
+    input_shapes: list
+    input_dtypes: list
+    output_shapes: list
+    dtype: str | None
+    activation_bytes: int
+    peak_activation_bytes: int
+    blocks: list = field(default_factory=list)
+
+    @property
+    def output_shape(self) -> list | None:
+        """Shape of the (first) output tensor."""
+        return self.output_shapes[0] if self.output_shapes else None
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "parameters": self.parameters,
+                "parameter_bytes": self.parameter_bytes, "input_shapes": self.input_shapes,
+                "input_dtypes": self.input_dtypes,
+                "output_shape": self.output_shape, "output_shapes": self.output_shapes,
+                "dtype": self.dtype, "activation_bytes": self.activation_bytes,
+                "peak_activation_bytes": self.peak_activation_bytes,
+                "blocks": [asdict(row) for row in self.blocks]}
+
+
+class ActivationTally(sk.DispatchMode):
+    """Counts the bytes of fresh storages that ops return, per row, and the live peak.
+
+    See Note [Activation tally]. ``current`` names the row new allocations go to.
+    """
+
+    def __init__(self):
+        self.current = TOP_LEVEL
+        self.allocated: dict = {}
+        self.live = 0
+        self.peak = 0
+        self._known: dict = {}    # id(storage) -> weakref (None for external storages)
+
+    def add_external(self, tensors, *, live: bool):
+        """Register storages that exist before the run (parameters, inputs). ``live``: their
+        bytes count toward the live total (inputs do, parameters do not)."""
+        for t in tensors:
+            storage = t.untyped_storage()
+            if id(storage) not in self._known:
+                self._known[id(storage)] = None
+                if live:
+                    self.live += storage.nbytes()
+        self.peak = max(self.peak, self.live)
+
+    def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if isinstance(out, _Tensor):
+            self._register(out.untyped_storage())
+        elif isinstance(out, (tuple, list)):
+            for t in out:
+                if isinstance(t, _Tensor):
+                    self._register(t.untyped_storage())
+        return out
+
+    def _register(self, storage):
+        key = id(storage)
+        if key in self._known:
+            return
+        nbytes = storage.nbytes()
+
+        def release(_ref, key=key, nbytes=nbytes):
+            self.live -= nbytes
+            del self._known[key]
+
+        self._known[key] = weakref.ref(storage, release)
+        self.live += nbytes
+        if self.live > self.peak:
+            self.peak = self.live
+        self.allocated[self.current] = self.allocated.get(self.current, 0) + nbytes
+
+    def close(self):
+        """Drop the weak references (their callbacks must not outlive the run)."""
+        self._known.clear()
+
+
+def _tensors(x) -> list:
+    if isinstance(x, sk.Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for item in x for t in _tensors(item)]
+    if isinstance(x, dict):
+        return [t for item in x.values() for t in _tensors(item)]
+    return []
+
+
+def _shape_of(x):
+    """A tensor's shape as a list; a tuple output as a list of shapes; else None."""
+    if isinstance(x, sk.Tensor):
+        return list(x.shape)
+    tensors = _tensors(x)
+    if not tensors:
+        return None
+    return [list(t.shape) for t in tensors] if len(tensors) > 1 else list(tensors[0].shape)
+
+
+def _parameters(model) -> list:
+    params = getattr(model, "parameters", None)
+    if not callable(params):
+        return []
+    seen, out = set(), []
+    for p in params():
+        if id(p) not in seen:
+            seen.add(id(p))
+            out.append(p)
+    return out
+
+
+def _block_rows(model, tally: ActivationTally):
+    """Rows and hook handles for each block of ``model`` (none for a plain callable)."""
+    rows, handles = {}, []
+    if not isinstance(model, nn.Module):
+        return rows, handles
+    seen, outer = set(), []
+    for name, block in nn.blocks(model):
+        row = BlockRow(name)
+        row.parameters = sum(p.numel() for _, p in block.named_parameters(_seen=seen))
+        rows[name] = row
+
+        def enter(module, args, name=name):
+            outer.append(tally.current)
+            tally.current = name
+
+        def leave(module, args, out, row=row):
+            row.output_shape = _shape_of(out)
+            first = _tensors(out)
+            row.dtype = first[0].dtype.name if first else None
+            tally.current = outer.pop()     # a block may call another block
+
+        handles.append(block.register_forward_pre_hook(enter))
+        handles.append(block.register_forward_hook(leave))
+    # Parameters of the model itself, outside every block.
+    rest = sum(p.numel() for _, p in model.named_parameters(_seen=seen))
+    if rest:
+        rows[TOP_LEVEL] = BlockRow(TOP_LEVEL, parameters=rest)
+    return rows, handles
+
+
+def summarize(model, inputs, *, name: str | None = None) -> Summary:
+    """Run ``model(*inputs)`` under an :class:`ActivationTally` and report what it did.
+
+    ``model``: an ``nn.Module`` (per-block rows) or any callable; ``inputs``: a tuple of
+    positional arguments or a single tensor. Works on any device; on meta nothing is
+    allocated. Exceptions raised by the forward propagate unchanged.
+    """
+    if not isinstance(inputs, (tuple, list)):
+        inputs = (inputs,)
+    params = _parameters(model)
+    tally = ActivationTally()
+    tally.add_external(params, live=False)
+    tally.add_external(_tensors(inputs), live=True)
+    rows, handles = _block_rows(model, tally)
+    try:
+        with tally:
+            out = model(*inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+        tally.close()
+    for row_name, nbytes in tally.allocated.items():
+        row = rows.get(row_name)
+        if row is None:
+            row = rows[row_name] = BlockRow(row_name)
+        row.activation_bytes = nbytes
+    outputs = _tensors(out)
+    in_tensors = _tensors(inputs)
+    return Summary(
+        model=name or getattr(model, "__name__", type(model).__name__),
+        parameters=sum(p.numel() for p in params),
+        parameter_bytes=sum(p.numel() * p.element_size() for p in params),
+        input_shapes=[list(t.shape) for t in in_tensors],
+        input_dtypes=[t.dtype.name for t in in_tensors],
+        output_shapes=[list(t.shape) for t in outputs],
+        dtype=outputs[0].dtype.name if outputs else None,
+        activation_bytes=sum(tally.allocated.values()),
+        peak_activation_bytes=tally.peak,
+        blocks=list(rows.values()))

@@ -1,0 +1,222 @@
+"""The torch oracle: convert tensors between subclass_kit and torch, and compare results.
+
+``to_torch(t)`` / ``to_sk(t)`` copy the *whole storage* (bytes, or only ``nbytes`` on meta) and
+rebuild the same sizes, strides and storage offset on the other side, so a non-contiguous or
+expanded input stays non-contiguous or expanded.
+
+``assert_same(ours, theirs)`` compares one result (a tensor, a sequence of them, a Python
+scalar or None): dtype (mapped by name), device type, sizes, strides, storage offset,
+``is_contiguous()`` (and channels-last contiguity for 4-d) and values (NaN-aware; float16 and
+transcendental ops get a tolerance). Raises ``AssertionError`` naming what differs.
+
+Only tests import this module; torch is imported lazily so that importing it never fails.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import subclass_kit as sk
+
+DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
+               "float64")
+
+# (rtol, atol) per dtype name, as torch.testing.assert_close.
+TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def sk_dtype(name_or_dtype):
+    """The ``sk.dtype`` of a name ("float32"), an sk dtype or a torch dtype."""
+    if isinstance(name_or_dtype, sk.dtype):
+        return name_or_dtype
+    name = name_or_dtype if isinstance(name_or_dtype, str) else str(name_or_dtype)
+    return getattr(sk, name.replace("torch.", "").replace("sk.", ""))
+
+
+def torch_dtype(name_or_dtype):
+    """The ``torch.dtype`` of a name, an sk dtype or a torch dtype."""
+    torch = _torch()
+    if isinstance(name_or_dtype, torch.dtype):
+        return name_or_dtype
+    name = name_or_dtype.name if isinstance(name_or_dtype, sk.dtype) else name_or_dtype
+    return getattr(torch, name)
+
+
+def dtype_name(d) -> str:
+    """``"float32"`` for ``sk.float32`` and ``torch.float32`` alike."""
+    if isinstance(d, sk.dtype):
+        return d.name
+    return str(d).replace("torch.", "")
+
+
+def _device_type(t) -> str:
+    return t.device.type
+
+
+def to_torch(t, requires_grad: bool = False):
+    """A torch tensor with the same storage contents, sizes, strides and offset as ``t``."""
+    torch = _torch()
+    dtype = torch_dtype(t.dtype)
+    item = t.element_size()
+    n_items = t.untyped_storage().nbytes() // item
+    if _device_type(t) == "meta":
+        flat = torch.empty(n_items, dtype=dtype, device="meta")
+    else:
+        buf = np.array(t.untyped_storage()._buffer[:n_items * item], copy=True)
+        flat = torch.from_numpy(buf.view(sk_dtype(t.dtype).numpy).copy())
+    out = flat.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def to_sk(t):
+    """An sk tensor with the same storage contents, sizes, strides and offset as torch ``t``."""
+    dtype = sk_dtype(dtype_name(t.dtype))
+    n_items = t.untyped_storage().nbytes() // t.element_size()
+    if t.device.type == "meta":
+        flat = sk.empty(n_items, dtype=dtype, device="meta")
+    else:
+        store = t.detach().as_strided((n_items,), (1,), 0)
+        flat = sk.tensor(store.numpy().copy(), dtype=dtype)
+    return flat.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+
+def numpy_of(t) -> np.ndarray:
+    """The values of an sk or torch cpu tensor as a fresh numpy array."""
+    if isinstance(t, sk.Tensor):
+        return np.array(t.detach().numpy(), copy=True)
+    return t.detach().numpy().copy()
+
+
+def _is_torch_tensor(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "untyped_storage")
+
+
+def values_close(a: np.ndarray, b: np.ndarray, dtype: str, rtol=None, atol=None):
+    """(ok, description) comparing two arrays of one dtype, NaN-aware."""
+    if a.shape != b.shape:
+        return False, f"value shapes {a.shape} vs {b.shape}"
+    if a.size == 0:
+        return True, ""
+    if dtype in TOLERANCES:
+        r, t = TOLERANCES[dtype]
+        r = r if rtol is None else rtol
+        t = t if atol is None else atol
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        same_inf = (np.isinf(a64) & np.isinf(b64) & (np.sign(a64) == np.sign(b64)))
+        close = np.isclose(a64, b64, rtol=r, atol=t, equal_nan=True) | same_inf
+        if close.all():
+            return True, ""
+        bad = np.argwhere(~close)[:3]
+        pairs = ", ".join(f"{tuple(i)}: {a64[tuple(i)]!r} vs {b64[tuple(i)]!r}" for i in bad)
+        return False, f"{(~close).sum()} of {a.size} values differ (rtol={r}, atol={t}): {pairs}"
+    eq = a == b
+    if eq.all():
+        return True, ""
+    bad = np.argwhere(~eq)[:3]
+    pairs = ", ".join(f"{tuple(i)}: {a[tuple(i)]!r} vs {b[tuple(i)]!r}" for i in bad)
+    return False, f"{(~eq).sum()} of {a.size} values differ: {pairs}"
+
+
+def tensor_diffs(ours, theirs, *, check_values=True, check_strides=True, rtol=None, atol=None):
+    """A list of human-readable differences between an sk tensor and a torch tensor."""
+    diffs = []
+    if not isinstance(ours, sk.Tensor):
+        return [f"expected an sk.Tensor, got {type(ours).__name__}"]
+    on, tn = dtype_name(ours.dtype), dtype_name(theirs.dtype)
+    if on != tn:
+        diffs.append(f"dtype {on} vs {tn}")
+    if _device_type(ours) != theirs.device.type:
+        diffs.append(f"device {_device_type(ours)} vs {theirs.device.type}")
+    if tuple(ours.shape) != tuple(theirs.shape):
+        diffs.append(f"sizes {tuple(ours.shape)} vs {tuple(theirs.shape)}")
+        return diffs
+    if check_strides:
+        if tuple(ours.stride()) != tuple(theirs.stride()):
+            diffs.append(f"strides {tuple(ours.stride())} vs {tuple(theirs.stride())}")
+        if ours.storage_offset() != theirs.storage_offset():
+            diffs.append(f"storage_offset {ours.storage_offset()} vs "
+                         f"{theirs.storage_offset()}")
+        if ours.is_contiguous() != theirs.is_contiguous():
+            diffs.append(f"is_contiguous {ours.is_contiguous()} vs {theirs.is_contiguous()}")
+        if ours.ndim == 4:
+            torch = _torch()
+            a = ours.is_contiguous(memory_format=sk.channels_last)
+            b = theirs.is_contiguous(memory_format=torch.channels_last)
+            if a != b:
+                diffs.append(f"is_contiguous(channels_last) {a} vs {b}")
+    if ours.requires_grad != theirs.requires_grad:
+        diffs.append(f"requires_grad {ours.requires_grad} vs {theirs.requires_grad}")
+    if (check_values and not diffs and _device_type(ours) == "cpu"
+            and theirs.device.type == "cpu"):
+        ok, why = values_close(numpy_of(ours), numpy_of(theirs), on, rtol, atol)
+        if not ok:
+            diffs.append(why)
+    return diffs
+
+
+def _scalar_same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def result_diffs(ours, theirs, where="result", **kw) -> list:
+    """Differences between two op results of any shape (tensor, list/tuple, scalar, None)."""
+    if _is_torch_tensor(theirs):
+        return [f"{where}: {d}" for d in tensor_diffs(ours, theirs, **kw)]
+    if isinstance(theirs, (list, tuple)):
+        if not isinstance(ours, (list, tuple)):
+            return [f"{where}: expected a sequence, got {type(ours).__name__}"]
+        if len(ours) != len(theirs):
+            return [f"{where}: {len(ours)} outputs vs {len(theirs)}"]
+        out = []
+        for i, (a, b) in enumerate(zip(ours, theirs)):
+            out += result_diffs(a, b, f"{where}[{i}]", **kw)
+        return out
+    if theirs is None:
+        return [] if ours is None else [f"{where}: expected None, got {ours!r}"]
+    if hasattr(theirs, "is_floating_point") or isinstance(theirs, (bool, int, float, complex)):
+        if not _scalar_same(ours, theirs):
+            return [(f"{where}: {ours!r} ({type(ours).__name__}) vs {theirs!r} "
+                     f"({type(theirs).__name__})")]
+        return []
+    if dtype_name(theirs) in DTYPE_NAMES:
+        return [] if dtype_name(ours) == dtype_name(theirs) else [f"{where}: {ours} vs {theirs}"]
+    return [] if ours == theirs else [f"{where}: {ours!r} vs {theirs!r}"]
+
+
+def assert_same(ours, theirs, *, check_values=True, check_strides=True, rtol=None, atol=None,
+                msg=""):
+    """Assert that an sk result matches a torch result (see the module docstring)."""
+    diffs = result_diffs(ours, theirs, check_values=check_values, check_strides=check_strides,
+                         rtol=rtol, atol=atol)
+    if diffs:
+        head = f"{msg}: " if msg else ""
+        raise AssertionError(head + "; ".join(diffs))
+
+
+def normalize_message(text: str) -> str:
+    """Map torch's names in an error text to ours (``torch.`` -> ``sk.``, PyTorch ->
+    subclass_kit, ``__torch_dispatch__`` -> ``__tensor_dispatch__``, the Tensor class)."""
+    text = text.replace("torch._C.TensorBase", "subclass_kit.Tensor")
+    return (text.replace("torch.", "sk.").replace("__torch_dispatch__", "__tensor_dispatch__")
+            .replace("__torch_function__", "__tensor_function__")
+            .replace("report a bug to PyTorch", "report a bug to subclass_kit"))
+
+
+def same_storage(a, b) -> bool:
+    """Whether two tensors of one library share a storage."""
+    if isinstance(a, sk.Tensor):
+        return a.untyped_storage() is b.untyped_storage()
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata
