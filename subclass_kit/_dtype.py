@@ -39,7 +39,7 @@ class dtype:
         return f"sk.{self.name}"
 
     def __reduce__(self):
-        return (_by_name.__getitem__, (self.name,))
+        return (_dtype_by_name, (self.name,))
 
 
 bool_ = dtype("bool", np.bool_, _BOOL, 0, "BoolTensor")
@@ -69,7 +69,7 @@ def get_default_dtype() -> dtype:
 def set_default_dtype(d: dtype) -> None:
     """Set the default floating dtype. Raises TypeError for a non-floating dtype."""
     if not isinstance(d, dtype) or not d.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+        raise TypeError("only floating-point types are supported as the default type")
     _default_dtype[0] = d
 
 
@@ -85,21 +85,21 @@ def from_numpy_dtype(np_dtype) -> dtype:
 
 
 def to_dtype(d) -> dtype:
-    """Accept an sk dtype, a dtype name ("float32") or a numpy dtype."""
+    """Accept an ``sk.dtype`` or a Python type (``float`` -> float64, ``int`` -> int64,
+    ``bool`` -> bool), as PyTorch's argument parser does. Raises TypeError otherwise."""
     if isinstance(d, dtype):
         return d
-    if isinstance(d, str) and d in _by_name:
-        return _by_name[d]
     if d is float:
         return float64
     if d is int:
         return int64
     if d is bool:
         return bool_
-    try:
-        return from_numpy_dtype(d)
-    except TypeError:
-        raise TypeError(f"dtype must be an sk.dtype, got {d!r}") from None
+    raise TypeError(f"argument 'dtype' must be sk.dtype, not {type(d).__name__}")
+
+
+def _dtype_by_name(name: str) -> dtype:
+    return _by_name[name]
 
 
 def _promote_pair(a: dtype, b: dtype) -> dtype:

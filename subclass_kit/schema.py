@@ -224,8 +224,15 @@ _TYPE = re.compile(
 )
 
 
+_KNOWN_TYPES = frozenset({
+    "Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "ScalarType", "Device",
+    "Layout", "MemoryFormat", "Generator", "Storage", "Dimname", "Any", "complex", "Stream",
+})
+
+
 def _split_top(text: str) -> list:
-    """Split on commas outside brackets and quotes."""
+    """Split on commas outside brackets and quotes. Raises ValueError for empty parts (a
+    trailing comma) and unbalanced brackets or quotes."""
     parts, depth, cur, quote = [], 0, [], None
     for ch in text:
         if quote:
@@ -244,8 +251,13 @@ def _split_top(text: str) -> list:
             cur = []
             continue
         cur.append(ch)
-    if "".join(cur).strip():
-        parts.append("".join(cur).strip())
+    if quote or depth:
+        raise ValueError(f"unbalanced brackets or quotes in {text!r}")
+    last = "".join(cur).strip()
+    if last or parts:
+        parts.append(last)
+    if any(not p for p in parts):
+        raise ValueError(f"empty element (stray comma) in {text!r}")
     return parts
 
 
@@ -254,6 +266,11 @@ def _parse_type(text: str, where: str):
     if not m:
         raise ValueError(f"cannot parse type in {where!r}")
     base, ann, sets, bang, after, suffix = m.groups()
+    if base not in _KNOWN_TYPES:
+        raise ValueError(f"unknown type {base!r} in {where!r}")
+    for group in (sets, after):
+        if group and not re.fullmatch(r"\s*[a-z*]+\s*(\|\s*[a-z*]+\s*)*", group):
+            raise ValueError(f"bad alias annotation in {where!r}")
     alias = None
     if ann:
         alias = AliasInfo(frozenset(s.strip() for s in sets.split("|")), bool(bang),
@@ -299,8 +316,14 @@ def parse_schema(text: str) -> OpSchema:
         default = None
         if "=" in rest:
             rest, default = (s.strip() for s in rest.split("=", 1))
+            if not default:
+                raise ValueError(f"empty default in {part!r} of {text!r}")
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest):
             raise ValueError(f"bad argument name in {part!r} of {text!r}")
+        if (default is None and not kwarg_only and args and args[-1].default is not None
+                and not args[-1].kwarg_only):
+            raise ValueError(f"non-default argument {rest!r} follows a default argument in "
+                             f"{text!r}")
         args.append(Argument(rest, type_str, alias, default, kwarg_only))
     ret_text = ret_text.strip()
     returns_tuple = ret_text.startswith("(")

@@ -223,25 +223,7 @@ CASES = [
 
 # case name -> what torch says (the fix the owner needs to make). See the report.
 KNOWN_MISMATCHES = {
-    "t__on_3d": "RuntimeError 't_() expects a tensor with <= 2 dimensions, but self is 3D' "
-                "(sk says 't() ...')",
-    "copy_shape": "RuntimeError 'The size of tensor a (3) must match the size of tensor b (4) "
-                  "at non-singleton dimension 1'",
     "resize_negative": "RuntimeError 'numel: integer multiplication overflow'",
-    "factory_requires_grad_int": "RuntimeError 'Only Tensors of floating point and complex "
-                                 "dtype can require gradients' (factories; requires_grad_() "
-                                 "says 'only Tensors of floating point dtype ...')",
-    "zeros_negative": "RuntimeError 'zeros: Dimension size must be non-negative.'",
-    "arange_wrong_sign": "RuntimeError 'upper bound and lower bound inconsistent with step "
-                         "sign' (sk: 'larger bound')",
-    "rand_int_dtype": "NotImplementedError (sk raises RuntimeError) '\"check_uniform_bounds\" "
-                      "not implemented for 'Long''",
-    "empty_strided_mismatch": "RuntimeError 'dimensionality of sizes (2) must match "
-                              "dimensionality of strides (1)'",
-    "zeros_dtype_string": "TypeError \"zeros(): argument 'dtype' must be torch.dtype, not str\" "
-                          "(sk accepts dtype names)",
-    "tensor_ragged": "ValueError 'expected sequence of length 2 at dim 1 (got 1)' (sk: TypeError)",
-    "tensor_of_strings": "ValueError \"too many dimensions 'str'\" (sk: TypeError)",
 }
 
 

@@ -249,7 +249,8 @@ MALFORMED = [
 ]
 
 # Accepted by our parser although torch._C.parse_schema rejects them (report: schema.py).
-MALFORMED_ACCEPTED = [
+# Malformed strings torch._C.parse_schema rejects: ours must reject them too.
+MALFORMED_LIKE_TORCH = [
     "f(Tensor a,) -> Tensor",
     "f(Tensor a=) -> Tensor",
     "f(Tensor a) -> (Tensor, )",
@@ -270,16 +271,13 @@ def test_malformed_raises_value_error(text):
         parse_schema(text)
 
 
-@pytest.mark.parametrize("text", [
-    pytest.param(t, marks=pytest.mark.xfail(
-        strict=True, reason="schema.py accepts it; torch._C.parse_schema raises"))
-    for t in MALFORMED_ACCEPTED])
-def test_malformed_accepted_by_parser(text):
+@pytest.mark.parametrize("text", MALFORMED_LIKE_TORCH)
+def test_malformed_like_torch_raises_value_error(text):
     with pytest.raises(ValueError):
         parse_schema(text)
 
 
-@pytest.mark.parametrize("text", [t for t in MALFORMED + MALFORMED_ACCEPTED
+@pytest.mark.parametrize("text", [t for t in MALFORMED + MALFORMED_LIKE_TORCH
                                   if t not in TORCH_ACCEPTS])
 def test_malformed_is_rejected_by_torch_too(text, torch):
     """The malformed list is really malformed: torch's parser rejects every entry."""

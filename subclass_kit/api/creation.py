@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..function import public_api
 from ..mode import no_dispatch
-from ..kernels.factories import manual_seed
+from ..kernels.factories import check_requires_grad_dtype, manual_seed
 from ..registry import ops
 from ..storage import device as _device
 from ..tensor import Tensor, from_numpy
@@ -24,23 +24,62 @@ __all__ = ["tensor", "as_tensor", "empty", "zeros", "ones", "full", "arange", "e
            "full_like", "rand_like", "randn_like", "manual_seed", "from_numpy", "scalar_tensor"]
 
 
-def _infer_dtype(data):
-    """PyTorch's inference for nested Python data: bool < int64 < default float."""
-    flat = np.asarray(data, dtype=object).ravel() if not isinstance(data, (int, float, bool)) \
-        else [data]
-    kind = dt.bool_
-    for v in flat:
-        if isinstance(v, Tensor):
-            return None
-        if isinstance(v, (bool, np.bool_)):
-            continue
-        if isinstance(v, (int, np.integer)):
-            kind = dt.int64 if kind is dt.bool_ else kind
-        elif isinstance(v, (float, np.floating)):
-            kind = dt.get_default_dtype()
-        else:
-            raise TypeError(f"Could not infer dtype of {type(v).__name__}")
-    return kind
+def _is_seq(x) -> bool:
+    return isinstance(x, (list, tuple))
+
+
+def _sequence_sizes(data) -> list:
+    sizes = []
+    while _is_seq(data):
+        sizes.append(len(data))
+        if not data:
+            break
+        data = data[0]
+    return sizes
+
+
+def _ragged_error(data, sizes, dim=0):
+    """PyTorch's text for the first sequence whose length differs from the first one's."""
+    if dim >= len(sizes):
+        if _is_seq(data):
+            return ValueError(f"expected sequence of length {len(data)} at dim {dim} (got "
+                              f"{len(data)})")
+        return None
+    if not _is_seq(data):
+        return ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got "
+                          f"{type(data).__name__})")
+    if len(data) != sizes[dim]:
+        return ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got "
+                          f"{len(data)})")
+    for item in data:
+        err = _ragged_error(item, sizes, dim + 1)
+        if err is not None:
+            return err
+    return None
+
+
+def _as_array(data) -> tuple:
+    """numpy array of Python ``data`` and its inferred sk dtype (bool < int64 < default float,
+    PyTorch's inference). Raises ValueError/TypeError with PyTorch's texts."""
+    try:
+        arr = np.asarray(data)
+    except ValueError:
+        arr = None
+    if arr is None or arr.dtype == object:
+        err = _ragged_error(data, _sequence_sizes(data))
+        if err is not None:
+            raise err
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    kind = arr.dtype.kind
+    if kind in "US":
+        raise ValueError("too many dimensions 'str'")
+    if kind == "b":
+        return arr, dt.bool_
+    if kind in "iu":
+        return arr, dt.int64
+    if kind == "f":
+        return arr, dt.get_default_dtype()
+    raise TypeError(f"Could not infer dtype of {arr.dtype}")
 
 
 @public_api
@@ -59,16 +98,9 @@ def tensor(data, dtype=None, device="cpu", requires_grad=False):
             arr = data
         elif isinstance(data, (list, tuple)) and data and any(
                 isinstance(x, Tensor) for x in _flat(data)):
-            arr = np.asarray([_to_py(x) for x in data])
-            inferred = _infer_dtype(arr.tolist())
+            arr, inferred = _as_array([_to_py(x) for x in data])
         else:
-            inferred = _infer_dtype(data)
-            try:
-                arr = np.asarray(data)
-            except ValueError as e:
-                raise ValueError(f"expected sequence of equal length lists: {e}") from None
-            if arr.dtype == object:
-                raise ValueError("expected a rectangular (non-ragged) nested sequence")
+            arr, inferred = _as_array(data)
         dtype = inferred if dtype is None else dt.to_dtype(dtype)
         # The data is written outside the op layer, so the allocation is hidden from modes too
         # (PyTorch builds it below the Python key): modes see only lift_fresh of a constant.
@@ -78,6 +110,7 @@ def tensor(data, dtype=None, device="cpu", requires_grad=False):
             np.copyto(out._array(), arr, casting="unsafe")
         out = ops.lift_fresh(out)
     if requires_grad:
+        check_requires_grad_dtype(out.dtype)
         out.requires_grad_(True)
     return out
 
@@ -121,6 +154,8 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 
 @public_api
 def zeros(*size, dtype=None, device=None, requires_grad=False):
+    if any(isinstance(s, int) and s < 0 for s in size_args(size)):
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
     return ops.full(size_args(size), 0.0 if dtype is None else 0,
                     **_kw(dtype or dt.get_default_dtype(), device, requires_grad))
 

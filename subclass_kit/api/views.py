@@ -18,7 +18,7 @@ from ._register import method, prop, size_args
 
 @method("view")
 def view(self, *shape):
-    if len(shape) == 1 and (isinstance(shape[0], dt.dtype) or isinstance(shape[0], str)):
+    if len(shape) == 1 and isinstance(shape[0], dt.dtype):
         return ops.view.dtype(self, dt.to_dtype(shape[0]))
     return ops.view(self, size_args(shape))
 

@@ -63,8 +63,16 @@ def _factory(size, dtype, device, strides=None) -> Tensor:
 
 def _finish(t, requires_grad):
     if requires_grad:
+        check_requires_grad_dtype(t._dtype)
         t.requires_grad_(True)
     return t
+
+
+def check_requires_grad_dtype(dtype):
+    """Factories refuse ``requires_grad=True`` for non-float dtypes with PyTorch's text."""
+    if not dtype.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
 
 
 @_both(ops.empty)
@@ -79,7 +87,8 @@ def empty(size, *, dtype=None, device=None, requires_grad=None, memory_format=No
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=None):
     size, stride = check_size(size), tuple(stride)
     if len(size) != len(stride):
-        raise RuntimeError("mismatch in length of strides and shape")
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of "
+                           f"strides ({len(stride)})")
     if any(s < 0 for s in stride):
         raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
                            f"strides: {format_size(stride)}")
@@ -120,7 +129,7 @@ def arange(start, end, step=1, *, dtype=None, device=None, requires_grad=None):
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = (dt.int64 if all(isinstance(v, int) for v in vals)
                  else dt.get_default_dtype())
@@ -151,10 +160,9 @@ def _random(kind):
     def kernel(size, *, dtype=None, device=None, requires_grad=None):
         t = _factory(size, dtype, device)
         if not t._dtype.is_floating_point:
-            name = "uniform_" if kind == "rand" else "normal_"
-            raise RuntimeError(f'"check_uniform_bounds" not implemented for '
-                               f"'{type_name(t._dtype)}'" if kind == "rand" else
-                               f'"{name}" not implemented for \'{type_name(t._dtype)}\'')
+            kernel_name = "check_uniform_bounds" if kind == "rand" else "normal_kernel_cpu"
+            raise NotImplementedError(f'"{kernel_name}" not implemented for '
+                                      f"'{type_name(t._dtype)}'")
         if t._storage.device is not META:
             shape = t._layout.sizes
             vals = _rng[0].random(shape) if kind == "rand" else _rng[0].standard_normal(shape)
@@ -220,14 +228,12 @@ register_rule(ops._to_copy, _to_copy_rule, _to_copy_fill)
 
 
 def _copy_check(self, src):
+    """``src`` must broadcast to ``self``'s shape (PyTorch's texts for both failure kinds)."""
     from ..layout import broadcast_shapes
-    try:
-        shape = broadcast_shapes(self._layout.sizes, src._layout.sizes)
-    except RuntimeError:
-        shape = None
+    shape = broadcast_shapes(self._layout.sizes, src._layout.sizes)
     if shape != self._layout.sizes:
         raise RuntimeError(f"output with shape {format_size(self._layout.sizes)} doesn't match "
-                           f"the broadcast shape {format_size(shape or src._layout.sizes)}")
+                           f"the broadcast shape {format_size(shape)}")
     if src._storage.device is META and self._storage.device is not META:
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
 
@@ -256,11 +262,15 @@ def _copy_fill(outs, spec, self, src, non_blocking=False):
 register_rule(ops.copy, _copy_rule, _copy_fill)
 
 
+def _check_fill_value(value):
+    if isinstance(value, Tensor) and value._layout.sizes:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                           f"with {len(value._layout.sizes)} dimensions.")
+
+
 def _fill_value(value):
+    _check_fill_value(value)
     if isinstance(value, Tensor):
-        if value._layout.sizes:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
-                               f"with {len(value._layout.sizes)} dimensions.")
         return value.item() if value._storage.device is not META else 0
     return value
 
@@ -268,13 +278,15 @@ def _fill_value(value):
 @_both(ops.fill_)
 def fill_(self, value):
     # PyTorch allows fill_/zero_ on expanded tensors (every alias gets the same value).
-    value = _fill_value(value)
+    _check_fill_value(value)
     if self._storage.device is not META:
+        value = _fill_value(value)
         self._array()[...] = value
     return self
 
 
 def _fill_rule(self, value):
+    _check_fill_value(value)
     return Spec(self._layout.sizes, _preserved_strides(self, None), self._dtype,
                 self._storage.device)
 
@@ -295,8 +307,12 @@ def zero_(self):
 
 @_both(ops._local_scalar_dense)
 def _local_scalar_dense(self):
+    # The op reads the first element whatever the numel (``item()`` checks numel first).
     self._check_data("item")
-    return self._array().reshape(()).item()
+    arr = self._array()
+    if arr.size == 0:
+        raise RuntimeError("a Tensor with 0 elements cannot be converted to Scalar")
+    return arr.reshape(-1)[0].item()
 
 
 def _copies_of_inference_start_at_one(op):
@@ -335,8 +351,10 @@ def _like_kernel(fill_value):
         spec = _like_rule(self, *args, dtype=dtype, device=device, memory_format=memory_format)
         if fill_value in (_rand_like_value, _randn_like_value) and \
                 not spec.dtype.is_floating_point:
-            raise RuntimeError(f'"check_uniform_bounds" not implemented for '
-                               f"'{type_name(spec.dtype)}'")
+            kernel_name = ("check_uniform_bounds" if fill_value is _rand_like_value
+                           else "normal_kernel_cpu")
+            raise NotImplementedError(f'"{kernel_name}" not implemented for '
+                                      f"'{type_name(spec.dtype)}'")
         out = new_tensor(spec)
         if spec.device is not META:
             value = fill_value(self, args, spec.sizes)
