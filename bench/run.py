@@ -5,7 +5,8 @@
     python bench/run.py --json               # the results as JSON on stdout
     python bench/run.py --list               # the registered cases
 
-Each number is a median over repeats (``--repeats`` overrides every case's default). A case
+Each number is a median over repeats (``--repeats`` overrides every case's default) of the
+process's CPU time, which other processes on the machine do not inflate. A case
 whose pieces are missing (torch not installed, an op not written yet) prints
 "skipped: reason" instead of failing. To add a benchmark: put a module in bench/ with a
 ``CASES`` list of ``harness.Case`` and add its name to ``FAMILIES`` below.

@@ -1,8 +1,9 @@
 """A walkthrough of subclass_kit, in the order a call travels: tensor -> op -> dispatch -> kernel.
 
-Run it: ``python docs/walkthrough.py``. Sections: 1. A strided tensor, 2. Views share storage,
-3. The op registry and schemas, 4. A DispatchMode, 5. Meta tensors, 6. A custom op. Every section prints what it shows and asserts it, and the
-test suite runs this file (tests/test_architecture.py), so the tour cannot drift from the code.
+Sections: 1. A strided tensor, 2. Views share storage, 3. The op registry and schemas,
+4. A DispatchMode, 5. Meta tensors, 6. A custom op. Run it: ``python docs/walkthrough.py``.
+Every section prints what it shows and asserts it, and the test suite runs this file
+(tests/test_architecture.py), so the tour cannot drift from the code.
 The style follows JAX's autodidax: read it top to bottom, next to docs/ARCHITECTURE.md.
 """
 

@@ -64,6 +64,9 @@ what comes back from the handlers below it.
 - Ops called inside a subclass handler or a custom kernel run with the checker off the stack
   (the handler runs below every mode that forwarded to it); the checker checks what the
   handler returns for the op it was given, which is what wrapper subclasses get wrong.
+- A mode entered after the checker that declines (``NotImplemented``, e.g. for subclass
+  arguments) passes the op down to the checker, whose ``func`` call then runs the subclass
+  handler with neither mode on the stack: enter the checker inside such a mode instead.
 
 ``pytest --debug-asserts`` runs every test under this mode (``modes/pytest_plugin.py``).
 """
@@ -169,7 +172,7 @@ class _Facts:
                             if a.is_tensor or a.is_tensor_list)
         self.arg_names = tuple(a.name for a in schema.arguments)
         self.writes = any(w for *_, w in self.inputs)
-        views = dict((ri, ai) for ai, ri in schema.view_pairs)
+        views = {ri: ai for ai, ri in schema.view_pairs}
         rets = []
         for ri, r in enumerate(schema.returns):
             if not r.type.startswith("Tensor"):
@@ -275,7 +278,7 @@ class DebugAssertMode(sk.DispatchMode):
         if facts is None:
             facts = _FACTS[func] = _Facts(func)
         # Snapshot per tensor argument: (tensor, label, written, storage, version, sizes,
-        # strides, offset); metadata only for arguments not written.
+        # strides, offset); metadata only for arguments not written (None otherwise).
         n = len(args)
         snaps = []
         lists = None
@@ -290,7 +293,7 @@ class DebugAssertMode(sk.DispatchMode):
                 except RuntimeError:  # inference tensors have no counter
                     v = None
                 if writes:
-                    snaps.append((a, name, True, a.untyped_storage(), v))
+                    snaps.append((a, name, True, a.untyped_storage(), v, None, None, None))
                 else:
                     snaps.append((a, name, False, a.untyped_storage(), v, a.size(), a.stride(),
                                   a.storage_offset()))
@@ -315,20 +318,20 @@ class DebugAssertMode(sk.DispatchMode):
         versions = not _is_below_autograd()
         swaps = facts.swaps
         for rec in snaps:
-            t = rec[0]
-            if t.untyped_storage() is not rec[3] and not (rec[2] and swaps):
-                found.append(("input_replaced", rec[1],
-                              f"argument '{rec[1]}' has another Storage after the op"))
-            if rec[2]:
-                if rec[4] is not None and versions and t._version - rec[4] != bump:
+            t, label, writes, storage, v, sizes, strides, offset = rec
+            if t.untyped_storage() is not storage and not (writes and swaps):
+                found.append(("input_replaced", label,
+                              f"argument '{label}' has another Storage after the op"))
+            if writes:
+                if v is not None and versions and t._version - v != bump:
                     found.append(_not_bumped(rec, t, bump))
                 continue
-            if t.stride() != rec[6] or t.storage_offset() != rec[7] or t.size() != rec[5]:
-                if not _written(t, mutated):
-                    found.append(_metadata_changed(rec, t))
-            if rec[4] is not None and versions and t._version != rec[4]:
-                moved = t._version - rec[4]
-                if not (moved == bump and _shares_written(rec[3], mutated)):
+            if (t.stride() != strides or t.storage_offset() != offset or t.size() != sizes) and (
+                    not _written(t, mutated)):
+                found.append(_metadata_changed(rec, t))
+            if v is not None and versions and t._version != v:
+                moved = t._version - v
+                if not (moved == bump and _shares_written(storage, mutated)):
                     found.append(_not_bumped(rec, t, 0))
         if lists:
             _check_lists(lists, found)
@@ -378,7 +381,7 @@ def _snapshot_list(name, lst, writes, snaps, lists):
         if isinstance(t, _Tensor):
             label = f"{name}[{k}]"
             if writes:
-                snaps.append((t, label, True, t.untyped_storage(), _version(t)))
+                snaps.append((t, label, True, t.untyped_storage(), _version(t), None, None, None))
             else:
                 snaps.append((t, label, False, t.untyped_storage(), _version(t), t.size(),
                               t.stride(), t.storage_offset()))

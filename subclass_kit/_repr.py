@@ -123,7 +123,7 @@ def _summarized(arr: np.ndarray, edge: int) -> np.ndarray:
 
 def _vector_str(arr, indent, summarize, fmt) -> str:
     element_length = fmt.width() + 2
-    per_line = max(1, int(math.floor((PRINT_OPTS.linewidth - indent) / element_length)))
+    per_line = max(1, math.floor((PRINT_OPTS.linewidth - indent) / element_length))
     edge = PRINT_OPTS.edgeitems
     if summarize and arr.shape[0] > 2 * edge:
         data = ([fmt.format(v) for v in arr[:edge].tolist()] + [" ..."]
@@ -154,7 +154,9 @@ def _add_suffixes(text, suffixes, indent) -> str:
     parts = [text]
     last_line_len = len(text) - text.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+        # Wrap where PyTorch wraps: its dtype suffix says "torch." where ours says "sk.".
+        width = len(suffix) + (3 if suffix.startswith("dtype=sk.") else 0)
+        if last_line_len + width + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
         else:

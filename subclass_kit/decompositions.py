@@ -9,7 +9,7 @@ strides allow it, else ``clone`` + ``_unsafe_view``; ``chunk`` -> ``split``; ``n
 
 from __future__ import annotations
 
-from .layout import infer_size, wrap_dim
+from .layout import format_size, infer_size, wrap_dim
 from .registry import ops, register_decomposition
 from .tensor import contiguous_format
 
@@ -41,19 +41,23 @@ def flatten(self, start_dim=0, end_dim=-1):
 
 @register_decomposition(ops.unflatten)
 def unflatten(self, dim, sizes):
+    """Split dim ``dim`` into ``sizes`` (one may be -1) with a ``view``; PyTorch's texts."""
     n = len(self._layout.sizes)
     d = wrap_dim(dim, n)
     sizes = list(sizes)
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
+    if n == 0:
+        raise RuntimeError("unflatten got an unexpected error:\nDimension specified as 0 but "
+                           "tensor has no dimensions")
     cur = self._layout.sizes[d]
-    inferred = infer_size(sizes, cur) if -1 in sizes else tuple(sizes)
-    prod = 1
-    for s in inferred:
-        prod *= s
-    if prod != cur:
-        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
-                           f"size of dim {dim} ({cur}) in the input tensor")
+    try:
+        inferred = infer_size(sizes, cur)
+    except RuntimeError as e:
+        if "is invalid for input of size" not in str(e):
+            raise RuntimeError(f"unflatten got an unexpected error:\n{e}") from None
+        raise RuntimeError(f"unflatten: Provided sizes {format_size(sizes)} don't multiply up "
+                           f"to the size of dim {d} ({cur}) in the input tensor") from None
     new = list(self._layout.sizes[:d]) + list(inferred) + list(self._layout.sizes[d + 1:])
     return ops.view(self, new)
 
@@ -106,16 +110,19 @@ def chunk(self, chunks, dim=0):
 @register_decomposition(ops.movedim)
 def movedim(self, source, destination):
     n = len(self._layout.sizes)
-    source = [wrap_dim(s, n) for s in source]
-    destination = [wrap_dim(s, n) for s in destination]
-    if len(source) != len(destination):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({source} "
+    src, dst = list(source), list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} "
                            f"dims) should contain the same number of dims as destination "
-                           f"({destination} dims)")
+                           f"({dst} dims)")
+    source = [wrap_dim(s, n) for s in src]
+    destination = [wrap_dim(s, n) for s in dst]
     if len(set(source)) != len(source):
-        raise RuntimeError(f"movedim: repeated dim in `source` ({source})")
+        raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
     if len(set(destination)) != len(destination):
-        raise RuntimeError(f"movedim: repeated dim in `destination` ({destination})")
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
+    if n == 0:
+        return ops.alias(self)
     order = [-1] * n
     for s, dst in zip(source, destination):
         order[dst] = s

@@ -240,12 +240,21 @@ class Layout(NamedTuple):
                       self.offset)
 
     def expand(self, sizes) -> "Layout":
-        """``sizes`` already validated (same length or longer, -1 resolved)."""
+        """``sizes`` already validated (same length or longer, -1 resolved). A broadcast dim
+        gets stride 0; a new leading dim of size 1 gets ``size * stride`` of the dim after it
+        (PyTorch's ``infer_expand_geometry``)."""
+        sizes = tuple(sizes)
         lead = len(sizes) - len(self.sizes)
-        strides = [0] * lead
-        for i, (old, stride) in enumerate(zip(self.sizes, self.strides)):
-            strides.append(stride if old == sizes[lead + i] else 0)
-        return Layout(tuple(sizes), tuple(strides), self.offset)
+        strides = [0] * len(sizes)
+        for i in range(len(sizes) - 1, -1, -1):
+            if i >= lead:
+                old, stride = self.sizes[i - lead], self.strides[i - lead]
+            else:
+                old = 1
+                # (a 0-d input has no dim after: PyTorch reads a zero there)
+                stride = sizes[i + 1] * strides[i + 1] if i + 1 < len(sizes) else 0
+            strides[i] = stride if old == sizes[i] else 0
+        return Layout(sizes, tuple(strides), self.offset)
 
     def diagonal(self, offset: int, d1: int, d2: int) -> "Layout":
         n1, n2 = self.sizes[d1], self.sizes[d2]

@@ -16,11 +16,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is the oracle of these tests")
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from oracle import assert_same, normalize_message, to_torch  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import assert_same, normalize_message, to_torch
 
-import subclass_kit as sk  # noqa: E402
+import subclass_kit as sk
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 LAYOUTS = ("contig", "t", "expand", "step", "offset", "cl")
@@ -258,7 +258,7 @@ def test_out_resize_and_dtype(name):
             o = sk.zeros(out_shape, dtype=getattr(sk, out_dtype))
             if name in calls:
                 call = calls[name]
-                check(lambda o: call(sk, o), lambda o: call(torch, o), out=o)
+                check(lambda o, c=call: c(sk, o), lambda o, c=call: c(torch, o), out=o)
             else:
                 check(lambda a, b, o: getattr(sk, name)(a, b, out=o),
                       lambda a, b, o: getattr(torch, name)(a, b, out=o), x, y, out=o)
@@ -292,9 +292,9 @@ def test_integer_division_by_zero_and_negative_powers():
             check(fn, fn, a, sk.tensor([-1, -2, 0, 3], dtype=sk.int8))
     base = sk.tensor([0, -1, 1, -2, 2, 3])
     for e in (-1, -2, -3):
-        check(lambda a: a ** sk.tensor(e), lambda a: a ** torch.tensor(e), base)
-        check(lambda a: a ** e, lambda a: a ** e, base)
-        check(lambda a: a.pow(float(e)), lambda a: a.pow(float(e)), base)
+        check(lambda a, e=e: a ** sk.tensor(e), lambda a, e=e: a ** torch.tensor(e), base)
+        check(lambda a, e=e: a ** e, lambda a, e=e: a ** e, base)
+        check(lambda a, e=e: a.pow(float(e)), lambda a, e=e: a.pow(float(e)), base)
     check(lambda a: 2 ** a, lambda a: 2 ** a, sk.tensor([-1, 0, 3]))
 
 
@@ -328,7 +328,8 @@ def test_argument_errors():
     for fn, _ in cases:
         check(fn, fn, x, i, b)
     for name in ("maximum", "logical_and"):
-        check(lambda a: getattr(sk, name)(a, 1), lambda a: getattr(torch, name)(a, 1), x)
+        check(lambda a, n=name: getattr(sk, n)(a, 1),
+              lambda a, n=name: getattr(torch, n)(a, 1), x)
     check(lambda a: sk.eq(1, a), lambda a: torch.eq(1, a), x)
     check(lambda a: sk.exp(1), lambda a: torch.exp(1), x)
 

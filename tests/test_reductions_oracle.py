@@ -13,11 +13,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is the oracle of these tests")
 pytest.importorskip("hypothesis")
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from oracle import assert_same, normalize_message, to_torch  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import assert_same, normalize_message, to_torch
 
-import subclass_kit as sk  # noqa: E402
+import subclass_kit as sk
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 LAYOUTS = ("contig", "t", "expand", "step", "cl")

@@ -16,6 +16,8 @@ Example::
 
 from __future__ import annotations
 
+import builtins
+
 from .. import _dtype as dt
 from ..function import public_api
 from ..registry import _lookup, ops
@@ -59,6 +61,25 @@ def _export(name, fn, method=True):
     return public
 
 
+def result_type(tensor1, tensor2):
+    """The dtype an arithmetic op on ``tensor1`` and ``tensor2`` (tensors or Python numbers)
+    computes in (PyTorch's ``torch.result_type``): dimensioned tensors, then 0-d tensors, then
+    numbers, a lower group counting only when its category (bool < int < float) is higher."""
+    dims, zeros, scalars = [], [], []
+    for a in (tensor1, tensor2):
+        if isinstance(a, Tensor):
+            (dims if a._layout.sizes else zeros).append(a._dtype)
+        elif isinstance(a, _NUMBER):
+            scalars.append(a)
+        else:
+            raise TypeError(f"result_type(): argument must be a Tensor or a Number, got "
+                            f"{type(a).__name__}")
+    return dt.result_type(dims, zeros, scalars)
+
+
+__all__.append("result_type")
+
+
 # -- unary -----------------------------------------------------------------------------------
 def _unary(name):
     op = _lookup(name)
@@ -96,7 +117,7 @@ def round(input, *, decimals=0, out=None):
     """Round half to even (``torch.round``); ``decimals`` scales by ``10**decimals`` first."""
     _need_tensor("round", "input", 1, input)
     if decimals:
-        scale = 10.0 ** abs(decimals)
+        scale = 10.0 ** builtins.abs(decimals)
         if decimals > 0:
             res = ops.div(ops.round(ops.mul(input, scale)), scale)
         else:

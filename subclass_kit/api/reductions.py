@@ -55,6 +55,12 @@ def _dim_list(dim):
     return list(dim)
 
 
+def _int_dim(fname, dim):
+    if isinstance(dim, bool) or not (isinstance(dim, int) or hasattr(dim, "__index__")):
+        raise TypeError(f"{fname}(): argument 'dim' (position 1) must be int, not "
+                        f"{type(dim).__name__}")
+
+
 def _call(op, self, *args, dtype=None, out=None, keepdim=False, **kwargs):
     """Call ``op`` with only the non-default arguments, as PyTorch's bindings do."""
     args = list(args)
@@ -87,6 +93,11 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
         if out is not None:
             return ops.copy_(out, _call(ops.prod, input, dtype=dtype))
         return _call(ops.prod, input, dtype=dtype)
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"prod() received an invalid combination of arguments - got "
+                        f"({type(dim).__name__}), but expected one of:\n"
+                        " * (*, sk.dtype dtype = None)\n"
+                        " * (int dim, bool keepdim = False, *, sk.dtype dtype = None)\n")
     op = ops.prod.int_out if out is not None else ops.prod.dim_int
     return _call(op, input, dim, keepdim=keepdim, dtype=dtype, out=out)
 
@@ -142,6 +153,8 @@ def amin(input, dim=(), keepdim=False, *, out=None):
 def argmax(input, dim=None, keepdim=False, *, out=None):
     """int64 index of the (first) maximum, over the flattened tensor when ``dim`` is None.
     NaN counts as the maximum; bool inputs raise RuntimeError."""
+    if dim is not None:
+        _int_dim("argmax", dim)
     args = () if dim is None and not keepdim else (dim,)
     return _call(ops.argmax.out if out is not None else ops.argmax, input, *args,
                  keepdim=keepdim, out=out)
@@ -149,6 +162,8 @@ def argmax(input, dim=None, keepdim=False, *, out=None):
 
 def argmin(input, dim=None, keepdim=False, *, out=None):
     """int64 index of the (first) minimum; see ``argmax``."""
+    if dim is not None:
+        _int_dim("argmin", dim)
     args = () if dim is None and not keepdim else (dim,)
     return _call(ops.argmin.out if out is not None else ops.argmin, input, *args,
                  keepdim=keepdim, out=out)
@@ -177,6 +192,9 @@ def any(input, dim=None, keepdim=False, *, out=None):
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """``log(sum(exp(input), dim))`` computed stably; integer inputs give the default float."""
+    if dim is None or not isinstance(dim, (int, tuple, list)):
+        raise TypeError(f"logsumexp(): argument 'dim' (position 1) must be tuple of ints, not "
+                        f"{type(dim).__name__}")
     op = ops.logsumexp.out if out is not None else ops.logsumexp
     return _call(op, input, _dim_list(dim), keepdim=keepdim, out=out)
 
@@ -201,6 +219,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 
 def cumsum(input, dim, *, dtype=None, out=None):
     """Cumulative sum along ``dim`` (same shape, contiguous); int/bool -> int64."""
+    _int_dim("cumsum", dim)
     op = ops.cumsum.out if out is not None else ops.cumsum
     return _call(op, input, dim, dtype=dtype, out=out)
 

@@ -55,8 +55,12 @@ def t(self):
 
 @prop("T")
 def T(self):
+    """Dims reversed (``permute``); warns unless 2-D, as PyTorch."""
     n = self.dim()
-    if n != 2 and n != 0:
+    if n == 0:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
+                      "these cases.", UserWarning, stacklevel=3)
+    elif n != 2:
         warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their "
                       "shape is deprecated and it will throw an error in a future release. "
                       "Consider `x.mT` to transpose batches of matrices or "
@@ -67,6 +71,12 @@ def T(self):
 
 @prop("mT")
 def mT(self):
+    """The last two dims swapped; a 0-d tensor is returned itself (with a deprecation warning),
+    a 1-d one raises RuntimeError, as PyTorch."""
+    if self.dim() == 0:
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in "
+                      "these cases.", UserWarning, stacklevel=3)
+        return self
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {self.dim()}-D tensor.")

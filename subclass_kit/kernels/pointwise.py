@@ -6,9 +6,10 @@ Order of checks, as in PyTorch (TensorIterator, then the op's meta function, the
 dtype dispatch):
 
 1. op-specific argument checks (``neg`` of bool, ``sub`` with bool, negative integer powers);
-2. broadcasting ("The size of tensor a ..."), for in-place the output shape ("output with shape
-   [2] doesn't match the broadcast shape [2, 2]"), then the cast of the result type to
-   ``self``/``out`` ("result type Float can't be cast to the desired output type Long");
+2. for in-place, no internal overlap (expanded ``self``); broadcasting ("The size of tensor a
+   ..."), for in-place the output shape ("output with shape [2] doesn't match the broadcast
+   shape [2, 2]"), then the cast of the result type to ``self``/``out`` ("result type Float
+   can't be cast to the desired output type Long");
 3. checks that need the common dtype (``alpha``), then dtypes the kernel does not implement
    (NotImplementedError ``"abs_cpu" not implemented for 'Bool'``);
 4. the numpy compute: inputs are cast to the compute dtype (Python numbers are "wrapped
@@ -21,24 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as dt
-from ..layout import (
-    Layout,
-    broadcast_shapes,
-    channels_last_strides,
-    contiguous_strides,
-    format_size,
-)
+from ..layout import format_size
 from ..registry import _lookup, ops, register_kernel
-from ..storage import CPU, META, Storage
-from ..tensor import Tensor, make_tensor
+from ..storage import CPU, META
+from ..tensor import Tensor
 from . import _pointwise_fns as fns
-from ._common import (
-    Spec,
-    check_no_internal_overlap,
-    common_device,
-    resize_out,
-    type_name,
-)
+from ._common import Spec, check_no_internal_overlap, common_device, resize_out, type_name
+from ._iter_layout import alloc, contig, layout_of
 from ._scalars import cpp_name, quiet, unquiet, wrap_scalar
 
 __all__ = ["alloc", "pointwise_spec"]
@@ -47,6 +37,7 @@ _INTEGRAL = frozenset(d for d in dt.ALL_DTYPES if not d.is_floating_point)
 _FLOATING = frozenset(d for d in dt.ALL_DTYPES if d.is_floating_point)
 _BOOL = frozenset([dt.bool_])
 _F32 = np.dtype(np.float32)
+_INT64_LIMIT = 2 ** 63
 
 
 # -- operands, layout, promotion -------------------------------------------------------------
@@ -64,148 +55,10 @@ def _split(args):
                     raise TypeError(f"expected a Tensor or a Python number, got "
                                     f"{type(a).__name__}")
             if type(a) is int and not -2 ** 63 <= a < 2 ** 64:
-                raise OverflowError("int too big to convert")
+                raise OverflowError("int too big to convert" if a > 0 else
+                                    "can't convert negative int to unsigned")
             scalars.append(a)
     return tensors, scalars
-
-
-_CONTIG: dict = {}
-
-
-def _contig(sizes):
-    s = _CONTIG.get(sizes)
-    if s is None:
-        s = _CONTIG[sizes] = contiguous_strides(sizes)
-    return s
-
-
-def _layout_of(tensors, common=None, targets=None):
-    """Output sizes and strides of a pointwise op over ``tensors`` (TensorIterator: with equal
-    shapes its ``fast_set_up`` keeps a contiguous, channels-last or shared dense layout; else
-    outputs follow the inputs' memory order, ``elementwise_strides``). Inputs whose dtype is
-    not ``common`` are first copied by ``.to(common)`` on cpu, which changes their layout
-    (``targets``: one dtype per tensor instead)."""
-    if targets is not None:
-        layouts = [(t._layout.sizes, t._layout.strides if t._dtype is d
-                    else _cast_strides(t._layout)) for t, d in zip(tensors, targets)]
-        return _layout_of_pairs(layouts)
-    sizes = tensors[0]._layout.sizes
-    for t in tensors:
-        if t._layout.sizes != sizes or (common is not None and t._dtype is not common):
-            break
-    else:
-        contig = _contig(sizes)
-        for t in tensors:
-            if t._layout.strides != contig:
-                break
-        else:
-            return sizes, contig
-    return _layout_of_pairs([(t._layout.sizes, t._layout.strides if common is None
-                              or t._dtype is common else _cast_strides(t._layout))
-                             for t in tensors])
-
-
-def _layout_of_pairs(layouts):
-    sizes = layouts[0][0]
-    for lay in layouts:
-        if lay[0] != sizes:
-            sizes = broadcast_shapes(*(lay[0] for lay in layouts))
-            return sizes, _iter_strides(sizes, layouts)
-    contig = _contig(sizes)
-    if 0 in sizes or all(Layout(*lay).is_contiguous() for lay in layouts):
-        return sizes, contig
-    if len(sizes) == 4 and all(Layout(*lay).is_channels_last() for lay in layouts):
-        return sizes, channels_last_strides(sizes)
-    strides = layouts[0][1]
-    if all(lay[1] == strides for lay in layouts) and _dense(sizes, strides):
-        return sizes, strides
-    return sizes, _iter_strides(sizes, layouts)
-
-
-def _iter_strides(shape, layouts) -> tuple:
-    """TensorIterator's output strides when ``fast_set_up`` does not apply
-    (``compute_strides`` + ``reorder_dimensions`` + ``allocate_or_resize_outputs``): dims are
-    sorted by the inputs' strides (broadcast dims ignored, ties to the smaller size), and the
-    output is dense in that order; the identity order gives plain contiguous strides."""
-    ndim = len(shape)
-    if ndim <= 1:
-        return _contig(shape)
-    rows = []
-    for sizes, strides in layouts:
-        lead = ndim - len(sizes)
-        row = [0] * lead
-        for i, (size, stride) in enumerate(zip(sizes, strides)):
-            row.append(0 if size == 1 and shape[lead + i] != 1 else stride)
-        rows.append(row)
-
-    def should_swap(d0, d1):
-        for row in rows:
-            s0, s1 = row[d0], row[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 != s1:
-                return -1 if s0 < s1 else 1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-
-    perm = list(range(ndim - 1, -1, -1))  # perm[0] is the fastest dim
-    for i in range(1, ndim):
-        dim1 = i
-        for dim0 in range(i - 1, -1, -1):
-            cmp = should_swap(perm[dim0], perm[dim1])
-            if cmp > 0:
-                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-                dim1 = dim0
-            elif cmp < 0:
-                break
-    if perm == list(range(ndim - 1, -1, -1)):
-        return _contig(shape)
-    strides = [0] * ndim
-    acc = 1
-    for d in perm:
-        strides[d] = acc
-        acc *= shape[d]
-    return tuple(strides)
-
-
-def _cast_strides(layout):
-    """Strides of ``t.to(dtype)`` (``empty_like`` with preserve_format)."""
-    sizes, strides = layout.sizes, layout.strides
-    if _dense(sizes, strides):
-        return strides
-    if len(sizes) == 4 and _channels_last_like(sizes, strides):
-        return channels_last_strides(sizes)
-    return _contig(sizes)
-
-
-def _channels_last_like(sizes, strides) -> bool:
-    """PyTorch's ``is_channels_last_strides_2d_s4`` (``suggest_memory_format``)."""
-    if strides[1] == 0:
-        return False
-    low = 0
-    for d in (1, 3, 2, 0):
-        if sizes[d] == 0 or strides[d] < low:
-            return False
-        if d == 0 and low == strides[1]:
-            return False
-        low = strides[d] * (max(1, sizes[d]))
-    return True
-
-
-def _dense(sizes, strides) -> bool:
-    """PyTorch's ``is_non_overlapping_and_dense``."""
-    if len(sizes) == 1:
-        return sizes[0] < 2 or strides[0] == 1
-    order = sorted(range(len(sizes)), key=lambda d: (sizes[d] < 2, strides[d]))
-    expected = 1
-    for d in order:
-        if sizes[d] < 2:
-            return True
-        if strides[d] != expected:
-            return False
-        expected *= sizes[d]
-    return True
 
 
 def _common_dtype(tensors, scalars):
@@ -244,20 +97,8 @@ class _Info:
     generated out= wrapper: "Expected out tensor to have dtype float, ..." and a contiguous
     resize)."""
 
-    __slots__ = (
-        "cast_name",
-        "check",
-        "data_check",
-        "fast",
-        "fn",
-        "kind",
-        "kname",
-        "name",
-        "opmath",
-        "out_check",
-        "post",
-        "unsupported",
-    )
+    __slots__ = ("cast_name", "check", "data_check", "fast", "fn", "kind", "kname", "name",
+                 "opmath", "out_check", "post", "unsupported")
 
     def __init__(self, name, kind, fn, kname=None, unsupported=frozenset(), check=None,
                  post=None, opmath=False, cast_name=type_name, out_check=None,
@@ -289,7 +130,7 @@ def pointwise_spec(info, args, kwargs):
         out = dt.bool_
     else:
         out = common = tensors[0]._dtype
-    sizes, strides = _layout_of(tensors, common if kind != "same" else None)
+    sizes, strides = layout_of(tensors, common if kind != "same" else None)
     return sizes, strides, common, out, device
 
 
@@ -316,33 +157,6 @@ def _make_rule(info):
 
 
 # -- allocation and the numpy fill ----------------------------------------------------------
-_ALLOC: dict = {}
-
-
-def alloc(sizes, strides, dtype, device):
-    """A fresh dense tensor; on cpu its numpy view is built once and cached on the tensor."""
-    key = (sizes, strides, dtype)
-    entry = _ALLOC.get(key)
-    if entry is None:
-        numel = 1
-        for s in sizes:
-            numel *= s
-        item = dtype.itemsize
-        entry = (Layout(sizes, strides, 0), numel * item, tuple(s * item for s in strides),
-                 dtype.numpy, numel)
-        if len(_ALLOC) < 4096:
-            _ALLOC[key] = entry
-    layout, nbytes, bstrides, np_dtype, numel = entry
-    storage = Storage(nbytes, device)
-    t = make_tensor(storage, layout, dtype)
-    if numel and device is CPU:
-        # Tensor._array() caches its numpy view under these two attributes.
-        buf = storage._buffer
-        t._np = np.ndarray(sizes, np_dtype, buf, 0, bstrides)
-        t._np_buf = buf
-    return t
-
-
 def _make_fill(info):
     fn = info.fn
     opmath = info.opmath
@@ -401,10 +215,11 @@ def _fast_operands(args, d, sizes, contiguous_only):
         if isinstance(a, Tensor):
             la = a._layout
             if (a._dtype is not d or la.sizes != sizes or a._storage.device is not CPU
-                    or (contiguous_only and la.strides != _contig(sizes))):
+                    or (contiguous_only and la.strides != contig(sizes))):
                 return None
             arrays.append(a._array())
-        elif (a.__class__ is float or a.__class__ is int) and d.is_floating_point:
+        elif d.is_floating_point and (a.__class__ is float or (
+                a.__class__ is int and -_INT64_LIMIT <= a < _INT64_LIMIT)):
             arrays.append(a)
         else:
             return None
@@ -424,10 +239,17 @@ def _register(op, info):
         if not kwargs and isinstance(a, Tensor):
             d = a._dtype
             if d in fast:
-                sizes = a._layout.sizes
-                arrays = _fast_operands(args, d, sizes, True)
+                la = a._layout
+                sizes = la.sizes
+                b = args[1] if len(args) == 2 else None
+                if (b.__class__ is Tensor and b._dtype is d and b._layout == la
+                        and la.strides == contig(sizes) and a._storage.device is CPU
+                        and b._storage.device is CPU):
+                    arrays = (a._array(), b._array())  # the common binary case, inlined
+                else:
+                    arrays = _fast_operands(args, d, sizes, True)
                 if arrays is not None:
-                    out = alloc(sizes, _contig(sizes), dt.bool_ if out_bool else d, CPU)
+                    out = alloc(sizes, contig(sizes), dt.bool_ if out_bool else d, CPU)
                     if d.is_floating_point:
                         token = quiet()
                         try:
@@ -468,7 +290,7 @@ def _register_inplace(op_, info, fill, fast):
         d = self._dtype
         if not kwargs and d in fast:
             sizes = self._layout.sizes
-            if self._layout.strides == _contig(sizes) and self._storage.device is CPU:
+            if self._layout.strides == contig(sizes) and self._storage.device is CPU:
                 arrays = _fast_operands(args, d, sizes, False)
                 if arrays is not None:
                     target = self._array()
@@ -511,7 +333,7 @@ def _register_out(op_out, info, fill):
         sizes, strides, common, res, device = pointwise_spec(info, args, kwargs)
         kind = info.out_check
         if kind == "autogen":
-            strides = _contig(sizes)
+            strides = contig(sizes)
         spec = Spec(sizes, strides, res, device, common)
         if res is not out._dtype:
             if kind == "found":
@@ -563,22 +385,25 @@ _INFOS = {
     ops.logical_not: _Info("logical_not", "bool", fns.uf(np.logical_not)),
     ops.bitwise_not: _Info("bitwise_not", "same", fns.uf(np.invert), unsupported=_NOT_FLOAT),
     ops.erf: _Info("erf", "float", fns.expr(fns.erf), opmath=True),
-    ops.gelu: _Info("gelu", "same", fns.expr(fns.gelu), "GeluKernelImpl", _FLOAT_ONLY, fns.check_gelu,
-                    opmath=True),
+    ops.gelu: _Info("gelu", "same", fns.expr(fns.gelu), "GeluKernelImpl", _FLOAT_ONLY,
+                    fns.check_gelu, opmath=True),
     ops.silu: _Info("silu", "same", fns.silu, unsupported=_FLOAT_ONLY, opmath=True),
-    ops.clamp: _Info("clamp", "promote", fns.clamp, fns.clamp_kname, _NOT_BOOL, fns.check_clamp,
-                     fns.post_clamp, cast_name=cpp_name, out_check="found", fast=False),
+    ops.clamp: _Info("clamp", "promote", fns.clamp, fns.clamp_kname, _NOT_BOOL,
+                     fns.check_clamp, fns.post_clamp, cast_name=cpp_name, out_check="found",
+                     fast=False),
     ops.clamp.Tensor: _Info("clamp", "promote", fns.clamp, check=fns.check_clamp,
                             post=fns.post_clamp_tensor, fast=False),
     ops.add: _Info("add", "promote", fns.add, post=fns.post_alpha),
     ops.sub: _Info("sub", "promote", fns.sub, check=fns.check_sub, post=fns.post_alpha),
     ops.mul: _Info("mul", "promote", fns.uf(np.multiply)),
     ops.div: _Info("div", "float", fns.uf(np.true_divide)),
-    ops.div.Tensor_mode: _Info("div", fns.div_mode_kind, fns.div_mode, fns.div_mode_kname, _NOT_BOOL,
-                               fns.check_div_mode, opmath=True, data_check=fns.int_zero_data_check),
+    ops.div.Tensor_mode: _Info("div", fns.div_mode_kind, fns.div_mode, fns.div_mode_kname,
+                               _NOT_BOOL, fns.check_div_mode, opmath=True,
+                               data_check=fns.int_zero_data_check),
     ops.remainder: _Info("remainder", "promote", fns.remainder, unsupported=_NOT_BOOL,
                          opmath=True, data_check=fns.int_zero_data_check),
-    ops.pow: _Info("pow", "promote", fns.pow, check=fns.check_pow, post=fns.post_pow, opmath=True),
+    ops.pow: _Info("pow", "promote", fns.pow, check=fns.check_pow, post=fns.post_pow,
+                   opmath=True),
     ops.maximum: _Info("maximum", "promote", fns.uf(np.maximum)),
     ops.minimum: _Info("minimum", "promote", fns.uf(np.minimum)),
     ops.eq: _Info("eq", "bool", fns.uf(np.equal)),
@@ -591,7 +416,8 @@ _INFOS = {
     ops.logical_or: _Info("logical_or", "bool", fns.uf(np.logical_or)),
     ops.bitwise_and: _Info("bitwise_and", "promote", fns.uf(np.bitwise_and),
                            unsupported=_NOT_FLOAT),
-    ops.bitwise_or: _Info("bitwise_or", "promote", fns.uf(np.bitwise_or), unsupported=_NOT_FLOAT),
+    ops.bitwise_or: _Info("bitwise_or", "promote", fns.uf(np.bitwise_or),
+                          unsupported=_NOT_FLOAT),
     ops.bitwise_xor: _Info("bitwise_xor", "promote", fns.uf(np.bitwise_xor),
                            unsupported=_NOT_FLOAT),
 }

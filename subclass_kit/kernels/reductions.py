@@ -31,8 +31,8 @@ from ..layout import contiguous_strides, wrap_dim
 from ..registry import ops, register_kernel
 from ..storage import META
 from ._common import Spec, resize_out, type_name
+from ._iter_layout import alloc
 from ._scalars import cpp_name, quiet, unquiet
-from .pointwise import alloc
 
 __all__ = ["reduce_dims", "reduced_sizes"]
 
@@ -45,7 +45,7 @@ def reduce_dims(self, dim, empty_is_all=True) -> tuple:
     """Sorted wrapped dims a reduction runs over (PyTorch's ``make_dim_mask``)."""
     ndim = len(self._layout.sizes)
     if dim is None:
-        return tuple(range(ndim))
+        return _ALL_DIMS[ndim] if ndim < 8 else tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     if not dims:
         return tuple(range(ndim)) if empty_is_all else ()
@@ -58,15 +58,27 @@ def reduce_dims(self, dim, empty_is_all=True) -> tuple:
     return tuple(sorted(seen))
 
 
+_ALL_DIMS = [tuple(range(n)) for n in range(8)]
+
+
 def reduced_sizes(sizes, dims, keepdim) -> tuple:
     if keepdim:
         return tuple(1 if i in dims else s for i, s in enumerate(sizes))
     return tuple(s for i, s in enumerate(sizes) if i not in dims)
 
 
+_SHAPES: dict = {}
+
+
 def _spec(self, dims, keepdim, dtype, compute=None) -> Spec:
-    sizes = reduced_sizes(self._layout.sizes, dims, keepdim)
-    return Spec(sizes, _contiguous(sizes), dtype, self._storage.device, compute)
+    key = (self._layout.sizes, dims, keepdim)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        sizes = reduced_sizes(self._layout.sizes, dims, keepdim)
+        shape = (sizes, contiguous_strides(sizes))
+        if len(_SHAPES) < 4096:
+            _SHAPES[key] = shape
+    return Spec(shape[0], shape[1], dtype, self._storage.device, compute)
 
 
 def _contiguous(sizes):
@@ -114,18 +126,34 @@ def _acc(np_dtype):
     return _F32 if np_dtype == np.float16 else np_dtype
 
 
+def _reduce_into(ufunc, dest, arr, axis, keepdim, acc=None):
+    """``ufunc.reduce`` straight into ``dest`` when the accumulation dtype is dest's (numpy's
+    ``np.sum`` wrapper costs twice as much as the ufunc method)."""
+    acc = dest.dtype if acc is None else acc
+    if dest.dtype == acc:
+        ufunc.reduce(arr, axis=axis, dtype=acc, out=dest, keepdims=keepdim)
+        return None
+    return ufunc.reduce(arr, axis=axis, dtype=acc, keepdims=keepdim)
+
+
 # -- registration ----------------------------------------------------------------------------
 def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=False):
-    """Functional cpu/meta kernels from ``rule`` + ``compute(arr, spec, *args, **kw) -> array``;
+    """Functional cpu/meta kernels from ``rule`` + ``compute(dest, arr, spec, self, *args,
+    **kw)``, which writes ``dest`` (returning None) or returns an array to cast into it;
     ``out_policy(spec, out, *args, **kw) -> Spec`` decides the out= dtype."""
 
     def fill(outs, spec, self, *args, **kwargs):
-        token = quiet()
-        try:
-            res = compute(self._array(), spec, self, *args, **kwargs)
-        finally:
-            unquiet(token)
-        np.copyto(outs[0], res, casting="unsafe")
+        arr = self._array()
+        if arr.dtype.kind == "f" or spec.dtype.is_floating_point:
+            token = quiet()
+            try:
+                res = compute(outs[0], arr, spec, self, *args, **kwargs)
+            finally:
+                unquiet(token)
+        else:
+            res = compute(outs[0], arr, spec, self, *args, **kwargs)
+        if res is not None:
+            np.copyto(outs[0], res, casting="unsafe")
 
     def cpu_kernel(self, *args, **kwargs):
         spec = rule(self, *args, **kwargs)
@@ -195,11 +223,11 @@ def _sum_rule(self, dim=None, keepdim=False, *, dtype=None):
     return _spec(self, dims, keepdim, _int_to_long(self._dtype, dtype))
 
 
-def _sum_compute(arr, spec, self, dim=None, keepdim=False, *, dtype=None):
+def _sum_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None):
     out = spec.dtype.numpy
     arr = arr.astype(out, copy=False)
-    return np.sum(arr, axis=_axis(self, reduce_dims(self, dim)), dtype=_acc(out),
-                  keepdims=keepdim)
+    return _reduce_into(np.add, dest, arr, _axis(self, reduce_dims(self, dim)), keepdim,
+                        _acc(out))
 
 
 _register(ops.sum, _sum_rule, _sum_compute, ops.sum.IntList_out, _out_as_dtype)
@@ -219,12 +247,14 @@ def _mean_rule(self, dim=None, keepdim=False, *, dtype=None):
     return _spec(self, dims, keepdim, dtype or self._dtype)
 
 
-def _mean_compute(arr, spec, self, dim=None, keepdim=False, *, dtype=None):
-    out = spec.dtype.numpy
-    acc = _acc(out) if out.kind == "f" else _F64
+def _mean_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None):
+    acc = _acc(spec.dtype.numpy)
     dims = reduce_dims(self, dim)
-    total = np.sum(arr.astype(acc, copy=False), axis=_axis(self, dims), dtype=acc,
-                   keepdims=keepdim)
+    total = _reduce_into(np.add, dest, arr.astype(acc, copy=False), _axis(self, dims), keepdim,
+                         acc)
+    if total is None:
+        np.divide(dest, _count(self, dims), out=dest)
+        return None
     return np.divide(total, _count(self, dims), dtype=acc)
 
 
@@ -238,19 +268,19 @@ def _prod_rule(self, dim, keepdim=False, *, dtype=None):
     return _spec(self, dims, keepdim, _int_to_long(self._dtype, dtype))
 
 
-def _prod_compute(arr, spec, self, dim, keepdim=False, *, dtype=None):
+def _prod_compute(dest, arr, spec, self, dim, keepdim=False, *, dtype=None):
     out = spec.dtype.numpy
     arr = arr.astype(out, copy=False)
-    return np.prod(arr, axis=_axis(self, reduce_dims(self, dim)), dtype=_acc(out),
-                   keepdims=keepdim)
+    return _reduce_into(np.multiply, dest, arr, _axis(self, reduce_dims(self, dim)), keepdim,
+                        _acc(out))
 
 
 def _prod_all_rule(self, *, dtype=None):
     return _prod_rule(self, None, False, dtype=dtype)
 
 
-def _prod_all_compute(arr, spec, self, *, dtype=None):
-    return _prod_compute(arr, spec, self, None, False)
+def _prod_all_compute(dest, arr, spec, self, *, dtype=None):
+    return _prod_compute(dest, arr, spec, self, None, False)
 
 
 _register(ops.prod.dim_int, _prod_rule, _prod_compute, ops.prod.int_out, _out_as_dtype)
@@ -276,7 +306,7 @@ def _var_rule_for(name):
 
 
 def _var_compute_for(take_sqrt):
-    def compute(arr, spec, self, dim=None, *, correction=None, keepdim=False):
+    def compute(dest, arr, spec, self, dim=None, *, correction=None, keepdim=False):
         dims = reduce_dims(self, dim)
         axis = _axis(self, dims)
         a = arr.astype(_F64)
@@ -308,9 +338,10 @@ def _as_tuple(dim):
     return (dim,) if isinstance(dim, int) else tuple(dim)
 
 
-def _extreme_compute_for(fn):
-    def compute(arr, spec, self, dim=(), keepdim=False):
-        return fn(arr, axis=_axis(self, reduce_dims(self, dim)), keepdims=keepdim)
+def _extreme_compute_for(ufunc):
+    def compute(dest, arr, spec, self, dim=(), keepdim=False):
+        return _reduce_into(ufunc, dest, arr, _axis(self, reduce_dims(self, dim)), keepdim,
+                            arr.dtype)
     return compute
 
 
@@ -322,9 +353,9 @@ def _out_match(spec, out, *args, **kwargs):
     return spec
 
 
-_register(ops.amax, _extreme_rule_for("amax"), _extreme_compute_for(np.max), ops.amax.out,
+_register(ops.amax, _extreme_rule_for("amax"), _extreme_compute_for(np.maximum), ops.amax.out,
           _out_match)
-_register(ops.amin, _extreme_rule_for("amin"), _extreme_compute_for(np.min), ops.amin.out,
+_register(ops.amin, _extreme_rule_for("amin"), _extreme_compute_for(np.minimum), ops.amin.out,
           _out_match)
 
 
@@ -339,7 +370,7 @@ def _arg_rule_for(name):
 
 
 def _arg_compute_for(fn):
-    def compute(arr, spec, self, dim=None, keepdim=False):
+    def compute(dest, arr, spec, self, dim=None, keepdim=False):
         if dim is None or not arr.ndim:
             res = fn(arr.reshape(-1)) if arr.size else np.zeros((), np.int64)
             return np.reshape(res, spec.sizes)
@@ -361,14 +392,14 @@ def _max_all_rule_for(name):
     return rule
 
 
-def _max_all_compute_for(fn):
-    def compute(arr, spec, self):
-        return fn(arr)
+def _max_all_compute_for(ufunc):
+    def compute(dest, arr, spec, self):
+        return _reduce_into(ufunc, dest, arr, None, False, arr.dtype)
     return compute
 
 
-_register(ops.max.default, _max_all_rule_for("max"), _max_all_compute_for(np.max))
-_register(ops.min.default, _max_all_rule_for("min"), _max_all_compute_for(np.min))
+_register(ops.max.default, _max_all_rule_for("max"), _max_all_compute_for(np.maximum))
+_register(ops.min.default, _max_all_rule_for("min"), _max_all_compute_for(np.minimum))
 
 
 def _max_dim_rule_for(name):
@@ -441,7 +472,7 @@ def _logical_rule(self, dim=None, keepdim=False):
 
 
 def _logical_compute_for(fn):
-    def compute(arr, spec, self, dim=None, keepdim=False):
+    def compute(dest, arr, spec, self, dim=None, keepdim=False):
         dims = reduce_dims(self, dim, empty_is_all=False)
         return fn(arr, axis=_axis(self, dims), keepdims=keepdim)
     return compute
@@ -452,7 +483,7 @@ def _logical_all_rule(self):
 
 
 def _logical_all_compute_for(fn):
-    def compute(arr, spec, self):
+    def compute(dest, arr, spec, self):
         return fn(arr)
     return compute
 
@@ -474,129 +505,5 @@ for _op, _fn in ((ops.all, np.all), (ops.any, np.any)):
     _register(_op.default, _logical_all_rule, _logical_all_compute_for(_fn))
 
 
-# -- logsumexp, norms, cumsum ----------------------------------------------------------------
-def _logsumexp_rule(self, dim, keepdim=False):
-    ndim = len(self._layout.sizes)
-    if ndim and not _as_tuple(dim) and not keepdim and self._layout.numel():
-        # PyTorch reduces everything but then fails writing the keepdim-shaped result.
-        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape "
-                           f"[{', '.join(['1'] * ndim)}]")
-    dims = reduce_dims(self, dim)
-    out = self._dtype if self._dtype.is_floating_point else dt.get_default_dtype()
-    return _spec(self, dims, keepdim, out)
-
-
-def _logsumexp_compute(arr, spec, self, dim, keepdim=False):
-    acc = _acc(spec.dtype.numpy)
-    a = arr.astype(acc, copy=False)
-    dims = reduce_dims(self, dim)
-    axis = _axis(self, dims)
-    if a.size == 0 or _count(self, dims) == 0:
-        return np.log(np.sum(np.exp(a), axis=axis, keepdims=keepdim))
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isinf(m), 0, m).astype(acc)
-    res = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
-    return res if keepdim else np.squeeze(res, axis) if axis else res
-
-
-def _out_float_for(name):
-    def policy(spec, out, *args, **kwargs):
-        if not out._dtype.is_floating_point:
-            raise RuntimeError(f"{name}(): Expected floating point type for result tensor, but "
-                               f"got: {type_name(out._dtype)}")
-        return spec._replace(dtype=out._dtype)
-    return policy
-
-
-_register(ops.logsumexp, _logsumexp_rule, _logsumexp_compute, ops.logsumexp.out,
-          _out_float_for("logsumexp"))
-
-
-def _norm_rule(self, ord=2, dim=None, keepdim=False, *, dtype=None, _legacy=False):
-    if not self._dtype.is_floating_point:
-        if _legacy:
-            raise RuntimeError("norm(): input dtype should be either floating point or complex. "
-                               f"Got {type_name(self._dtype)} instead.")
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {type_name(self._dtype)}")
-    out = self._dtype
-    if dtype is not None:
-        dtype = dt.to_dtype(dtype)
-        if not dtype.is_floating_point:
-            raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
-                               f"but got {type_name(dtype)}")
-        if dt.promote_types(self._dtype, dtype) is not dtype:
-            raise RuntimeError(f"linalg.vector_norm: the dtype of the input "
-                               f"({type_name(self._dtype)}) should be convertible without "
-                               f"narrowing to the specified dtype ({type_name(dtype)})")
-        out = dtype
-    dims = reduce_dims(self, dim)
-    ndim = len(self._layout.sizes)
-    ord = float(ord)
-    if ord < 0 or math.isinf(ord):
-        if dim is None or not _as_tuple(dim):
-            if self._layout.numel() == 0:
-                raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an "
-                                   "empty tensor because the operation does not have an "
-                                   "identity")
-        else:
-            for d in _as_tuple(dim):
-                if self._layout.sizes and self._layout.sizes[wrap_dim(d, ndim)] == 0:
-                    raise RuntimeError(
-                        f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension "
-                        f"{d}because this dimension is empty and the operation does not have "
-                        "an identity")
-    return _spec(self, dims, keepdim, out)
-
-
-def _norm_compute(arr, spec, self, ord=2, dim=None, keepdim=False, *, dtype=None):
-    acc = _acc(spec.dtype.numpy)
-    a = np.abs(arr.astype(acc, copy=False))
-    axis = _axis(self, reduce_dims(self, dim))
-    ord = float(ord)
-    if ord == math.inf:
-        return np.max(a, axis=axis, keepdims=keepdim, initial=0)
-    if ord == -math.inf:
-        return np.min(a, axis=axis, keepdims=keepdim)
-    if ord == 0:
-        return np.sum(a != 0, axis=axis, keepdims=keepdim, dtype=acc)
-    if ord == 1:
-        return np.sum(a, axis=axis, keepdims=keepdim, dtype=acc)
-    if ord == 2:
-        return np.sqrt(np.sum(a * a, axis=axis, keepdims=keepdim, dtype=acc))
-    return np.power(np.sum(np.power(a, ord), axis=axis, keepdims=keepdim, dtype=acc), 1.0 / ord)
-
-
-_register(ops.linalg_vector_norm, _norm_rule, _norm_compute, ops.linalg_vector_norm.out,
-          _out_exact)
-
-
-def _norm_dim_rule(self, p, dim, keepdim=False):
-    return _norm_rule(self, 2 if p is None else p, dim, keepdim, _legacy=True)
-
-
-def _norm_dim_compute(arr, spec, self, p, dim, keepdim=False):
-    return _norm_compute(arr, spec, self, 2 if p is None else p, dim, keepdim)
-
-
-_register(ops.norm.ScalarOpt_dim, _norm_dim_rule, _norm_dim_compute, ops.norm.out, _out_exact)
-
-
-def _cumsum_rule(self, dim, *, dtype=None):
-    wrap_dim(dim, len(self._layout.sizes))
-    sizes = self._layout.sizes
-    out = _int_to_long(self._dtype, dtype)
-    if out is dt.bool_:
-        raise NotImplementedError("\"cumsum_out_cpu\" not implemented for 'Bool'")
-    return Spec(sizes, _contiguous(sizes), out, self._storage.device)
-
-
-def _cumsum_compute(arr, spec, self, dim, *, dtype=None):
-    out = spec.dtype.numpy
-    arr = arr.astype(out, copy=False)
-    if arr.ndim == 0:
-        return arr
-    return np.cumsum(arr, axis=wrap_dim(dim, arr.ndim), dtype=_acc(out))
-
-
-_register(ops.cumsum, _cumsum_rule, _cumsum_compute, ops.cumsum.out, _out_as_dtype)
+# logsumexp, norms and cumsum register on import (they reuse this module's helpers).
+from . import reductions_norms as _norms  # noqa: F401

@@ -61,44 +61,56 @@ def view(self, size):
     return make_view(self, _view_layout(self, size))
 
 
+def _dtype_alias(self, layout, dtype):
+    """``view(dtype)`` output: PyTorch marks it non-differentiable, so it is no view for
+    autograd (``_base`` None, ``_is_view()`` False) yet shares storage and version counter,
+    like ``detach()``; made below a subclass handler it gets its own counter."""
+    t = make_tensor(self._storage, layout, dtype)
+    t._inference = self._inference
+    if self._inference:
+        t._vc = None
+    elif not tls.below:
+        t._vc = self._vc
+    return t
+
+
 @_both(ops.view.dtype)
 def view_dtype(self, dtype):
+    """Reinterpret the bytes as ``dtype``: same itemsize keeps the layout; a smaller one
+    multiplies the last dim, a larger one divides it. PyTorch's checks, in its order."""
     dtype = dt.to_dtype(dtype)
     old, new = self._dtype.itemsize, dtype.itemsize
     layout = self._layout
     if old == new:
-        return make_view(self, layout, dtype)
+        return _dtype_alias(self, layout, dtype)
+    names = f"{type_name(self._dtype)} as {type_name(dtype)} (different element sizes)"
     if not layout.sizes:
-        raise RuntimeError(
-            f"self.dim() cannot be 0 to view {type_name(self._dtype)} as {type_name(dtype)} "
-            "(different element sizes)")
-    if layout.strides[-1] != 1:
-        raise RuntimeError(
-            f"self.stride(-1) must be 1 to view {type_name(self._dtype)} as {type_name(dtype)} "
-            f"(different element sizes), but got {layout.strides[-1]}")
+        raise RuntimeError(f"self.dim() cannot be 0 to view {names}")
     if new < old:
         ratio = old // new
+        if layout.strides[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {names}, but got "
+                               f"{layout.strides[-1]}")
         sizes = layout.sizes[:-1] + (layout.sizes[-1] * ratio,)
         strides = tuple(s * ratio for s in layout.strides[:-1]) + (1,)
-        return make_view(self, Layout(sizes, strides, layout.offset * ratio), dtype)
+        return _dtype_alias(self, Layout(sizes, strides, layout.offset * ratio), dtype)
     ratio = new // old
     if layout.sizes[-1] % ratio:
-        raise RuntimeError(
-            f"self.size(-1) must be divisible by {ratio} to view {type_name(self._dtype)} as "
-            f"{type_name(dtype)} (different element sizes), but got {layout.sizes[-1]}")
+        raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to view {names}, but got "
+                           f"{layout.sizes[-1]}")
     if layout.offset % ratio:
-        raise RuntimeError(
-            f"self.storage_offset() must be divisible by {ratio} to view "
-            f"{type_name(self._dtype)} as {type_name(dtype)} (different element sizes), but got "
-            f"{layout.offset}")
-    for s in layout.strides[:-1]:
+        raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} to view {names}, "
+                           f"but got {layout.offset}")
+    if layout.strides[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 to view {names}, but got "
+                           f"{layout.strides[-1]}")
+    for d, s in enumerate(layout.strides[:-1]):
         if s % ratio:
-            raise RuntimeError(
-                f"self.stride(1) must be divisible by {ratio} to view {type_name(self._dtype)} "
-                f"as {type_name(dtype)} (different element sizes), but got {s}")
+            raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} to view {names}, "
+                               f"but got {s}")
     sizes = layout.sizes[:-1] + (layout.sizes[-1] // ratio,)
     strides = tuple(s // ratio for s in layout.strides[:-1]) + (1,)
-    return make_view(self, Layout(sizes, strides, layout.offset // ratio), dtype)
+    return _dtype_alias(self, Layout(sizes, strides, layout.offset // ratio), dtype)
 
 
 @_both(ops._unsafe_view)
@@ -134,10 +146,10 @@ def transpose(self, dim0, dim1):
     return make_view(self, self._layout.transpose(d0, d1) if n else self._layout)
 
 
-def _t_layout(self):
+def _t_layout(self, name="t"):
     n = len(self._layout.sizes)
     if n > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
+        raise RuntimeError(f"{name}() expects a tensor with <= 2 dimensions, but self is {n}D")
     return self._layout.transpose(0, 1) if n == 2 else self._layout
 
 
@@ -202,7 +214,13 @@ def expand(self, size, *, implicit=False):
 
 def _squeeze_dims(self, dim):
     n = len(self._layout.sizes)
-    return {wrap_dim(d, n) for d in dim} if n else set()
+    seen = set()
+    for d in dim:
+        w = wrap_dim(d, n)
+        if w in seen:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+        seen.add(w)
+    return seen if n else set()
 
 
 @_both(ops.squeeze.dims)
@@ -224,7 +242,7 @@ def _select_layout(self, dim, index):
     size = self._layout.sizes[d]
     if index < -size or index >= size:
         raise IndexError(f"select(): index {index} out of range for tensor of size "
-                         f"{format_size(self._layout.sizes)} at dimension {dim}")
+                         f"{format_size(self._layout.sizes)} at dimension {d}")
     return self._layout.select(d, index + size if index < 0 else index)
 
 
@@ -333,7 +351,7 @@ def split_with_sizes(self, split_sizes, dim=0):
     if sum(sizes) != total or any(s < 0 for s in sizes):
         raise RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {total} (input tensor's "
-            f"size at dimension {d}), but got split_sizes={format_size(sizes)}")
+            f"size at dimension {dim}), but got split_sizes={format_size(sizes)}")
     return _split_views(self, sizes, d)
 
 
@@ -373,13 +391,14 @@ def detach(self):
 
 
 ops.detach.tags.add("not_a_view_for_autograd")
+ops.view.dtype.tags.add("not_a_view_for_autograd")
 ops.lift_fresh.tags.add("returns_input")
 
 
 # -- in-place metadata ops (PyTorch's inplace_view tag) -------------------------------------------
 @_both(ops.t_)
 def t_(self):
-    self._set_layout(_t_layout(self))
+    self._set_layout(_t_layout(self, "t_"))
     return self
 
 

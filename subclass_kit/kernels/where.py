@@ -14,8 +14,9 @@ from ..registry import ops, register_kernel
 from ..storage import META
 from ..tensor import Tensor
 from ._common import Spec, check_no_internal_overlap, common_device, resize_out, type_name
+from ._iter_layout import alloc, contig, layout_of
 from ._scalars import checked_scalar, cpp_name, wrap_scalar
-from .pointwise import _common_dtype, _contig, _device, _layout_of, _split, alloc
+from .pointwise import _common_dtype, _device, _split
 
 
 def _where_rule(condition, self, other):
@@ -31,7 +32,7 @@ def _where_rule(condition, self, other):
     device = _device(everything)
     out = _common_dtype(tensors, scalars) if tensors else dt.result_type((), (), scalars)
     # PyTorch casts the operands first (``self.to(result_type)``, ``condition.to(bool)``).
-    sizes, strides = _layout_of(everything, targets=[dt.bool_] + [out] * len(tensors))
+    sizes, strides = layout_of(everything, targets=[dt.bool_] + [out] * len(tensors))
     return Spec(sizes, strides, out, device, out)
 
 
@@ -92,7 +93,7 @@ def _masked_fill_rule(self, mask, value):
     sizes = broadcast_shapes(mask._layout.sizes, self._layout.sizes)
     device = common_device([self, mask])
     _masked_fill_value(self, mask, value)
-    return Spec(sizes, _contig(sizes), self._dtype, device)
+    return Spec(sizes, contig(sizes), self._dtype, device)
 
 
 def _masked_fill_fill(outs, spec, self, mask, value):

@@ -1,0 +1,1 @@
+"""Fault injection: deliberately buggy ops, modes and subclasses for DebugAssertMode."""

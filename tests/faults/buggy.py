@@ -13,8 +13,8 @@ too), except ``meta_view_alloc`` whose bug lives in its meta kernel only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import subclass_kit as sk
 

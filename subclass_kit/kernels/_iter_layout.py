@@ -1,0 +1,187 @@
+"""Output layouts and allocation of elementwise ops: PyTorch's TensorIterator rules.
+
+- equal shapes: ``fast_set_up`` keeps a layout all operands share (contiguous, channels-last,
+  or the same non-overlapping dense strides);
+- otherwise ``compute_strides`` + ``reorder_dimensions``: dims are sorted by the inputs'
+  strides (broadcast dims ignored, ties broken by size), and the output is dense in that
+  order, with plain contiguous strides when the order is the identity;
+- on cpu, an input whose dtype differs from the computation dtype is first copied by
+  ``.to(dtype)`` (``empty_like`` with preserve_format), which can change its layout.
+
+``alloc`` makes the fresh dense output tensor, with its numpy view built once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..layout import Layout, broadcast_shapes, channels_last_strides, contiguous_strides
+from ..storage import CPU, Storage
+from ..tensor import make_tensor
+
+__all__ = ["alloc", "contig", "layout_of"]
+
+_CONTIG: dict = {}
+
+
+def contig(sizes):
+    s = _CONTIG.get(sizes)
+    if s is None:
+        s = _CONTIG[sizes] = contiguous_strides(sizes)
+    return s
+
+
+def layout_of(tensors, common=None, targets=None):
+    """Output sizes and strides of a pointwise op over ``tensors`` (TensorIterator: with equal
+    shapes its ``fast_set_up`` keeps a contiguous, channels-last or shared dense layout; else
+    outputs follow the inputs' memory order, ``elementwise_strides``). Inputs whose dtype is
+    not ``common`` are first copied by ``.to(common)`` on cpu, which changes their layout
+    (``targets``: one dtype per tensor instead)."""
+    if targets is not None:
+        layouts = [(t._layout.sizes, t._layout.strides if t._dtype is d
+                    else _cast_strides(t._layout)) for t, d in zip(tensors, targets)]
+        return _layout_of_pairs(layouts)
+    sizes = tensors[0]._layout.sizes
+    for t in tensors:
+        if t._layout.sizes != sizes or (common is not None and t._dtype is not common):
+            break
+    else:
+        dense = contig(sizes)
+        for t in tensors:
+            if t._layout.strides != dense:
+                break
+        else:
+            return sizes, dense
+    return _layout_of_pairs([(t._layout.sizes, t._layout.strides if common is None
+                              or t._dtype is common else _cast_strides(t._layout))
+                             for t in tensors])
+
+
+def _layout_of_pairs(layouts):
+    sizes = layouts[0][0]
+    for lay in layouts:
+        if lay[0] != sizes:
+            sizes = broadcast_shapes(*(lay[0] for lay in layouts))
+            return sizes, _iter_strides(sizes, layouts)
+    dense = contig(sizes)
+    if 0 in sizes or all(Layout(*lay).is_contiguous() for lay in layouts):
+        return sizes, dense
+    if len(sizes) == 4 and all(Layout(*lay).is_channels_last() for lay in layouts):
+        return sizes, channels_last_strides(sizes)
+    strides = layouts[0][1]
+    if all(lay[1] == strides for lay in layouts) and _dense(sizes, strides):
+        return sizes, strides
+    return sizes, _iter_strides(sizes, layouts)
+
+
+def _iter_strides(shape, layouts) -> tuple:
+    """TensorIterator's output strides when ``fast_set_up`` does not apply
+    (``compute_strides`` + ``reorder_dimensions`` + ``allocate_or_resize_outputs``): dims are
+    sorted by the inputs' strides (broadcast dims ignored, ties to the smaller size), and the
+    output is dense in that order; the identity order gives plain contiguous strides."""
+    ndim = len(shape)
+    if ndim <= 1:
+        return contig(shape)
+    rows = []
+    for sizes, strides in layouts:
+        lead = ndim - len(sizes)
+        row = [0] * lead
+        for i, (size, stride) in enumerate(zip(sizes, strides)):
+            row.append(0 if size == 1 and shape[lead + i] != 1 else stride)
+        rows.append(row)
+
+    def should_swap(d0, d1):
+        for row in rows:
+            s0, s1 = row[d0], row[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim - 1, -1, -1))  # perm[0] is the fastest dim
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            cmp = should_swap(perm[dim0], perm[dim1])
+            if cmp > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif cmp < 0:
+                break
+    if perm == list(range(ndim - 1, -1, -1)):
+        return contig(shape)
+    strides = [0] * ndim
+    acc = 1
+    for d in perm:
+        strides[d] = acc
+        acc *= shape[d]
+    return tuple(strides)
+
+
+def _cast_strides(layout):
+    """Strides of ``t.to(dtype)`` (``empty_like`` with preserve_format)."""
+    sizes, strides = layout.sizes, layout.strides
+    if _dense(sizes, strides):
+        return strides
+    if len(sizes) == 4 and _channels_last_like(sizes, strides):
+        return channels_last_strides(sizes)
+    return contig(sizes)
+
+
+def _channels_last_like(sizes, strides) -> bool:
+    """PyTorch's ``is_channels_last_strides_2d_s4`` (``suggest_memory_format``)."""
+    if strides[1] == 0:
+        return False
+    low = 0
+    for d in (1, 3, 2, 0):
+        if sizes[d] == 0 or strides[d] < low:
+            return False
+        if d == 0 and low == strides[1]:
+            return False
+        low = strides[d] * (max(1, sizes[d]))
+    return True
+
+
+def _dense(sizes, strides) -> bool:
+    """PyTorch's ``is_non_overlapping_and_dense``."""
+    if len(sizes) == 1:
+        return sizes[0] < 2 or strides[0] == 1
+    order = sorted(range(len(sizes)), key=lambda d: (sizes[d] < 2, strides[d]))
+    expected = 1
+    for d in order:
+        if sizes[d] < 2:
+            return True
+        if strides[d] != expected:
+            return False
+        expected *= sizes[d]
+    return True
+
+
+_ALLOC: dict = {}
+
+
+def alloc(sizes, strides, dtype, device):
+    """A fresh dense tensor; on cpu its numpy view is built once and cached on the tensor."""
+    key = (sizes, strides, dtype)
+    entry = _ALLOC.get(key)
+    if entry is None:
+        numel = 1
+        for s in sizes:
+            numel *= s
+        item = dtype.itemsize
+        entry = (Layout(sizes, strides, 0), numel * item, tuple(s * item for s in strides),
+                 dtype.numpy, numel)
+        if len(_ALLOC) < 4096:
+            _ALLOC[key] = entry
+    layout, nbytes, bstrides, np_dtype, numel = entry
+    storage = Storage(nbytes, device)
+    t = make_tensor(storage, layout, dtype)
+    if numel and device is CPU:
+        # Tensor._array() caches its numpy view under these two attributes.
+        buf = storage._buffer
+        t._np = np.ndarray(sizes, np_dtype, buf, 0, bstrides)
+        t._np_buf = buf
+    return t
