@@ -47,6 +47,19 @@ ENTRIES["randint.low"] = E(
     [S(5, 5, [2]), S(3, 1, [2])], random=True)
 ENTRIES["scalar_tensor.default"] = E(
     [S(2.5), S(3, dtype=D("int64")), S(True, dtype=D("bool")), S(1.5, dtype=D("float16"))])
+_LIKE_SAMPLES = [S(F((2, 3))), S(F((3, 4), layout="t")), S(F((2, 3), "int64"), dtype=D("float64")),
+                 S(F((2, 3, 4, 5), layout="cl")), S(F((0, 3))), S(F(())),
+                 S(F((3, 4), layout="t"), memory_format=MF("contiguous_format")),
+                 S(F((2, 3)), dtype=D("float64"), requires_grad=True)]
+for _name in ("empty_like", "zeros_like", "ones_like", "rand_like", "randn_like"):
+    ENTRIES[f"{_name}.default"] = E(
+        list(_LIKE_SAMPLES),
+        [S(F((2, 3)), dtype=D("int64"), requires_grad=True)],
+        random=_name.startswith(("empty", "rand")))
+ENTRIES["full_like.default"] = E(
+    [S(F((2, 3)), 1.5), S(F((3, 4), layout="t"), 2), S(F((2, 3), "int64"), 7),
+     S(F((2, 3, 4, 5), layout="cl"), 0.5), S(F((0, 3)), 1.0), S(F(()), True)],
+    [S(F((2, 3)), 1.0, dtype=D("int64"), requires_grad=True)])
 ENTRIES["lift_fresh.default"] = E([S(F((2, 3))), S(F((3, 4), "int32", "t"))])
 
 # -- views ---------------------------------------------------------------------------------------

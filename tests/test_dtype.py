@@ -33,8 +33,6 @@ def test_dtypes_are_singletons(name):
     assert sk.zeros(1, dtype=d).dtype is d
 
 
-@pytest.mark.xfail(strict=True, reason="_dtype.dtype.__reduce__ pickles the name table by value "
-                   "and unpickling raises KeyError; torch dtypes pickle to themselves")
 @pytest.mark.parametrize("name", ["float32", "bool"])
 def test_dtypes_pickle_to_themselves(name):
     import pickle
@@ -148,8 +146,6 @@ def test_set_default_dtype_float64(restore_default_dtype):
     assert sk.arange(0.0, 1.0, 0.5).dtype is sk.float64
 
 
-@pytest.mark.xfail(strict=True, reason="torch: TypeError 'only floating-point types are "
-                   "supported as the default type' (sk appends ', got sk.int64')")
 def test_set_default_dtype_rejects_non_float(restore_default_dtype, torch):
     with pytest.raises(TypeError) as ours:
         sk.set_default_dtype(sk.int64)
@@ -162,8 +158,7 @@ def test_set_default_dtype_rejects_non_float(restore_default_dtype, torch):
 @pytest.mark.parametrize("data,name", [
     ([1, 2], "int64"), ([1.0, 2], "float32"), ([True, False], "bool"), ([[1], [2]], "int64"),
     (1.5, "float32"), (3, "int64"), (True, "bool"), ([True, 2], "int64"),
-    pytest.param([], "float32", marks=pytest.mark.xfail(
-        strict=True, reason="sk.tensor([]) infers bool; torch.tensor([]) is float32"))])
+    ([], "float32")])
 def test_tensor_dtype_inference_matches_torch(data, name, torch):
     assert dtype_name(torch.tensor(data).dtype) == name
     assert dtype_name(sk.tensor(data).dtype) == name

@@ -35,19 +35,6 @@ MAX_PROBLEMS = 12
 # Known differences from torch, reported to the owners (xfail(strict=True): a fix XPASSes and
 # must be removed from here). Keyed by "name.overload"; the reason says what torch does.
 KNOWN = {
-    "_local_scalar_dense.default": "torch returns the first element of a multi-element tensor; "
-                                   "sk leaks numpy's ValueError",
-    "arange.start_step": "torch: 'upper bound and lower bound inconsistent with step sign' "
-                         "(sk: 'larger bound')",
-    "copy.default": "torch: 'The size of tensor a (3) must match the size of tensor b (4) at "
-                    "non-singleton dimension 1' for a src that does not broadcast",
-    "copy_.default": "same broadcast text as copy.default",
-    "empty_strided.default": "torch: 'dimensionality of sizes (2) must match dimensionality of "
-                             "strides (1)'",
-    "fill.Tensor": "meta does not reject a non-0-d value tensor (cpu does)",
-    "rand.default": "torch raises NotImplementedError for integer dtypes (sk: RuntimeError)",
-    "randn.default": "torch: NotImplementedError '\"normal_kernel_cpu\" not implemented for "
-                     "'Long''",
     "resize_.default": "torch: 'numel: integer multiplication overflow' for a negative size",
     "set_.source_Storage_storage_offset": "torch: 'unequal size length (2) and stride length "
                                           "(1)'",
@@ -59,8 +46,6 @@ KNOWN = {
                                 "split_sizes have only non-negative entries, but got "
                                 "split_sizes=[6, -1]'",
     "split_with_sizes_copy.default": "as split_with_sizes.default",
-    "t_.default": "torch: 't_() expects a tensor with <= 2 dimensions, but self is 3D'",
-    "view.dtype": "torch does not track view(dtype) as a view: _base is None (storage shared)",
 }
 
 # torch 2.13 bug: these out= kernels ignore a non-contiguous ``out`` of the right shape (the

@@ -8,6 +8,8 @@ from the data for ``sk.tensor``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import _dtype as dt
@@ -141,34 +143,49 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device or "cpu")
 
 
-def _kw(dtype, device, requires_grad):
-    return {"dtype": dtype, "device": device, "requires_grad": requires_grad}
+def _kw(dtype, device):
+    # ``requires_grad`` is applied by ``@factory`` after the op (PyTorch's public factories
+    # check the dtype with their own text before the op sees the flag).
+    return {"dtype": dtype, "device": device}
 
 
-@public_api
-def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None):
+def factory(fn):
+    """``public_api`` for a factory taking ``requires_grad=``: run ``fn``, then set the flag,
+    refusing non-float dtypes with PyTorch's factory text."""
+    @functools.wraps(fn)
+    def with_requires_grad(*args, requires_grad=False, **kwargs):
+        out = fn(*args, **kwargs)
+        if requires_grad:
+            check_requires_grad_dtype(out.dtype)
+            out.requires_grad_(True)
+        return out
+    return public_api(with_requires_grad)
+
+
+@factory
+def empty(*size, dtype=None, device=None, memory_format=None):
     """Uninitialised tensor of ``size`` (meta: no data at all)."""
-    return ops.empty(size_args(size), **_kw(dtype, device, requires_grad),
+    return ops.empty(size_args(size), **_kw(dtype, device),
                      memory_format=memory_format)
 
 
-@public_api
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+@factory
+def zeros(*size, dtype=None, device=None):
     if any(isinstance(s, int) and s < 0 for s in size_args(size)):
         raise RuntimeError("zeros: Dimension size must be non-negative.")
     return ops.full(size_args(size), 0.0 if dtype is None else 0,
-                    **_kw(dtype or dt.get_default_dtype(), device, requires_grad))
+                    **_kw(dtype or dt.get_default_dtype(), device))
 
 
-@public_api
-def ones(*size, dtype=None, device=None, requires_grad=False):
+@factory
+def ones(*size, dtype=None, device=None):
     return ops.full(size_args(size), 1.0 if dtype is None else 1,
-                    **_kw(dtype or dt.get_default_dtype(), device, requires_grad))
+                    **_kw(dtype or dt.get_default_dtype(), device))
 
 
-@public_api
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return ops.full(tuple(size), fill_value, **_kw(dtype, device, requires_grad))
+@factory
+def full(size, fill_value, *, dtype=None, device=None):
+    return ops.full(tuple(size), fill_value, **_kw(dtype, device))
 
 
 @public_api
@@ -176,75 +193,74 @@ def scalar_tensor(s, *, dtype=None, device=None):
     return ops.scalar_tensor(s, dtype=dtype, device=device)
 
 
-@public_api
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+@factory
+def arange(start, end=None, step=1, *, dtype=None, device=None):
     """``arange(end)`` or ``arange(start, end, step)``; int64 for integer arguments."""
     if end is None:
         start, end = 0, start
-    return ops.arange(start, end, step, **_kw(dtype, device, requires_grad))
+    return ops.arange(start, end, step, **_kw(dtype, device))
 
 
-@public_api
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    return ops.eye(n, n if m is None else m, **_kw(dtype, device, requires_grad))
+@factory
+def eye(n, m=None, *, dtype=None, device=None):
+    return ops.eye(n, n if m is None else m, **_kw(dtype, device))
 
 
-@public_api
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    return ops.rand(size_args(size), **_kw(dtype, device, requires_grad))
+@factory
+def rand(*size, dtype=None, device=None):
+    return ops.rand(size_args(size), **_kw(dtype, device))
 
 
-@public_api
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    return ops.randn(size_args(size), **_kw(dtype, device, requires_grad))
+@factory
+def randn(*size, dtype=None, device=None):
+    return ops.randn(size_args(size), **_kw(dtype, device))
 
 
-@public_api
-def randint(low, high=None, size=None, *, dtype=None, device=None, requires_grad=False):
+@factory
+def randint(low, high=None, size=None, *, dtype=None, device=None):
     """``randint(high, size)`` or ``randint(low, high, size)``; int64 by default."""
     if size is None:
         low, high, size = 0, low, high
-    return ops.randint(low, high, tuple(size), **_kw(dtype, device, requires_grad))
+    return ops.randint(low, high, tuple(size), **_kw(dtype, device))
 
 
-@public_api
-def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
-    return ops.empty_strided(tuple(size), tuple(stride), **_kw(dtype, device, requires_grad))
+@factory
+def empty_strided(size, stride, *, dtype=None, device=None):
+    return ops.empty_strided(tuple(size), tuple(stride), **_kw(dtype, device))
 
 
-def _like_kwargs(dtype, device, requires_grad, memory_format):
-    return {"dtype": dtype, "device": device, "requires_grad": requires_grad,
-            "memory_format": memory_format}
+def _like_kwargs(dtype, device, memory_format):
+    return {"dtype": dtype, "device": device, "memory_format": memory_format}
 
 
-@public_api
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+@factory
+def empty_like(input, *, dtype=None, device=None, memory_format=None):
     """Uninitialised tensor like ``input`` (strides preserved for dense inputs, as PyTorch)."""
-    return ops.empty_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))
+    return ops.empty_like(input, **_like_kwargs(dtype, device, memory_format))
 
 
-@public_api
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return ops.zeros_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))
+@factory
+def zeros_like(input, *, dtype=None, device=None, memory_format=None):
+    return ops.zeros_like(input, **_like_kwargs(dtype, device, memory_format))
 
 
-@public_api
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return ops.ones_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))
+@factory
+def ones_like(input, *, dtype=None, device=None, memory_format=None):
+    return ops.ones_like(input, **_like_kwargs(dtype, device, memory_format))
 
 
-@public_api
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+@factory
+def full_like(input, fill_value, *, dtype=None, device=None,
               memory_format=None):
     return ops.full_like(input, fill_value,
-                         **_like_kwargs(dtype, device, requires_grad, memory_format))
+                         **_like_kwargs(dtype, device, memory_format))
 
 
-@public_api
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return ops.rand_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))
+@factory
+def rand_like(input, *, dtype=None, device=None, memory_format=None):
+    return ops.rand_like(input, **_like_kwargs(dtype, device, memory_format))
 
 
-@public_api
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return ops.randn_like(input, **_like_kwargs(dtype, device, requires_grad, memory_format))
+@factory
+def randn_like(input, *, dtype=None, device=None, memory_format=None):
+    return ops.randn_like(input, **_like_kwargs(dtype, device, memory_format))

@@ -63,7 +63,6 @@ def _factory(size, dtype, device, strides=None) -> Tensor:
 
 def _finish(t, requires_grad):
     if requires_grad:
-        check_requires_grad_dtype(t._dtype)
         t.requires_grad_(True)
     return t
 

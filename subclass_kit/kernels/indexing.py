@@ -376,6 +376,9 @@ def index_put_(self, indices, values, accumulate=False):
 
 def _masked_put(self, target, values):
     before, mask, trail = target
+    if mask._dtype is dt.uint8:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char")
     if self._storage.device is META:
         return self
     value = np.asarray(values._array()).reshape(()).astype(self._dtype.numpy)
