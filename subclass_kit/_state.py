@@ -33,3 +33,14 @@ class _TLS(threading.local):
 
 
 tls = _TLS()
+
+
+class _ProcessFlags:
+    """Process-wide facts that let hot paths skip work. ``requires_grad_seen``: some tensor has
+    had ``requires_grad`` set; until then the in-place admission checks (which only matter for
+    tensors requiring grad) are skipped."""
+
+    requires_grad_seen = False
+
+
+flags = _ProcessFlags()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ._state import tls
+from ._state import flags, tls
 from .schema import OpSchema, parse_schema
 
 __all__ = ["OpOverload", "ops", "define", "register_kernel", "get_kernel", "register_decomposition",
@@ -68,6 +68,8 @@ class OpOverload:
                 break
         self._device_arg = first
         self._view_input = schema.view_pairs[0][0] if schema.view_pairs else None
+        self._self_only = (len(self._mutated) == 1 and self._mutated[0][0] == 0
+                           and schema.arguments[0].is_tensor)
         self._view_multi = schema.is_multi_output_view
         # Optional predicate over the call's arguments: bump mutated args only when it holds
         # (``resize_`` bumps only when the size changes, SEMANTICS.md §2.2).
@@ -135,9 +137,12 @@ class OpOverload:
         for a in args:
             if type(a) in DISPATCH_TYPES:
                 return dispatch(self, args, kwargs)
-        if self._has_lists or kwargs:
-            if _overloaded_types(self, args, kwargs):
-                return dispatch(self, args, kwargs)
+        if kwargs:
+            for a in kwargs.values():
+                if type(a) in DISPATCH_TYPES:
+                    return dispatch(self, args, kwargs)
+        if self._has_lists and _overloaded_types(self, args, kwargs):
+            return dispatch(self, args, kwargs)
         return self._resolve_kernel(args, kwargs)
 
     def _device_type(self, args, kwargs) -> str:
@@ -179,14 +184,24 @@ class OpOverload:
             out = kernel(*args, **kwargs)
             _record_view_op(self, out)
             return out
+        if tls.below or (self.bump_if is not None and not self.bump_if(*args, **kwargs)):
+            return kernel(*args, **kwargs)
+        if self._self_only and args:
+            # The common in-place case, inlined: one mutated tensor, ``self``.
+            self_arg = args[0]
+            vc = self_arg._vc
+            if vc is None and not tls.inference:
+                raise RuntimeError(_INFERENCE_INPLACE)
+            if flags.requires_grad_seen and tls.grad_enabled:
+                check_inplace(self, (self_arg,), args, kwargs)
+            out = kernel(*args, **kwargs)
+            if vc is not None:
+                vc[0] += 1
+            return out
         mutated = self._mutated_tensors(args, kwargs)
-        if self.bump_if is not None and not self.bump_if(*args, **kwargs):
-            mutated = ()
-        if not tls.below:
-            _check_inference_write(self, mutated, args, kwargs)
+        _check_inference_write(self, mutated, args, kwargs)
         out = kernel(*args, **kwargs)
-        if not tls.below:
-            _bump(mutated)
+        _bump(mutated)
         return out
 
     def _mutated_tensors(self, args, kwargs) -> list:
@@ -258,7 +273,7 @@ def _check_inference_write(op, mutated, args=(), kwargs=None):
         for t in mutated:
             if t._vc is None:
                 raise RuntimeError(_INFERENCE_INPLACE)
-    if tls.grad_enabled:
+    if flags.requires_grad_seen and tls.grad_enabled:
         check_inplace(op, mutated, args, kwargs)
 
 
@@ -272,6 +287,7 @@ def _record_view_op(op, out):
 
 
 def _bump(mutated):
+    """+1 on each distinct version counter among ``mutated`` (aliases share one counter)."""
     seen = []
     for t in mutated:
         vc = t._vc

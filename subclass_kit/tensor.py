@@ -20,7 +20,7 @@ import enum
 import numpy as np
 
 from . import _dtype as dt
-from ._state import tls
+from ._state import flags, tls
 from .function import FUNCTION_TYPES, public_api
 from .layout import Layout, format_size
 from .registry import DISPATCH_TYPES, _tensor_cls, ops
@@ -416,6 +416,8 @@ class Tensor:
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
         self._requires_grad = requires_grad
+        if requires_grad:
+            flags.requires_grad_seen = True
         return self
 
     @property

@@ -57,7 +57,22 @@ def layout_of(tensors, common=None, targets=None):
                              for t in tensors])
 
 
+_PAIRS: dict = {}
+
+
 def _layout_of_pairs(layouts):
+    """Memoised: the answer depends only on the operands' (sizes, strides), and programs repeat
+    the same few layouts (PyTorch's FakeTensor op cache idea, applied to the layout rule)."""
+    key = tuple(layouts)
+    found = _PAIRS.get(key)
+    if found is None:
+        found = _compute_layout_of_pairs(key)
+        if len(_PAIRS) < 4096:
+            _PAIRS[key] = found
+    return found
+
+
+def _compute_layout_of_pairs(layouts):
     sizes = layouts[0][0]
     for lay in layouts:
         if lay[0] != sizes:
