@@ -28,9 +28,9 @@ from .mode import FunctionMode as FunctionMode
 from .mode import get_function_mode_stack as get_function_mode_stack
 from .mode import get_mode_stack as get_mode_stack
 from .registry import OpOverload as OpOverload
-from .registry import DispatchEvent as DispatchEvent
-from .registry import dispatch_trace as dispatch_trace
-from .registry import is_below_autograd as is_below_autograd
+from .dispatch import DispatchEvent as DispatchEvent
+from .dispatch import dispatch_trace as dispatch_trace
+from .dispatch import is_below_autograd as is_below_autograd
 from .registry import get_kernel as get_kernel
 from .registry import ops as ops
 from .registry import register_kernel as register_kernel

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 
 from ._state import tls
-from .registry import _handler_name, _order_types
+from .dispatch import _handler_name, _order_types
 
 __all__ = ["public_api", "FUNCTION_TYPES", "handle_function"]
 

@@ -12,8 +12,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Layout", "contiguous_strides", "channels_last_strides", "wrap_dim", "infer_size",
-           "broadcast_shapes"]
+__all__ = [
+    "Layout",
+    "broadcast_shapes",
+    "channels_last_strides",
+    "checked_numel",
+    "compute_storage_nbytes",
+    "contiguous_strides",
+    "format_size",
+    "infer_size",
+    "resolve_negative_strides",
+    "wrap_dim",
+]
 
 
 def format_size(sizes) -> str:
@@ -42,7 +52,7 @@ def contiguous_strides(sizes) -> tuple:
     acc = 1
     for s in reversed(sizes):
         strides.append(acc)
-        acc *= s if s > 1 else 1
+        acc *= max(1, s)
     return tuple(reversed(strides))
 
 
@@ -51,8 +61,62 @@ def channels_last_strides(sizes) -> tuple:
     to 1, as in PyTorch's ``get_channels_last_strides_2d``: (2,0,3,4) -> (0, 1, 0, 0)."""
     if len(sizes) != 4:
         raise RuntimeError("required rank 4 tensor to use channels_last format")
-    n, c, h, w = sizes
+    _, c, h, w = sizes
     return (h * w * c, 1, w * c, c)
+
+
+_U64 = 1 << 64
+
+
+def compute_storage_nbytes(sizes, strides, itemsize: int, offset: int = 0) -> int:
+    """Bytes of storage a layout needs, PyTorch's ``computeStorageNbytes``: 0 as soon as a size
+    is 0 (no check at all then), else ``(offset + 1 + sum((size-1)*stride)) * itemsize`` in
+    unsigned 64-bit arithmetic, where a negative size or stride makes a term wrap around.
+
+    Raises RuntimeError "Storage size calculation overflowed with sizes=[-3] and strides=[1]"
+    when that overflows or exceeds the int64 range (``storage_max``).
+    """
+    total = (offset + 1) % _U64
+    overflowed = False
+    for size, stride in zip(sizes, strides):
+        if size == 0:
+            return 0
+        term = (stride % _U64) * ((size - 1) % _U64)
+        overflowed |= term >= _U64
+        total += term % _U64
+        overflowed |= total >= _U64
+        total %= _U64
+    total *= itemsize
+    overflowed |= total >= 1 << 63
+    if overflowed:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={format_size(sizes)} "
+                           f"and strides={format_size(strides)}")
+    return total
+
+
+def resolve_negative_strides(sizes, strides) -> tuple:
+    """Strides as PyTorch's ``TensorImpl::set_sizes_and_strides`` stores them: a negative stride
+    (only reachable where it cannot matter: a dim of size <= 1, or no elements) becomes the
+    row-major stride of its position, ``max(size[d+1], 1) * stride[d+1]``, or 1 for the last."""
+    out = list(strides)
+    for d in range(len(out) - 1, -1, -1):
+        if out[d] < 0:
+            out[d] = 1 if d == len(out) - 1 else max(sizes[d + 1], 1) * out[d + 1]
+    return tuple(out)
+
+
+def checked_numel(sizes) -> int:
+    """Product of ``sizes`` as PyTorch's ``safe_compute_numel``: unsigned 64-bit, so a negative
+    size only survives next to a 0. Raises RuntimeError "numel: integer multiplication
+    overflow"."""
+    prod, overflowed = 1, False
+    for size in sizes:
+        prod *= size % _U64
+        overflowed |= prod >= _U64
+        prod %= _U64
+    if overflowed or prod >= 1 << 63:
+        raise RuntimeError("numel: integer multiplication overflow")
+    return prod
 
 
 def infer_size(shape, numel: int) -> tuple:
@@ -114,7 +178,7 @@ class Layout(NamedTuple):
     offset: int = 0
 
     @staticmethod
-    def contiguous(sizes, offset: int = 0) -> "Layout":
+    def contiguous(sizes, offset: int = 0) -> Layout:
         sizes = tuple(sizes)
         return Layout(sizes, contiguous_strides(sizes), offset)
 
@@ -204,29 +268,29 @@ class Layout(NamedTuple):
         return self.offset + extent
 
     # -- view math -------------------------------------------------------------------------
-    def permute(self, dims) -> "Layout":
+    def permute(self, dims) -> Layout:
         return Layout(tuple(self.sizes[d] for d in dims), tuple(self.strides[d] for d in dims),
                       self.offset)
 
-    def transpose(self, d0: int, d1: int) -> "Layout":
+    def transpose(self, d0: int, d1: int) -> Layout:
         sizes, strides = list(self.sizes), list(self.strides)
         sizes[d0], sizes[d1] = sizes[d1], sizes[d0]
         strides[d0], strides[d1] = strides[d1], strides[d0]
         return Layout(tuple(sizes), tuple(strides), self.offset)
 
-    def select(self, dim: int, index: int) -> "Layout":
+    def select(self, dim: int, index: int) -> Layout:
         return Layout(self.sizes[:dim] + self.sizes[dim + 1:],
                       self.strides[:dim] + self.strides[dim + 1:],
                       self.offset + index * self.strides[dim])
 
-    def slice(self, dim: int, start: int, end: int, step: int) -> "Layout":
+    def slice(self, dim: int, start: int, end: int, step: int) -> Layout:
         """``start``/``end`` already clamped into ``[0, size]`` with ``end >= start``."""
         length = (end - start + step - 1) // step
         sizes = self.sizes[:dim] + (length,) + self.sizes[dim + 1:]
         strides = self.strides[:dim] + (self.strides[dim] * step,) + self.strides[dim + 1:]
         return Layout(sizes, strides, self.offset + start * self.strides[dim])
 
-    def unsqueeze(self, dim: int) -> "Layout":
+    def unsqueeze(self, dim: int) -> Layout:
         if dim < len(self.sizes):
             stride = self.sizes[dim] * self.strides[dim]
         else:
@@ -234,12 +298,12 @@ class Layout(NamedTuple):
         return Layout(self.sizes[:dim] + (1,) + self.sizes[dim:],
                       self.strides[:dim] + (stride,) + self.strides[dim:], self.offset)
 
-    def squeeze(self, dims) -> "Layout":
+    def squeeze(self, dims) -> Layout:
         keep = [d for d in range(len(self.sizes)) if not (d in dims and self.sizes[d] == 1)]
         return Layout(tuple(self.sizes[d] for d in keep), tuple(self.strides[d] for d in keep),
                       self.offset)
 
-    def expand(self, sizes) -> "Layout":
+    def expand(self, sizes) -> Layout:
         """``sizes`` already validated (same length or longer, -1 resolved). A broadcast dim
         gets stride 0; a new leading dim of size 1 gets ``size * stride`` of the dim after it
         (PyTorch's ``infer_expand_geometry``)."""
@@ -256,7 +320,7 @@ class Layout(NamedTuple):
             strides[i] = stride if old == sizes[i] else 0
         return Layout(sizes, tuple(strides), self.offset)
 
-    def diagonal(self, offset: int, d1: int, d2: int) -> "Layout":
+    def diagonal(self, offset: int, d1: int, d2: int) -> Layout:
         n1, n2 = self.sizes[d1], self.sizes[d2]
         if offset >= 0:
             length = max(min(n1, n2 - offset), 0)
@@ -269,7 +333,7 @@ class Layout(NamedTuple):
         strides = tuple(self.strides[d] for d in keep) + (self.strides[d1] + self.strides[d2],)
         return Layout(sizes, strides, self.offset + (start if length > 0 else 0))
 
-    def unfold(self, dim: int, size: int, step: int) -> "Layout":
+    def unfold(self, dim: int, size: int, step: int) -> Layout:
         if len(self.sizes) == 0:
             return Layout((size,), (1,), self.offset)
         count = (self.sizes[dim] - size) // step + 1
@@ -278,7 +342,7 @@ class Layout(NamedTuple):
                    + (self.strides[dim],))
         return Layout(sizes, strides, self.offset)
 
-    def view(self, shape) -> "Layout | None":
+    def view(self, shape) -> Layout | None:
         """The layout of ``view(shape)`` over the same memory, or None when a group of merged
         dims is not memory-contiguous (PyTorch's ``computeStride``). ``shape`` has no -1."""
         shape = tuple(shape)

@@ -22,9 +22,10 @@ import numpy as np
 from . import _dtype as dt
 from ._state import flags, tls
 from .function import FUNCTION_TYPES, public_api
-from .layout import Layout, format_size
-from .registry import DISPATCH_TYPES, _tensor_cls, ops
-from .storage import CPU, META, Storage, device
+from .layout import Layout
+from .dispatch import DISPATCH_TYPES
+from .registry import ops
+from .storage import CPU, META, Storage
 
 __all__ = ["Tensor", "Size", "CreationMeta", "make_tensor", "make_view", "from_numpy",
            "disabled_tensor_function"]
@@ -184,7 +185,8 @@ class Tensor:
         return self._dtype
 
     @property
-    def device(self) -> device:
+    def device(self):
+        """The ``sk.device`` of the storage (cpu or meta)."""
         return self._storage.device
 
     @property
@@ -360,7 +362,7 @@ class Tensor:
             if n == 0:
                 raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous")
+                "Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __float__(self):
@@ -489,7 +491,6 @@ def disabled_tensor_function(cls, func, types, args=(), kwargs=None):
     return func(*args, **(kwargs or {}))
 
 
-_tensor_cls[0] = Tensor
 
 
 class _MemoryFormat:

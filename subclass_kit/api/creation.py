@@ -17,7 +17,6 @@ from ..function import public_api
 from ..mode import no_dispatch
 from ..kernels.factories import check_requires_grad_dtype, manual_seed
 from ..registry import ops
-from ..storage import device as _device
 from ..tensor import Tensor, from_numpy
 from ._register import size_args
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..kernels._common import Spec, new_tensor, type_name
+from ..layout import contiguous_strides
 from ..registry import ops
 from ..storage import CPU, META
 from ..tensor import Tensor
@@ -127,15 +128,10 @@ def _from_array(arr, dtype, device) -> Tensor:
     """A fresh tensor holding ``arr`` cast to ``dtype``, made below dispatch (modes only see the
     ``lift_fresh`` the caller applies, as in PyTorch)."""
     shape = tuple(arr.shape)
-    t = new_tensor(Spec(shape, _contiguous(shape), dtype, device))
+    t = new_tensor(Spec(shape, contiguous_strides(shape), dtype, device))
     if device is not META:
         np.copyto(t._array(), np.asarray(arr).astype(dtype.numpy), casting="unsafe")
     return t
-
-
-def _contiguous(shape) -> tuple:
-    from ..layout import contiguous_strides
-    return contiguous_strides(shape)
 
 
 def _convert(obj, device):

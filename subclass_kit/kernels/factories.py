@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
-from ..layout import channels_last_strides, contiguous_strides, format_size
+from ..layout import (channels_last_strides, compute_storage_nbytes, contiguous_strides,
+                      format_size, resolve_negative_strides)
 from ..registry import ops, register_kernel
 from ..storage import META
 from ..tensor import Tensor, channels_last, preserve_format
@@ -88,9 +89,10 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=None):
     if len(size) != len(stride):
         raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of "
                            f"strides ({len(stride)})")
-    if any(s < 0 for s in stride):
-        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
-                           f"strides: {format_size(stride)}")
+    # PyTorch's computeStorageNbytes: a negative stride wraps around and overflows (unless
+    # its dim has size 1): "Storage size calculation overflowed with sizes=... and strides=...".
+    compute_storage_nbytes(size, stride, 1)
+    stride = resolve_negative_strides(size, stride)
     return _finish(_factory(size, dtype, device, stride), requires_grad)
 
 

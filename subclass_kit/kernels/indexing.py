@@ -79,10 +79,11 @@ def _mask_error(self, mask, j, src):
 
 
 def _dense_strides(t) -> tuple:
+    """Strides of ``t.to(int64)`` (an int32 index is converted, keeping its memory order)."""
     layout = t._layout
-    if layout.is_non_overlapping_and_dense():
+    if t._dtype is dt.int64 or layout.is_non_overlapping_and_dense():
         return layout.strides
-    return elementwise_strides(layout.sizes, [(layout.sizes, layout.strides)])
+    return iterator_strides(layout.sizes, [(layout.sizes, layout.strides)])
 
 
 def _expand_masks(self, indices) -> list:
@@ -227,7 +228,7 @@ def iterator_strides(shape: tuple, operands) -> tuple:
     return tuple(strides)
 
 
-def check_bounds(plan: Plan, out_strides=None):
+def check_index_bounds(plan: Plan, out_strides=None):
     """Raise IndexError for the first out-of-range index in iteration order (cpu only)."""
     arrays = plan.arrays
     if not arrays or any(a is None for a in arrays):
@@ -272,7 +273,7 @@ def index(self, indices):
     out = new_tensor(Spec(plan.sizes, plan.strides, self._dtype, device))
     if device is META or 0 in plan.sizes:
         return out
-    check_bounds(plan)
+    check_index_bounds(plan)
     src = np.transpose(self._array(), plan.perm)
     np.copyto(out._array(), src[_key(plan)])
     return out
@@ -364,7 +365,7 @@ def index_put_(self, indices, values, accumulate=False):
                            f"{type_name(values._dtype)} for the source.")
     if device is META or values._storage.device is META or 0 in plan.sizes:
         return self
-    check_bounds(plan)
+    check_index_bounds(plan)
     dst = np.transpose(self._array(), plan.perm)
     vals = np.array(np.broadcast_to(values._array(), plan.sizes))
     if accumulate:
@@ -415,4 +416,4 @@ def fill_tensor_(self, value):
 
 register_rule(ops.fill.Tensor, factories._fill_rule, factories._fill_fill)
 
-__all__ = ["Plan", "check_bounds", "make_plan"]
+__all__ = ["Plan", "check_index_bounds", "iterator_strides", "make_plan"]

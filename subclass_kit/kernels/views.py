@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from .. import _dtype as dt
 from .._state import tls
-from ..layout import Layout, contiguous_strides, format_size, infer_size, wrap_dim
+from ..layout import (
+    Layout,
+    checked_numel,
+    compute_storage_nbytes,
+    contiguous_strides,
+    format_size,
+    infer_size,
+    resolve_negative_strides,
+    wrap_dim,
+)
 from ..registry import ops, register_kernel
 from ..tensor import make_tensor, make_view
 from ._common import type_name
@@ -25,25 +34,34 @@ def _both(op):
     return deco
 
 
-def check_bounds(layout: Layout, dtype, storage, op: str = "setStorage"):
+def check_bounds(layout: Layout, dtype, storage, symbolic: bool = False):
     """Raise RuntimeError when ``layout`` reaches outside ``storage`` (PyTorch's
-    ``checkInBoundsForStorage`` text, SEMANTICS.md §1.5). Empty layouts are never checked."""
-    for s in layout.sizes:
-        if s < 0:
-            raise RuntimeError(f"Storage size calculation overflowed with sizes="
-                               f"{format_size(layout.sizes)} and strides="
-                               f"{format_size(layout.strides)}")
-    if layout.offset < 0:
-        raise RuntimeError(f"Tensor: invalid storage offset {layout.offset}")
-    extent = layout.storage_extent()
-    if extent == 0:
+    ``checkInBoundsForStorage``, SEMANTICS.md §1.5): "setStorage: sizes [3, 3], strides [3, 3],
+    storage offset 0, and itemsize 4 requiring a storage size of 52 are out of bounds for
+    storage of size 40". Layouts without elements are never checked; the offset's sign is
+    checked by the caller, before this (PyTorch's order). Runs on meta too (see module doc)."""
+    if symbolic:
+        # PyTorch's SymInt overload (used by as_strided_): plain signed math, no overflow check.
+        if 0 in layout.sizes:
+            return
+        nbytes = dtype.itemsize * (1 + sum(st * (sz - 1)
+                                           for sz, st in zip(layout.sizes, layout.strides)))
+    else:
+        nbytes = compute_storage_nbytes(layout.sizes, layout.strides, dtype.itemsize)
+    if nbytes == 0:
         return
-    need = extent * dtype.itemsize
+    need = nbytes + layout.offset * dtype.itemsize
     if need > storage._nbytes:
         raise RuntimeError(
-            f"{op}: sizes {format_size(layout.sizes)}, strides {format_size(layout.strides)}, "
-            f"storage offset {layout.offset}, and itemsize {dtype.itemsize} requiring a storage "
-            f"size of {need} are out of bounds for storage of size {storage._nbytes}")
+            f"setStorage: sizes {format_size(layout.sizes)}, strides "
+            f"{format_size(layout.strides)}, storage offset {layout.offset}, and itemsize "
+            f"{dtype.itemsize} requiring a storage size of {need} are out of bounds for storage "
+            f"of size {storage._nbytes}")
+
+
+def _check_offset(offset):
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
 
 
 def _view_layout(self, size) -> Layout:
@@ -120,7 +138,7 @@ def _unsafe_view(self, size):
     return make_tensor(self._storage, layout, self._dtype)
 
 
-def _as_strided_layout(self, size, stride, storage_offset):
+def _as_strided_layout(self, size, stride, storage_offset, inplace=False):
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
@@ -130,7 +148,9 @@ def _as_strided_layout(self, size, stride, storage_offset):
                                f"got strides: {format_size(stride)}")
     offset = self._layout.offset if storage_offset is None else storage_offset
     layout = Layout(size, stride, offset)
-    check_bounds(layout, self._dtype, self._storage)
+    _check_offset(offset)
+    check_bounds(layout, self._dtype, self._storage, symbolic=inplace)
+    checked_numel(size)
     return layout
 
 
@@ -252,9 +272,10 @@ def select(self, dim, index):
 
 
 def slice_bounds(size, start, end, step):
-    """Clamp slice bounds the way PyTorch does; returns (start, end). ValueError on step <= 0."""
+    """Clamp slice bounds the way PyTorch does; returns (start, end). RuntimeError on step <= 0
+    (``x[::-1]`` raises ValueError before reaching the op)."""
     if step <= 0:
-        raise ValueError("step must be greater than zero")
+        raise RuntimeError("slice step must be positive")
     start = 0 if start is None else start
     end = size if end is None else end
     if start < 0:
@@ -348,7 +369,10 @@ def split_with_sizes(self, split_sizes, dim=0):
     d = wrap_dim(dim, n)
     total = self._layout.sizes[d]
     sizes = list(split_sizes)
-    if sum(sizes) != total or any(s < 0 for s in sizes):
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                           f"entries, but got split_sizes={format_size(sizes)}")
+    if sum(sizes) != total:
         raise RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {total} (input tensor's "
             f"size at dimension {dim}), but got split_sizes={format_size(sizes)}")
@@ -425,19 +449,16 @@ def squeeze_(self, dim):
 
 @_both(ops.as_strided_)
 def as_strided_(self, size, stride, storage_offset=None):
-    self._set_layout(_as_strided_layout(self, size, stride, storage_offset))
+    self._set_layout(_as_strided_layout(self, size, stride, storage_offset, inplace=True))
     return self
 
 
 @_both(ops.resize_)
 def resize_(self, size, *, memory_format=None):
     size = tuple(size)
-    for s in size:
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
-                               f"{format_size(size)}")
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
+    checked_numel(size)  # a negative size only passes next to a 0, as in PyTorch
     if size == self._layout.sizes:
         return self
     from ..layout import channels_last_strides
@@ -456,25 +477,27 @@ def resize_changes(self, size, **kwargs) -> bool:
 
 @_both(ops.set_.source_Storage_storage_offset)
 def set_storage(self, source, storage_offset, size, stride=()):
+    """Point ``self`` at ``source`` with the given layout (contiguous when ``stride`` is
+    empty). Like PyTorch's cpu kernel, a storage too small for the layout is *grown*; errors
+    (PyTorch's texts) are raised before anything changes."""
     size = tuple(size)
-    stride = tuple(stride) if stride else contiguous_strides(size)
-    if len(size) != len(stride):
-        raise RuntimeError("mismatch in length of strides and shape")
-    if any(s < 0 for s in stride):
-        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
-                           f"strides: {format_size(stride)}")
-    layout = Layout(size, stride, storage_offset)
-    if storage_offset < 0:
-        raise RuntimeError(f"Tensor: invalid storage offset {storage_offset}")
+    if stride and len(size) != len(stride):
+        raise RuntimeError(f"unequal size length ({len(size)}) and stride length "
+                           f"({len(stride)})")
     if source.device is not self._storage.device:
-        raise RuntimeError(f"Expected a Storage of device {self._storage.device.type} but got "
-                           f"{source.device.type}")
-    # PyTorch grows a too-small storage instead of raising (SEMANTICS.md §1.5).
-    need = layout.storage_extent() * self._dtype.itemsize
+        raise RuntimeError(f'Attempted to set the storage of a tensor on device '
+                           f'"{self._storage.device.type}" to a storage on different device '
+                           f'"{source.device.type}".  This is no longer allowed; the devices '
+                           f'must match.')
+    _check_offset(storage_offset)
+    checked_numel(size)
+    stride = tuple(stride) if stride else contiguous_strides(size)
+    need = compute_storage_nbytes(size, stride, self._dtype.itemsize, storage_offset)
+    stride = resolve_negative_strides(size, stride)
     if need > source._nbytes:
         source.resize_(need)
     self._storage = source
-    self._set_layout(layout)
+    self._set_layout(Layout(size, stride, storage_offset))
     return self
 
 

@@ -1,0 +1,291 @@
+"""The slow path of dispatch and the version/view layer (PyTorch's Python key and
+ADInplaceOrView).
+
+``OpOverload.__call__`` (registry.py) takes the fast path straight to a kernel when no mode is
+active and no argument is a subclass overriding ``__tensor_dispatch__``; otherwise it calls
+:func:`dispatch` here: dispatch modes innermost first (Note [Mode runs below itself]), then the
+subclass handlers in NEP 18 order, then the kernel.
+
+Note [Version counters]
+    The version bump and view tracking (PyTorch's ADInplaceOrView layer) happen where an op is
+    *resolved*: after the kernel, or after a subclass handler, ran. Modes only forward, so a
+    mode that calls ``func`` sees the bump when ``func`` returns. Ops called inside a subclass
+    handler run "below" (``tls.below``): they neither bump nor track views, as in PyTorch.
+    A mutated argument is bumped exactly once per op, only if the op succeeded; an in-place op
+    on an inference tensor outside inference mode raises *before* the kernel runs.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ._state import flags, tls
+
+__all__ = ["dispatch", "dispatch_trace", "DispatchEvent", "is_below_autograd", "DISPATCH_TYPES"]
+
+# Tensor subclasses that override __tensor_dispatch__ (filled by Tensor.__init_subclass__).
+DISPATCH_TYPES: set = set()
+
+
+def _run_below(op, kernel, args, kwargs):
+    """Run a handler or custom kernel below the version/view layer, then do that layer's work
+    for it: bump mutated arguments once and track view outputs (Note [Version counters])."""
+    below = tls.below
+    mutated = op._mutated_tensors(args, kwargs) if op._mutated else ()
+    if mutated and op.bump_if is not None and not op.bump_if(*args, **kwargs):
+        mutated = ()
+    if mutated and not below:
+        _check_inference_write(op, mutated, args, kwargs)
+    tls.below = True
+    try:
+        res = kernel(*args, **kwargs)
+    finally:
+        tls.below = below
+    if res is not NotImplemented and not below:
+        if mutated:
+            _bump(mutated)
+        if op.is_view:
+            _track_view_outputs(op, args, kwargs, res)
+            if op._view_name is not None:
+                _record_view_op(op, res)
+    return res
+
+
+def check_inplace(op, mutated, args, kwargs):
+    from .inplace_checks import check_inplace as check
+    global check_inplace
+    check_inplace = check
+    return check(op, mutated, args, kwargs)
+
+
+_INFERENCE_INPLACE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+def _check_inference_write(op, mutated, args=(), kwargs=None):
+    """Checks before a mutating kernel runs: inference tensors outside inference mode, then the
+    autograd admission rules for views and leaves (``inplace_checks.check_inplace``)."""
+    if not tls.inference:
+        for t in mutated:
+            if t._vc is None:
+                raise RuntimeError(_INFERENCE_INPLACE)
+    if flags.requires_grad_seen and tls.grad_enabled:
+        check_inplace(op, mutated, args, kwargs)
+
+
+def _record_view_op(op, out):
+    if isinstance(out, (list, tuple)):
+        for i, o in enumerate(out):
+            if o._base is not None:
+                o._view_op = (op._view_name, i)
+    elif out._base is not None:
+        out._view_op = (op._view_name, 0)
+
+
+def _bump(mutated):
+    """+1 on each distinct version counter among ``mutated`` (aliases share one counter)."""
+    seen = []
+    for t in mutated:
+        vc = t._vc
+        if vc is not None and not any(vc is s for s in seen):
+            vc[0] += 1
+            seen.append(vc)
+
+
+# -- the slow path: modes and subclasses -------------------------------------------------------
+def _overloaded_types(op, args, kwargs) -> tuple:
+    """Types of arguments overriding __tensor_dispatch__, each once, subclasses first."""
+    found = []
+    for a in _iter_tensors(args, kwargs):
+        t = type(a)
+        if t in DISPATCH_TYPES and t not in found:
+            found.append(t)
+    return _order_types(found)
+
+
+def _iter_tensors(args, kwargs):
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from a
+        else:
+            yield a
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, (list, tuple)):
+                yield from a
+            else:
+                yield a
+
+
+def _order_types(found: list) -> tuple:
+    """NEP 18: a subclass goes before its parent class; otherwise left to right."""
+    ordered = []
+    for t in found:
+        for i, seen in enumerate(ordered):
+            if issubclass(t, seen):
+                ordered.insert(i, t)
+                break
+        else:
+            ordered.append(t)
+    return tuple(ordered)
+
+
+def _handler_name(h) -> str:
+    if isinstance(h, type):
+        return f"tensor subclass {h!r}"
+    return f"mode object {h!r}"
+
+
+def dispatch(op, args, kwargs):
+    """The slow path of ``OpOverload.__call__``: modes, then subclass handlers, then kernel."""
+    kwargs = kwargs or {}
+    trace = tls.trace
+    if tls.no_dispatch:
+        return _kernel(op, args, kwargs, trace)
+    types = _overloaded_types(op, args, kwargs)
+    stack = tls.dispatch_modes
+    tried = []
+    for i in range(len(stack) - 1, -1, -1):
+        mode = stack[i]
+        tls.dispatch_modes = stack[:i]
+        if trace is not None:
+            trace(DispatchEvent("mode", op, mode, tls.depth))
+        tls.depth += 1
+        try:
+            res = mode.__tensor_dispatch__(op, types, args, kwargs)
+        finally:
+            tls.dispatch_modes = stack
+            tls.depth -= 1
+        if res is not NotImplemented:
+            return res
+        if trace is not None:
+            trace(DispatchEvent("declined", op, mode, tls.depth))
+        tried.append(mode)
+    if not types:
+        if tried:
+            raise _all_declined(op, tried, "__tensor_dispatch__")
+        return _kernel(op, args, kwargs, trace)
+    for t in types:
+        handler = _SubclassHandler(t, types)
+        handler.op = op
+        if trace is not None:
+            trace(DispatchEvent("subclass", op, t, tls.depth))
+        tls.depth += 1
+        try:
+            res = _run_below(op, handler, args, kwargs)
+        finally:
+            tls.depth -= 1
+        if res is not NotImplemented:
+            return res
+        if trace is not None:
+            trace(DispatchEvent("declined", op, t, tls.depth))
+        tried.append(t)
+    raise _all_declined(op, tried, "__tensor_dispatch__")
+
+
+class DispatchEvent(NamedTuple):
+    """One step of dispatching an op, reported to ``sk.dispatch_trace`` callbacks.
+
+    ``kind``: "mode" (a mode's handler is called), "subclass" (a subclass's
+    ``__tensor_dispatch__`` is called), "declined" (that handler returned NotImplemented),
+    "kernel" (the kernel of device ``handler`` runs). ``depth``: nesting of handlers.
+    """
+
+    kind: str
+    op: object
+    handler: object
+    depth: int
+
+
+def _kernel(op, args, kwargs, trace):
+    if trace is not None:
+        trace(DispatchEvent("kernel", op, op._device_type(args, kwargs), tls.depth))
+    return op._resolve_kernel(args, kwargs)
+
+
+class dispatch_trace:
+    """Report every dispatch step of every op to ``callback(DispatchEvent)`` while active
+    (a dispatch trace; PyTorch has this only in debug builds). All ops take the slow path."""
+
+    def __init__(self, callback):
+        self.callback = callback
+
+    def __enter__(self):
+        self._prev = tls.trace
+        tls.trace = self.callback
+        return self
+
+    def __exit__(self, *exc):
+        tls.trace = self._prev
+        return False
+
+
+def is_below_autograd() -> bool:
+    """True while ops run below the version/view layer (inside a subclass ``__tensor_dispatch__``
+    or a custom kernel): they neither bump versions nor track views (Note [Version counters])."""
+    return tls.below
+
+
+class _SubclassHandler:
+    """Calls ``t.__tensor_dispatch__`` with the kernel calling convention of ``_run_below``."""
+
+    __slots__ = ("op", "t", "types")
+
+    def __init__(self, t, types):
+        self.t = t
+        self.types = types
+
+    def __call__(self, *args, **kwargs):
+        depth = tls.handler_depth
+        n = depth.get(self.t, 0)
+        if n >= _MAX_HANDLER_DEPTH:
+            raise RuntimeError(
+                f"{self.t.__name__}.__tensor_dispatch__ re-entered itself {n} times (last op: "
+                f"{self.op!r}): the handler calls ops on {self.t.__name__} arguments, which "
+                "dispatch back to the same handler forever. Unwrap the inner tensors first "
+                "(sk.pytree.tree_map_only) or run the op under sk.no_dispatch().")
+        depth[self.t] = n + 1
+        try:
+            return self.t.__tensor_dispatch__(self.op, self.types, args, kwargs)
+        finally:
+            depth[self.t] = n
+
+
+# Nesting of one subclass's handler deeper than this is taken as runaway recursion.
+_MAX_HANDLER_DEPTH = 64
+
+
+def _all_declined(op, tried, protocol):
+    lines = "\n".join(f"  - {_handler_name(h)}" for h in tried)
+    return TypeError(f"Multiple dispatch failed for '{op!r}'; all {protocol} handlers returned "
+                     f"NotImplemented:\n\n{lines}\n")
+
+
+_VIEW_RETURNED_INPUT = (
+    "View operation returned a tensor that is the same as the input base tensor.  This is no "
+    "longer allowed; you must explicitly create a new tensor (e.g., using .detach()). As a user, "
+    "you could have made a mistake implementing __tensor_dispatch__ or a Python operator "
+    "decomposition or meta registration; if that's not the case, please report a bug to "
+    "subclass_kit or the backend you are using.")
+
+
+def _track_view_outputs(op, args, kwargs, res):
+    """Record outputs of a view op resolved by a subclass handler as views of its input."""
+    i = op._view_input
+    base = args[i] if i < len(args) else kwargs.get(op.schema.arguments[i].name)
+    outs = res if isinstance(res, (list, tuple)) else (res,)
+    for out in outs:
+        if out is base:
+            raise RuntimeError(_VIEW_RETURNED_INPUT)
+        if hasattr(out, "_storage") and hasattr(base, "_storage"):
+            if "not_a_view_for_autograd" in op.tags:
+                # detach: shares the version counter, but is no view (no _base), as on cpu
+                if not base._inference:
+                    out._vc = base._vc
+                continue
+            out._set_view_of(base, multi_output=op._view_multi)
+
+
+# -- registration --------------------------------------------------------------------------------
