@@ -223,7 +223,6 @@ CASES = [
 
 # case name -> what torch says (the fix the owner needs to make). See the report.
 KNOWN_MISMATCHES = {
-    "resize_negative": "RuntimeError 'numel: integer multiplication overflow'",
 }
 
 

@@ -19,14 +19,18 @@ import subclass_kit as sk
 
 torch = pytest.importorskip("torch", reason="torch is the oracle for indexing")
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis generates the index tuples")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
-
-from oracle import assert_same, normalize_message, same_storage  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from oracle import assert_same, normalize_message, same_storage
+from torch.utils._python_dispatch import TorchDispatchMode
 
 FUZZ = settings(max_examples=600, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
+
+
+def _rare(draw, n) -> bool:
+    """True about once in ``n + 1`` draws. (Not ``== 0``: hypothesis favours small values.)"""
+    return draw(st.integers(0, n)) == n // 2
 
 
 # -- op logging in both libraries ---------------------------------------------------------------
@@ -53,19 +57,27 @@ class TorchLog(TorchDispatchMode):
 class T:
     """A tensor in an index or value position: numpy data, built in each library."""
 
-    def __init__(self, array, dtype=None):
+    def __init__(self, array, dtype=None, post=None):
         self.array = np.asarray(array)
         self.dtype = dtype or self.array.dtype.name
+        self.post = post  # "t": build transposed (2-d); "expand": a stride-0 leading dim
 
     def build(self, lib, device="cpu"):
+        data = self.array.T if self.post == "t" else self.array
         if lib is torch:
-            t = torch.from_numpy(self.array.astype(self.dtype).copy())
-            return t if device == "cpu" else t.to(device)
-        return sk.tensor(self.array.astype(self.dtype), dtype=getattr(sk, self.dtype),
-                         device=device)
+            t = torch.from_numpy(data.astype(self.dtype).copy())
+            t = t if device == "cpu" else t.to(device)
+        else:
+            t = sk.tensor(data.astype(self.dtype), dtype=getattr(sk, self.dtype), device=device)
+        if self.post == "t":
+            return t.t()
+        if self.post == "expand":
+            return t.unsqueeze(0).expand(2, *t.shape)
+        return t
 
     def __repr__(self):
-        return f"T({self.array.tolist()!r}, {self.dtype})"
+        post = f", post={self.post!r}" if self.post else ""
+        return f"T({self.array.tolist()!r}, {self.dtype}{post})"
 
 
 def build(obj, lib, device="cpu"):
@@ -188,7 +200,7 @@ def layouts(draw, max_ndim=4):
 
 
 def _int_index(draw, size):
-    if draw(st.integers(0, 9)) == 0:
+    if _rare(draw, 9):
         return draw(st.integers(-size - 2, size + 1))
     return draw(st.integers(-size, size - 1)) if size else draw(st.integers(-1, 1))
 
@@ -209,7 +221,7 @@ def elements(draw, size, remaining):
         return np.int64(v) if kind == "np_int" else v
     if kind == "slice":
         bound = st.one_of(st.none(), st.integers(-6, 6))
-        step = draw(st.sampled_from([None, None, 1, 2, 3, -1, 0] if draw(st.integers(0, 9)) == 0
+        step = draw(st.sampled_from([None, None, 1, 2, 3, -1, 0] if _rare(draw, 9)
                                     else [None, 1, 2, 3]))
         return slice(draw(bound), draw(bound), step)
     if kind == "none":
@@ -221,7 +233,8 @@ def elements(draw, size, remaining):
     if kind == "tensor":
         shape = tuple(draw(st.lists(st.integers(0, 3), max_size=2)))
         dtype = draw(st.sampled_from(["int64", "int64", "int32", "float32", "int16"]))
-        return T(_index_values(draw, size, shape), dtype)
+        post = draw(st.sampled_from([None, None, "expand"] + (["t"] if len(shape) == 2 else [])))
+        return T(_index_values(draw, size, shape), dtype, post)
     if kind == "list":
         n = draw(st.integers(0, 3))
         return [_int_index(draw, size) for _ in range(n)]
@@ -334,6 +347,15 @@ def test_index_result_strides_follow_input(index, perm):
         idx = build(index, lib)
         return lambda x: x.permute(*perm)[idx]
     compare(((2, 3, 4), (12, 4, 1), 0, 24), "float32", "cpu", make)
+
+
+@pytest.mark.parametrize("index", [(T([[0, 1], [1, 0]], "int32", "t"),),
+                                   (T([0, 1], "int32", "expand"),),
+                                   (slice(None), T([[0, 2], [1, 1]], "int64", "t")),
+                                   (T([0, 1], "int64", "expand"), slice(None),
+                                    T([[1], [2]], "int32", "t"))], ids=repr)
+def test_strided_index_tensors(index):
+    compare(((2, 3, 4), (12, 4, 1), 0, 24), "float32", "cpu", _getitem(index))
 
 
 def test_transposed_index_tensor_orders_the_result():

@@ -35,17 +35,6 @@ MAX_PROBLEMS = 12
 # Known differences from torch, reported to the owners (xfail(strict=True): a fix XPASSes and
 # must be removed from here). Keyed by "name.overload"; the reason says what torch does.
 KNOWN = {
-    "resize_.default": "torch: 'numel: integer multiplication overflow' for a negative size",
-    "set_.source_Storage_storage_offset": "torch: 'unequal size length (2) and stride length "
-                                          "(1)'",
-    "slice.Tensor": "torch: RuntimeError 'slice step must be positive' (sk: ValueError 'step "
-                    "must be greater than zero', the text of Python-level x[::-1])",
-    "slice_copy.Tensor": "as slice.Tensor",
-    "slice_scatter.default": "as slice.Tensor",
-    "split_with_sizes.default": "torch checks negative sizes first: 'split_with_sizes expects "
-                                "split_sizes have only non-negative entries, but got "
-                                "split_sizes=[6, -1]'",
-    "split_with_sizes_copy.default": "as split_with_sizes.default",
 }
 
 # torch 2.13 bug: these out= kernels ignore a non-contiguous ``out`` of the right shape (the
