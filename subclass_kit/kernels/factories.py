@@ -26,6 +26,7 @@ from ._common import (
     register_rule,
     type_name,
 )
+from ._scalars import checked_scalar
 
 _rng = [np.random.default_rng(0)]
 
@@ -110,8 +111,9 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=None):
         fill_value = fill_value.item()
     dtype = _fill_value_dtype(fill_value) if dtype is None else dtype
     t = _factory(size, dtype, device)
+    value = checked_scalar(fill_value, t._dtype)
     if t._storage.device is not META:
-        t._array().fill(fill_value)
+        t._array().fill(value)
     return _finish(t, requires_grad)
 
 
@@ -281,7 +283,7 @@ def fill_(self, value):
     # PyTorch allows fill_/zero_ on expanded tensors (every alias gets the same value).
     _check_fill_value(value)
     if self._storage.device is not META:
-        value = _fill_value(value)
+        value = checked_scalar(_fill_value(value), self._dtype)
         self._array()[...] = value
     return self
 
@@ -293,7 +295,7 @@ def _fill_rule(self, value):
 
 
 def _fill_fill(outs, spec, self, value):
-    outs[0][...] = _fill_value(value)
+    outs[0][...] = checked_scalar(_fill_value(value), spec.dtype)
 
 
 register_rule(ops.fill, _fill_rule, _fill_fill)
