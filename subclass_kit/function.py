@@ -16,7 +16,7 @@ import functools
 from ._state import tls
 from .dispatch import _handler_name, _order_types
 
-__all__ = ["public_api", "FUNCTION_TYPES", "handle_function"]
+__all__ = ["public_api", "op_method", "FUNCTION_TYPES", "handle_function"]
 
 # Tensor subclasses taking part in the function level (all subclasses, unless they set
 # ``__tensor_function__ = sk.disabled_tensor_function``). Filled by Tensor.__init_subclass__.
@@ -83,3 +83,51 @@ def handle_function(public, impl, args, kwargs):
         raise TypeError(f"Multiple dispatch failed for '{name}'; all __tensor_function__ "
                         f"handlers returned NotImplemented:\n\n{lines}\n")
     return impl(*args, **kwargs)
+
+
+_NUMBERS = frozenset({int, float, bool})
+_NO_KWARGS: dict = {}
+
+
+def op_method(op, impl, name: str, reflected: bool = False):
+    """The public method ``name`` whose implementation ``impl`` is ``op(self, *args)`` (or
+    ``op(other, self)`` when ``reflected``): Tensor operators and simple methods on the hot path.
+
+    When nothing can intercept the call -- ``self`` and the other arguments are plain Tensors or
+    Python numbers, and no function mode, dispatch mode or dispatch trace is active -- it goes
+    straight to the op's kernel (one Python frame instead of four). Otherwise it behaves exactly
+    like a ``public_api`` method (``func`` seen by handlers is this method).
+    """
+    tensor_cls = _tensor_cls()
+    resolve = op._resolve_kernel
+
+    def slow(args):
+        if tls.function_modes or _function_types(args, _NO_KWARGS):
+            return handle_function(method, impl, args, _NO_KWARGS)
+        return impl(*args)
+
+    if reflected:
+        def method(self, other):
+            if (self.__class__ is tensor_cls and other.__class__ in _NUMBERS
+                    and not tls.function_modes and not tls.dispatch_modes
+                    and tls.trace is None):
+                return resolve((other, self), _NO_KWARGS)
+            return slow((self, other))
+    else:
+        def method(self, *args):
+            if self.__class__ is tensor_cls and not tls.function_modes and \
+                    not tls.dispatch_modes and tls.trace is None:
+                for a in args:
+                    if a.__class__ is not tensor_cls and a.__class__ not in _NUMBERS:
+                        return slow((self,) + args)
+                return resolve((self,) + args, _NO_KWARGS)
+            return slow((self,) + args)
+    method.__wrapped_impl__ = impl
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = impl.__doc__
+    return method
+
+
+def _tensor_cls():
+    from .tensor import Tensor
+    return Tensor

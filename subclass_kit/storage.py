@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+_new = object.__new__
+
 __all__ = ["device", "Storage"]
 
 
@@ -83,6 +85,9 @@ class Storage:
 
     ``nbytes()``: size in bytes; ``data_ptr()``: address of byte 0 (0 on meta);
     ``resize_(nbytes)``: grow or shrink in place, keeping the leading bytes.
+
+    On cpu ``_buffer`` is a C-contiguous numpy array of any dtype (kernels allocate outputs as
+    typed arrays: one ``np.empty``); its bytes as a flat ``uint8`` array are ``_bytes()``.
     """
 
     __slots__ = ("_buffer", "_nbytes", "device", "_resizable", "_dataless", "__weakref__")
@@ -102,6 +107,25 @@ class Storage:
             self._buffer = np.empty(self._nbytes, np.uint8)
         else:
             self._buffer = None
+
+    @classmethod
+    def _over(cls, buffer: np.ndarray, device=CPU) -> "Storage":
+        """A resizable storage owning ``buffer`` (a fresh C-contiguous array), without the
+        argument checks of ``__init__`` (the allocation hot path)."""
+        s = _new(cls)
+        s._buffer = buffer
+        s._nbytes = buffer.nbytes
+        s.device = device
+        s._resizable = True
+        s._dataless = False
+        return s
+
+    def _bytes(self) -> np.ndarray:
+        """The storage's bytes as a flat ``uint8`` array (shares memory). Meta: None."""
+        buf = self._buffer
+        if buf is None or buf.dtype == np.uint8 and buf.ndim == 1:
+            return buf
+        return buf.reshape(-1).view(np.uint8)
 
     @classmethod
     def _from_array(cls, arr: np.ndarray, span: int) -> "Storage":
@@ -144,7 +168,7 @@ class Storage:
         if self._buffer is not None:
             new = np.zeros(nbytes, np.uint8)
             keep = min(nbytes, self._nbytes)
-            new[:keep] = self._buffer[:keep]
+            new[:keep] = self._bytes()[:keep]
             self._buffer = new
         self._nbytes = nbytes
         return self
@@ -152,7 +176,7 @@ class Storage:
     def tolist(self) -> list:
         if self._buffer is None:
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-        return self._buffer.tolist()
+        return self._bytes().tolist()
 
     def __repr__(self):
         return f"Storage(nbytes={self._nbytes}, device='{self.device.type}')"

@@ -69,7 +69,7 @@ def to_torch(t, requires_grad: bool = False):
     if _device_type(t) == "meta":
         flat = torch.empty(n_items, dtype=dtype, device="meta")
     else:
-        buf = np.array(t.untyped_storage()._buffer[:n_items * item], copy=True)
+        buf = np.array(t.untyped_storage()._bytes()[:n_items * item], copy=True)
         flat = torch.from_numpy(buf.view(sk_dtype(t.dtype).numpy).copy())
     out = flat.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
     if requires_grad:

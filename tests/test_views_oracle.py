@@ -289,7 +289,7 @@ def _groups(pool):
 
 def _storage_bytes(t):
     if isinstance(t, sk.Tensor):
-        return np.asarray(t.untyped_storage()._buffer).tobytes()
+        return t.untyped_storage()._bytes().tobytes()
     return bytes(t.untyped_storage().tolist())
 
 

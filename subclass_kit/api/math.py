@@ -19,7 +19,7 @@ from __future__ import annotations
 import builtins
 
 from .. import _dtype as dt
-from ..function import public_api
+from ..function import op_method, public_api
 from ..registry import _lookup, ops
 from ..tensor import Tensor
 
@@ -390,9 +390,12 @@ _export("copy_", copy_)
 
 
 # -- operators -------------------------------------------------------------------------------
-def _operator(name, impl):
-    public = public_api(impl)
-    public.__name__ = public.__qualname__ = name
+def _operator(name, impl, op=None, reflected=False):
+    if op is not None and not op.decomposition:
+        public = op_method(op, impl, name, reflected)
+    else:
+        public = public_api(impl)
+        public.__name__ = public.__qualname__ = name
     setattr(Tensor, name, public)
 
 
@@ -414,7 +417,7 @@ def _binary_operator(name, op, reflected=False, **kwargs):
             if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
                 return NotImplemented
             return op(self, other)
-    _operator(name, impl)
+    _operator(name, impl, None if kwargs else op, reflected)
 
 
 _FLOOR = {"rounding_mode": "floor"}

@@ -15,9 +15,10 @@ from typing import NamedTuple
 
 from ..layout import Layout, contiguous_strides, format_size
 from ..registry import register_kernel
-from ..storage import CPU, META, Storage
+from ..storage import CPU, META
 from ..storage import device as _device
-from ..tensor import Tensor, make_tensor
+from ..tensor import Tensor
+from ._iter_layout import alloc
 
 
 class Spec(NamedTuple):
@@ -36,9 +37,7 @@ def device_of(spec) -> _device:
 
 def new_tensor(spec: Spec) -> Tensor:
     """A fresh tensor with a storage just large enough for ``spec`` (uninitialised on cpu)."""
-    layout = Layout(spec.sizes, spec.strides, 0)
-    nbytes = layout.storage_extent() * spec.dtype.itemsize
-    return make_tensor(Storage(nbytes, spec.device), layout, spec.dtype)
+    return alloc(spec.sizes, spec.strides, spec.dtype, spec.device)
 
 
 def empty_like_spec(sizes, dtype, device) -> Spec:

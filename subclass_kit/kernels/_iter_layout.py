@@ -179,7 +179,8 @@ _ALLOC: dict = {}
 
 
 def alloc(sizes, strides, dtype, device):
-    """A fresh dense tensor; on cpu its numpy view is built once and cached on the tensor."""
+    """A fresh dense tensor. On cpu the storage owns one typed ``np.empty`` array and the
+    tensor's cached numpy view is that array (contiguous) or a strided view of it."""
     key = (sizes, strides, dtype)
     entry = _ALLOC.get(key)
     if entry is None:
@@ -187,16 +188,26 @@ def alloc(sizes, strides, dtype, device):
         for s in sizes:
             numel *= s
         item = dtype.itemsize
-        entry = (Layout(sizes, strides, 0), numel * item, tuple(s * item for s in strides),
-                 dtype.numpy, numel)
+        layout = Layout(sizes, strides, 0)
+        extent = layout.storage_extent()
+        entry = (layout, extent, tuple(s * item for s in strides), dtype.numpy,
+                 numel, strides == contig(sizes))
         if len(_ALLOC) < 4096:
             _ALLOC[key] = entry
-    layout, nbytes, bstrides, np_dtype, numel = entry
-    storage = Storage(nbytes, device)
-    t = make_tensor(storage, layout, dtype)
-    if numel and device is CPU:
-        # Tensor._array() caches its numpy view under these two attributes.
-        buf = storage._buffer
+    layout, extent, bstrides, np_dtype, numel, contiguous = entry
+    if device is not CPU:
+        return make_tensor(Storage(extent * dtype.itemsize, device), layout, dtype)
+    if contiguous:
+        arr = np.empty(sizes, np_dtype)
+        t = make_tensor(Storage._over(arr), layout, dtype)
+        if numel:
+            # Tensor._array() caches its numpy view under these two attributes.
+            t._np = arr
+            t._np_buf = arr
+        return t
+    buf = np.empty(extent, np_dtype)
+    t = make_tensor(Storage._over(buf), layout, dtype)
+    if numel:
         t._np = np.ndarray(sizes, np_dtype, buf, 0, bstrides)
         t._np_buf = buf
     return t

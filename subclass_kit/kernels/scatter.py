@@ -46,7 +46,7 @@ def clone_preserve_strides(self):
         return _kernel(ops.clone, self)(self)
     storage = Storage(self._storage._nbytes, self._storage.device)
     if storage._buffer is not None:
-        storage._buffer[:] = self._storage._buffer
+        storage._buffer[:] = self._storage._bytes()
     return make_tensor(storage, self._layout, self._dtype)
 
 
