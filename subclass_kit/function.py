@@ -101,10 +101,10 @@ def op_method(op, impl, name: str, reflected: bool = False):
     tensor_cls = _tensor_cls()
     resolve = op._resolve_kernel
 
-    def slow(args):
-        if tls.function_modes or _function_types(args, _NO_KWARGS):
-            return handle_function(method, impl, args, _NO_KWARGS)
-        return impl(*args)
+    def slow(args, kwargs):
+        if tls.function_modes or _function_types(args, kwargs):
+            return handle_function(method, impl, args, kwargs)
+        return impl(*args, **kwargs)
 
     if reflected:
         def method(self, other):
@@ -112,16 +112,16 @@ def op_method(op, impl, name: str, reflected: bool = False):
                     and not tls.function_modes and not tls.dispatch_modes
                     and tls.trace is None):
                 return resolve((other, self), _NO_KWARGS)
-            return slow((self, other))
+            return slow((self, other), _NO_KWARGS)
     else:
-        def method(self, *args):
-            if self.__class__ is tensor_cls and not tls.function_modes and \
+        def method(self, *args, **kwargs):
+            if self.__class__ is tensor_cls and not kwargs and not tls.function_modes and \
                     not tls.dispatch_modes and tls.trace is None:
                 for a in args:
                     if a.__class__ is not tensor_cls and a.__class__ not in _NUMBERS:
-                        return slow((self,) + args)
+                        return slow((self,) + args, kwargs)
                 return resolve((self,) + args, _NO_KWARGS)
-            return slow((self,) + args)
+            return slow((self,) + args, kwargs)
     method.__wrapped_impl__ = impl
     method.__name__ = method.__qualname__ = name
     method.__doc__ = impl.__doc__

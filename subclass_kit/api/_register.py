@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from ..function import public_api
+from ..function import op_method, public_api
 from ..tensor import Tensor
 
 
-def method(*names):
-    """Decorator: wrap with ``public_api`` and install as ``Tensor.<name>`` for each name."""
+def method(*names, op=None):
+    """Decorator: wrap with ``public_api`` and install as ``Tensor.<name>`` for each name.
+    ``op``: the method is exactly ``op(self, *args)``, so it may use ``op_method``'s direct
+    path to the kernel when nothing can intercept the call."""
     def deco(fn):
-        public = public_api(fn)
+        public = public_api(fn) if op is None else op_method(op, fn, (names or (fn.__name__,))[0])
         for name in names or (fn.__name__,):
             setattr(Tensor, name, public)
         return public

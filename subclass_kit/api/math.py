@@ -51,9 +51,15 @@ def _out_overload(op):
     return None
 
 
-def _export(name, fn, method=True):
-    public = public_api(fn)
-    public.__name__ = public.__qualname__ = name
+def _export(name, fn, method=True, op=None):
+    """Install ``fn`` as ``sk.<name>`` (and ``Tensor.<name>``). ``op``: ``fn(self, *args)`` is
+    exactly ``op(self, *args)`` for tensor/number positional arguments, so the method may take
+    ``op_method``'s direct path to the kernel."""
+    if op is not None and method:
+        public = op_method(op, fn, name)
+    else:
+        public = public_api(fn)
+        public.__name__ = public.__qualname__ = name
     if method:
         setattr(Tensor, name, public)
     globals()[name] = public
@@ -181,7 +187,7 @@ def _binary(name, numbers_first=False, numbers_second=True):
                 _need_tensor(name + "_", "other", 1, other)
             return inplace(self, other)
         fn_.__doc__ = f"In-place ``{name}``: the result is cast to ``self``'s dtype if allowed."
-        _export(name + "_", fn_)
+        _export(name + "_", fn_, op=inplace if numbers_second else None)
 
 
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -227,7 +233,7 @@ def _add_like(name):
                   "and (``sub``) for bool operands.")
     fn_.__doc__ = f"In-place ``self {sign}= alpha * other``."
     _export(name, fn)
-    _export(name + "_", fn_)
+    _export(name + "_", fn_, op=inplace)
 
 
 _add_like("add")

@@ -43,12 +43,12 @@ def as_strided(self, size, stride, storage_offset=None):
     return ops.as_strided(self, tuple(size), tuple(stride), storage_offset)
 
 
-@method("transpose", "swapdims", "swapaxes")
+@method("transpose", "swapdims", "swapaxes", op=ops.transpose)
 def transpose(self, dim0, dim1):
     return ops.transpose(self, dim0, dim1)
 
 
-@method("t")
+@method("t", op=ops.t)
 def t(self):
     return ops.t(self)
 
