@@ -344,8 +344,25 @@ class Layout(NamedTuple):
 
     def view(self, shape) -> Layout | None:
         """The layout of ``view(shape)`` over the same memory, or None when a group of merged
-        dims is not memory-contiguous (PyTorch's ``computeStride``). ``shape`` has no -1."""
+        dims is not memory-contiguous (PyTorch's ``computeStride``). ``shape`` has no -1.
+        Memoised on (sizes, strides, shape): programs reshape the same few layouts."""
         shape = tuple(shape)
+        key = (self.sizes, self.strides, shape)
+        found = _VIEW_MEMO.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._view_strides(shape)
+            if len(_VIEW_MEMO) < 4096:
+                _VIEW_MEMO[key] = found
+        if found is None:
+            return None
+        return Layout(shape, found, self.offset)
+
+    def _view_strides(self, shape):
+        """Strides of ``view(shape)``, or None (the uncached body of :meth:`view`)."""
+        layout = self._view_layout(shape)
+        return None if layout is None else layout.strides
+
+    def _view_layout(self, shape) -> Layout | None:
         old_sizes, old_strides = self.sizes, self.strides
         if len(old_sizes) == 0:
             return Layout(shape, (1,) * len(shape), self.offset)
@@ -376,3 +393,7 @@ class Layout(NamedTuple):
         if view_d != -1:
             return None
         return Layout(shape, tuple(new_strides), self.offset)
+
+
+_VIEW_MEMO: dict = {}
+_MISSING = object()

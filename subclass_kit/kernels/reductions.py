@@ -47,6 +47,19 @@ def reduce_dims(self, dim, empty_is_all=True) -> tuple:
     if dim is None:
         return _ALL_DIMS[ndim] if ndim < 8 else tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    key = (ndim, dims, empty_is_all)
+    found = _DIMS_MEMO.get(key)
+    if found is None:
+        found = _reduce_dims(ndim, dims, empty_is_all)
+        if len(_DIMS_MEMO) < 4096:
+            _DIMS_MEMO[key] = found
+    return found
+
+
+_DIMS_MEMO: dict = {}
+
+
+def _reduce_dims(ndim, dims, empty_is_all) -> tuple:
     if not dims:
         return tuple(range(ndim)) if empty_is_all else ()
     seen = []
