@@ -98,25 +98,31 @@ def _bump(mutated):
 def _overloaded_types(op, args, kwargs) -> tuple:
     """Types of arguments overriding __tensor_dispatch__, each once, subclasses first."""
     found = []
-    for a in _iter_tensors(args, kwargs):
-        t = type(a)
-        if t in DISPATCH_TYPES and t not in found:
-            found.append(t)
-    return _order_types(found)
-
-
-def _iter_tensors(args, kwargs):
     for a in args:
-        if isinstance(a, (list, tuple)):
-            yield from a
-        else:
-            yield a
+        t = type(a)
+        if t in DISPATCH_TYPES:
+            if t not in found:
+                found.append(t)
+        elif t is list or t is tuple:
+            _collect(a, found)
     if kwargs:
         for a in kwargs.values():
-            if isinstance(a, (list, tuple)):
-                yield from a
-            else:
-                yield a
+            t = type(a)
+            if t in DISPATCH_TYPES:
+                if t not in found:
+                    found.append(t)
+            elif t is list or t is tuple:
+                _collect(a, found)
+    if not found:
+        return ()
+    return _order_types(found) if len(found) > 1 else tuple(found)
+
+
+def _collect(items, found):
+    for x in items:
+        t = type(x)
+        if t in DISPATCH_TYPES and t not in found:
+            found.append(t)
 
 
 def _order_types(found: list) -> tuple:
@@ -150,14 +156,19 @@ def dispatch(op, args, kwargs):
     for i in range(len(stack) - 1, -1, -1):
         mode = stack[i]
         tls.dispatch_modes = stack[:i]
-        if trace is not None:
+        if trace is None:
+            try:
+                res = mode.__tensor_dispatch__(op, types, args, kwargs)
+            finally:
+                tls.dispatch_modes = stack
+        else:
             trace(DispatchEvent("mode", op, mode, tls.depth))
-        tls.depth += 1
-        try:
-            res = mode.__tensor_dispatch__(op, types, args, kwargs)
-        finally:
-            tls.dispatch_modes = stack
-            tls.depth -= 1
+            tls.depth += 1
+            try:
+                res = mode.__tensor_dispatch__(op, types, args, kwargs)
+            finally:
+                tls.dispatch_modes = stack
+                tls.depth -= 1
         if res is not NotImplemented:
             return res
         if trace is not None:

@@ -102,7 +102,12 @@ def op_method(op, impl, name: str, reflected: bool = False):
     resolve = op._resolve_kernel
 
     def slow(args, kwargs):
-        if tls.function_modes or _function_types(args, kwargs):
+        if tls.function_modes:
+            return handle_function(method, impl, args, kwargs)
+        for a in args:
+            if type(a) in FUNCTION_TYPES:
+                return handle_function(method, impl, args, kwargs)
+        if kwargs and _function_types(args, kwargs):
             return handle_function(method, impl, args, kwargs)
         return impl(*args, **kwargs)
 
