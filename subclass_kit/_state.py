@@ -2,7 +2,7 @@
 
 One object per thread (``threading.local``); each flag has exactly one owner module that
 changes it through a context manager. See Note [Mode runs below itself] in ``mode.py`` and
-Note [Version counters] in ``registry.py``.
+Note [Version counters] in ``dispatch.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ class _TLS(threading.local):
         # Innermost mode last. A handler runs with the list cut below its own mode.
         self.dispatch_modes = []
         self.function_modes = []
-        # True while a subclass __tensor_dispatch__ handler (or a no_dispatch block) runs:
+        # True while a subclass __tensor_dispatch__ handler or a custom-op kernel runs:
         # ops called there are "below autograd": no version bumps, no view tracking
         # (PyTorch's AutoDispatchBelowADInplaceOrView).
         self.below = False

@@ -69,68 +69,14 @@ def dev_is_scalar_only(tensors, dev) -> bool:
     return all(not t._layout.sizes for t in tensors if t._storage.device is dev)
 
 
-def elementwise_strides(shape: tuple, layouts) -> tuple:
-    """Output strides of a pointwise op (TensorIterator's ``reorder_dimensions`` and
-    ``compatible_stride``): the output follows the memory order of its inputs, so
-    ``(x.t() + 1).stride() == x.t().stride()`` and channels-last stays channels-last.
-
-    ``layouts``: (sizes, strides) of each tensor operand, not yet broadcast.
-    """
-    ndim = len(shape)
-    if ndim <= 1:
-        return contiguous_strides(shape)
-    bstrides = []
-    for sizes, strides in layouts:
-        lead = ndim - len(sizes)
-        row = [0] * lead
-        for i, (sz, st) in enumerate(zip(sizes, strides)):
-            row.append(0 if sz == 1 and shape[lead + i] != 1 else st)
-        bstrides.append(row)
-    if all(_is_contig(shape, s) for s in bstrides):
-        return contiguous_strides(shape)
-    # perm[0] is the fastest-moving dim, as in TensorIterator.
-    perm = list(range(ndim - 1, -1, -1))
-
-    def should_swap(d0, d1):
-        for row in bstrides:
-            s0, s1 = row[d0], row[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 < s1:
-                return -1
-            if s0 > s1:
-                return 1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-
-    for i in range(1, ndim):
-        dim1 = i
-        for dim0 in range(i - 1, -1, -1):
-            cmp = should_swap(perm[dim0], perm[dim1])
-            if cmp > 0:
-                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-                dim1 = dim0
-            elif cmp < 0:
-                break
-    if perm == list(range(ndim - 1, -1, -1)):
-        return contiguous_strides(shape)
-    strides = [0] * ndim
-    acc = 1
-    for d in perm:
-        strides[d] = acc
-        acc *= shape[d]
-    return tuple(strides)
-
-
-def _is_contig(shape, strides) -> bool:
-    expected = 1
-    for size, stride in zip(reversed(shape), reversed(strides)):
-        if size != 1:
-            if stride != expected:
-                return False
-            expected *= size
-    return True
+def both_devices(op):
+    """Decorator: one function as both the cpu and the meta kernel of ``op`` (kernels that
+    only touch metadata: views, in-place view ops, factories that check their own device)."""
+    def deco(fn):
+        register_kernel(op, "cpu")(fn)
+        register_kernel(op, "meta")(fn)
+        return fn
+    return deco
 
 
 def check_no_internal_overlap(t: Tensor):

@@ -19,7 +19,7 @@ from ..layout import Layout, broadcast_shapes, channels_last_strides, contiguous
 from ..storage import CPU, Storage
 from ..tensor import make_tensor
 
-__all__ = ["alloc", "contig", "layout_of"]
+__all__ = ["alloc", "contig", "layout_of", "iter_strides"]
 
 _CONTIG: dict = {}
 
@@ -77,7 +77,7 @@ def _compute_layout_of_pairs(layouts):
     for lay in layouts:
         if lay[0] != sizes:
             sizes = broadcast_shapes(*(lay[0] for lay in layouts))
-            return sizes, _iter_strides(sizes, layouts)
+            return sizes, iter_strides(sizes, layouts)
     dense = contig(sizes)
     if 0 in sizes or all(Layout(*lay).is_contiguous() for lay in layouts):
         return sizes, dense
@@ -86,10 +86,10 @@ def _compute_layout_of_pairs(layouts):
     strides = layouts[0][1]
     if all(lay[1] == strides for lay in layouts) and _dense(sizes, strides):
         return sizes, strides
-    return sizes, _iter_strides(sizes, layouts)
+    return sizes, iter_strides(sizes, layouts)
 
 
-def _iter_strides(shape, layouts) -> tuple:
+def iter_strides(shape, layouts) -> tuple:
     """TensorIterator's output strides when ``fast_set_up`` does not apply
     (``compute_strides`` + ``reorder_dimensions`` + ``allocate_or_resize_outputs``): dims are
     sorted by the inputs' strides (broadcast dims ignored, ties to the smaller size), and the

@@ -21,11 +21,12 @@ from ._common import (
     Spec,
     check_no_internal_overlap,
     device_of,
-    elementwise_strides,
+    both_devices,
     new_tensor,
     register_rule,
     type_name,
 )
+from ._iter_layout import iter_strides
 from ._scalars import checked_scalar
 
 _rng = [np.random.default_rng(0)]
@@ -34,14 +35,6 @@ _rng = [np.random.default_rng(0)]
 def manual_seed(seed: int):
     """Seed the generator behind ``rand``/``randn``/``randint`` (PyTorch's ``manual_seed``)."""
     _rng[0] = np.random.default_rng(int(seed))
-
-
-def _both(op):
-    def deco(fn):
-        register_kernel(op, "cpu")(fn)
-        register_kernel(op, "meta")(fn)
-        return fn
-    return deco
 
 
 def check_size(size, name="size") -> tuple:
@@ -76,7 +69,7 @@ def check_requires_grad_dtype(dtype):
                            "gradients")
 
 
-@_both(ops.empty)
+@both_devices(ops.empty)
 def empty(size, *, dtype=None, device=None, requires_grad=None, memory_format=None):
     strides = None
     if memory_format is channels_last:
@@ -84,7 +77,7 @@ def empty(size, *, dtype=None, device=None, requires_grad=None, memory_format=No
     return _finish(_factory(size, dtype, device, strides), requires_grad)
 
 
-@_both(ops.empty_strided)
+@both_devices(ops.empty_strided)
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=None):
     size, stride = check_size(size), tuple(stride)
     if len(size) != len(stride):
@@ -105,7 +98,7 @@ def _fill_value_dtype(value):
     return dt.get_default_dtype()
 
 
-@_both(ops.full)
+@both_devices(ops.full)
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=None):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -117,7 +110,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=None):
     return _finish(t, requires_grad)
 
 
-@_both(ops.scalar_tensor)
+@both_devices(ops.scalar_tensor)
 def scalar_tensor(s, *, dtype=None, device=None):
     t = _factory((), dtype, device)
     if t._storage.device is not META:
@@ -125,7 +118,7 @@ def scalar_tensor(s, *, dtype=None, device=None):
     return t
 
 
-@_both(ops.arange)
+@both_devices(ops.arange)
 def arange(start, end, step=1, *, dtype=None, device=None, requires_grad=None):
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
@@ -147,7 +140,7 @@ def arange(start, end, step=1, *, dtype=None, device=None, requires_grad=None):
     return _finish(t, requires_grad)
 
 
-@_both(ops.eye)
+@both_devices(ops.eye)
 def eye(n, m, *, dtype=None, device=None, requires_grad=None):
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
@@ -180,7 +173,7 @@ register_kernel(ops.randn, "cpu")(_random("randn"))
 register_kernel(ops.randn, "meta")(_random("randn"))
 
 
-@_both(ops.randint)
+@both_devices(ops.randint)
 def randint(low, high, size, *, dtype=None, device=None, requires_grad=None):
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
@@ -197,7 +190,7 @@ def _preserved_strides(self, memory_format):
     if memory_format is None or memory_format is preserve_format:
         if layout.is_non_overlapping_and_dense():
             return layout.strides
-        return elementwise_strides(layout.sizes, [(layout.sizes, layout.strides)])
+        return iter_strides(layout.sizes, [(layout.sizes, layout.strides)])
     if memory_format is channels_last:
         return channels_last_strides(layout.sizes)
     return contiguous_strides(layout.sizes)
@@ -241,7 +234,7 @@ def _copy_check(self, src):
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
 
 
-@_both(ops.copy_)
+@both_devices(ops.copy_)
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
@@ -278,7 +271,7 @@ def _fill_value(value):
     return value
 
 
-@_both(ops.fill_)
+@both_devices(ops.fill_)
 def fill_(self, value):
     # PyTorch allows fill_/zero_ on expanded tensors (every alias gets the same value).
     _check_fill_value(value)
@@ -301,14 +294,14 @@ def _fill_fill(outs, spec, self, value):
 register_rule(ops.fill, _fill_rule, _fill_fill)
 
 
-@_both(ops.zero_)
+@both_devices(ops.zero_)
 def zero_(self):
     if self._storage.device is not META:
         self._array()[...] = 0
     return self
 
 
-@_both(ops._local_scalar_dense)
+@both_devices(ops._local_scalar_dense)
 def _local_scalar_dense(self):
     # The op reads the first element whatever the numel (``item()`` checks numel first).
     self._check_data("item")

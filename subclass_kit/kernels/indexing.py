@@ -31,24 +31,18 @@ from ..layout import (
     format_size,
     wrap_dim,
 )
-from ..registry import ops, register_kernel
+from ..registry import ops
 from ..storage import META
 from . import factories
-from ._common import Spec, check_no_internal_overlap, new_tensor, register_rule, type_name
+from ._common import (Spec, both_devices, check_no_internal_overlap, new_tensor, register_rule,
+                      type_name)
+from ._iter_layout import iter_strides
 from .shape import _NONZERO_META
 
 _INDEX_DTYPES = (dt.int64, dt.int32, dt.uint8, dt.bool_)
 _OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor "
             "refer to a single memory location. Please clone() the tensor before performing the "
             "operation.")
-
-
-def _both(op):
-    def deco(fn):
-        register_kernel(op, "cpu")(fn)
-        register_kernel(op, "meta")(fn)
-        return fn
-    return deco
 
 
 class _Index(NamedTuple):
@@ -189,43 +183,7 @@ def iterator_strides(shape: tuple, operands) -> tuple:
         if (all(lay.is_non_overlapping_and_dense() for lay in layouts)
                 and len({lay.strides for lay in layouts}) == 1):
             return layouts[0].strides
-    ndim = len(shape)
-    if ndim <= 1:
-        return contiguous_strides(shape)
-    rows = []
-    for lay in layouts:
-        lead = ndim - len(lay.sizes)
-        rows.append([0] * lead + [0 if sz == 1 and shape[lead + i] != 1 else st
-                                  for i, (sz, st) in enumerate(zip(lay.sizes, lay.strides))])
-
-    def should_swap(d0, d1):
-        for row in rows:
-            s0, s1 = row[d0], row[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 != s1:
-                return 1 if s0 > s1 else -1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-
-    perm = list(range(ndim - 1, -1, -1))  # perm[0] is the fastest-moving dim
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            cmp = should_swap(perm[d0], perm[d1])
-            if cmp > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif cmp < 0:
-                break
-    if perm == list(range(ndim - 1, -1, -1)):
-        return contiguous_strides(shape)
-    strides, acc = [0] * ndim, 1
-    for d in perm:
-        strides[d] = acc
-        acc *= shape[d]
-    return tuple(strides)
+    return iter_strides(shape, [(lay.sizes, lay.strides) for lay in layouts])
 
 
 def check_index_bounds(plan: Plan, out_strides=None):
@@ -265,7 +223,7 @@ def _index_device(self, indices):
     return self._storage.device
 
 
-@_both(ops.index)
+@both_devices(ops.index)
 def index(self, indices):
     """``self[indices]`` for a list of index tensors / None (advanced indexing; a copy)."""
     device = _index_device(self, indices)
@@ -328,7 +286,7 @@ def _mask_fill_target(self, indices, values):
     return before, mask, trail
 
 
-@_both(ops.index_put_)
+@both_devices(ops.index_put_)
 def index_put_(self, indices, values, accumulate=False):
     """``self[indices] = values`` (``accumulate``: ``+=``, duplicates add up). Values broadcast
     to the indexing result; dtypes must match. Raises before writing anything."""
@@ -389,7 +347,7 @@ def _masked_put(self, target, values):
     return self
 
 
-@_both(ops.index_put)
+@both_devices(ops.index_put)
 def index_put(self, indices, values, accumulate=False):
     """Functional ``index_put``: a clone of ``self`` (same strides) with the values put."""
     out = ops.clone._kernels[self._storage.device.type](self)
@@ -397,7 +355,7 @@ def index_put(self, indices, values, accumulate=False):
 
 
 # -- fill_.Tensor (what ``x[i] = number`` lowers to) --------------------------------------------
-@_both(ops.fill_.Tensor)
+@both_devices(ops.fill_.Tensor)
 def fill_tensor_(self, value):
     """``fill_`` with a 0-d tensor: PyTorch copies it (``copy_``), so unlike ``fill_(number)``
     an expanded ``self`` is rejected; a value on another device is read as a number."""

@@ -20,18 +20,9 @@ from ..layout import (
     resolve_negative_strides,
     wrap_dim,
 )
-from ..registry import ops, register_kernel
+from ..registry import ops
 from ..tensor import make_tensor, make_view
-from ._common import type_name
-
-
-def _both(op):
-    """Register one function as the cpu and the meta kernel of a view op."""
-    def deco(fn):
-        register_kernel(op, "cpu")(fn)
-        register_kernel(op, "meta")(fn)
-        return fn
-    return deco
+from ._common import both_devices, type_name
 
 
 def check_bounds(layout: Layout, dtype, storage, symbolic: bool = False):
@@ -74,7 +65,7 @@ def _view_layout(self, size) -> Layout:
     return layout
 
 
-@_both(ops.view)
+@both_devices(ops.view)
 def view(self, size):
     return make_view(self, _view_layout(self, size))
 
@@ -92,7 +83,7 @@ def _dtype_alias(self, layout, dtype):
     return t
 
 
-@_both(ops.view.dtype)
+@both_devices(ops.view.dtype)
 def view_dtype(self, dtype):
     """Reinterpret the bytes as ``dtype``: same itemsize keeps the layout; a smaller one
     multiplies the last dim, a larger one divides it. PyTorch's checks, in its order."""
@@ -131,7 +122,7 @@ def view_dtype(self, dtype):
     return _dtype_alias(self, Layout(sizes, strides, layout.offset // ratio), dtype)
 
 
-@_both(ops._unsafe_view)
+@both_devices(ops._unsafe_view)
 def _unsafe_view(self, size):
     # Not a view in the schema: the output is a fresh tensor over the (fresh) input storage.
     layout = _view_layout(self, size)
@@ -154,12 +145,12 @@ def _as_strided_layout(self, size, stride, storage_offset, inplace=False):
     return layout
 
 
-@_both(ops.as_strided)
+@both_devices(ops.as_strided)
 def as_strided(self, size, stride, storage_offset=None):
     return make_view(self, _as_strided_layout(self, size, stride, storage_offset))
 
 
-@_both(ops.transpose)
+@both_devices(ops.transpose)
 def transpose(self, dim0, dim1):
     n = len(self._layout.sizes)
     d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
@@ -173,7 +164,7 @@ def _t_layout(self, name="t"):
     return self._layout.transpose(0, 1) if n == 2 else self._layout
 
 
-@_both(ops.t)
+@both_devices(ops.t)
 def t(self):
     return make_view(self, _t_layout(self))
 
@@ -192,7 +183,7 @@ def _permute_dims(self, dims):
     return wrapped
 
 
-@_both(ops.permute)
+@both_devices(ops.permute)
 def permute(self, dims):
     return make_view(self, self._layout.permute(_permute_dims(self, dims)))
 
@@ -227,7 +218,7 @@ def expand_sizes(self, size) -> tuple:
     return tuple(out)
 
 
-@_both(ops.expand)
+@both_devices(ops.expand)
 def expand(self, size, *, implicit=False):
     return make_view(self, self._layout.expand(expand_sizes(self, size)))
 
@@ -243,12 +234,12 @@ def _squeeze_dims(self, dim):
     return seen if n else set()
 
 
-@_both(ops.squeeze.dims)
+@both_devices(ops.squeeze.dims)
 def squeeze(self, dim):
     return make_view(self, self._layout.squeeze(_squeeze_dims(self, dim)))
 
 
-@_both(ops.unsqueeze)
+@both_devices(ops.unsqueeze)
 def unsqueeze(self, dim):
     d = wrap_dim(dim, len(self._layout.sizes) + 1)
     return make_view(self, self._layout.unsqueeze(d))
@@ -266,7 +257,7 @@ def _select_layout(self, dim, index):
     return self._layout.select(d, index + size if index < 0 else index)
 
 
-@_both(ops.select)
+@both_devices(ops.select)
 def select(self, dim, index):
     return make_view(self, _select_layout(self, dim, index))
 
@@ -296,7 +287,7 @@ def _slice_layout(self, dim, start, end, step):
     return self._layout.slice(d, start, end, step)
 
 
-@_both(ops.slice)
+@both_devices(ops.slice)
 def slice_(self, dim=0, start=None, end=None, step=1):
     return make_view(self, _slice_layout(self, dim, start, end, step))
 
@@ -309,12 +300,12 @@ def _diagonal_layout(self, offset, dim1, dim2):
     return self._layout.diagonal(offset, d1, d2)
 
 
-@_both(ops.diagonal)
+@both_devices(ops.diagonal)
 def diagonal(self, offset=0, dim1=0, dim2=1):
     return make_view(self, _diagonal_layout(self, offset, dim1, dim2))
 
 
-@_both(ops.unfold)
+@both_devices(ops.unfold)
 def unfold(self, dimension, size, step):
     n = len(self._layout.sizes)
     d = wrap_dim(dimension, n)
@@ -352,7 +343,7 @@ def _split_views(self, sizes, d):
     return views
 
 
-@_both(ops.split)
+@both_devices(ops.split)
 def split(self, split_size, dim=0):
     n = len(self._layout.sizes)
     if n == 0:
@@ -361,7 +352,7 @@ def split(self, split_size, dim=0):
     return _split_views(self, _split_sizes(self._layout.sizes[d], split_size), d)
 
 
-@_both(ops.split_with_sizes)
+@both_devices(ops.split_with_sizes)
 def split_with_sizes(self, split_sizes, dim=0):
     n = len(self._layout.sizes)
     if n == 0:
@@ -379,7 +370,7 @@ def split_with_sizes(self, split_sizes, dim=0):
     return _split_views(self, sizes, d)
 
 
-@_both(ops.unbind)
+@both_devices(ops.unbind)
 def unbind(self, dim=0):
     n = len(self._layout.sizes)
     if n == 0:
@@ -389,17 +380,17 @@ def unbind(self, dim=0):
             for i in range(self._layout.sizes[d])]
 
 
-@_both(ops.alias)
+@both_devices(ops.alias)
 def alias(self):
     return make_view(self, self._layout)
 
 
-@_both(ops.lift_fresh)
+@both_devices(ops.lift_fresh)
 def lift_fresh(self):
     return self
 
 
-@_both(ops.detach)
+@both_devices(ops.detach)
 def detach(self):
     # Not a view for autograd (no _base), but it shares storage and version counter.
     # An inference tensor's detach() outside the mode gets a fresh, enabled counter (PyTorch's
@@ -420,13 +411,13 @@ ops.lift_fresh.tags.add("returns_input")
 
 
 # -- in-place metadata ops (PyTorch's inplace_view tag) -------------------------------------------
-@_both(ops.t_)
+@both_devices(ops.t_)
 def t_(self):
     self._set_layout(_t_layout(self, "t_"))
     return self
 
 
-@_both(ops.transpose_)
+@both_devices(ops.transpose_)
 def transpose_(self, dim0, dim1):
     n = len(self._layout.sizes)
     if n:
@@ -434,26 +425,26 @@ def transpose_(self, dim0, dim1):
     return self
 
 
-@_both(ops.unsqueeze_)
+@both_devices(ops.unsqueeze_)
 def unsqueeze_(self, dim):
     d = wrap_dim(dim, len(self._layout.sizes) + 1)
     self._set_layout(self._layout.unsqueeze(d))
     return self
 
 
-@_both(ops.squeeze_.dims)
+@both_devices(ops.squeeze_.dims)
 def squeeze_(self, dim):
     self._set_layout(self._layout.squeeze(_squeeze_dims(self, dim)))
     return self
 
 
-@_both(ops.as_strided_)
+@both_devices(ops.as_strided_)
 def as_strided_(self, size, stride, storage_offset=None):
     self._set_layout(_as_strided_layout(self, size, stride, storage_offset, inplace=True))
     return self
 
 
-@_both(ops.resize_)
+@both_devices(ops.resize_)
 def resize_(self, size, *, memory_format=None):
     size = tuple(size)
     if self.requires_grad:
@@ -475,7 +466,7 @@ def resize_changes(self, size, **kwargs) -> bool:
     return tuple(size) != self._layout.sizes
 
 
-@_both(ops.set_.source_Storage_storage_offset)
+@both_devices(ops.set_.source_Storage_storage_offset)
 def set_storage(self, source, storage_offset, size, stride=()):
     """Point ``self`` at ``source`` with the given layout (contiguous when ``stride`` is
     empty). Like PyTorch's cpu kernel, a storage too small for the layout is *grown*; errors
@@ -501,7 +492,7 @@ def set_storage(self, source, storage_offset, size, stride=()):
     return self
 
 
-@_both(ops.set_.source_Tensor)
+@both_devices(ops.set_.source_Tensor)
 def set_tensor(self, source):
     if source._dtype is not self._dtype:
         raise RuntimeError(f"Could not set tensor of type {type_name(source._dtype)} to a tensor "
