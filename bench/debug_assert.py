@@ -5,8 +5,8 @@ tensors, where per-op overhead dominates) under ``DebugAssertMode()`` and
 Targets: checked <= 2x unchecked, with ``check_data`` <= 5x. The ratio is ours vs ours: in
 run.py's table the torch column stays empty and the ratio column of these rows reads
 "checked / unchecked" (said in the notes). Run it with
-``python bench/run.py --only debug_assert`` once ``debug_assert`` is listed in run.py's
-``FAMILIES``, or on its own: ``python bench/debug_assert.py`` prints ``run()``'s figures.
+``python bench/run.py --only debug_assert``, or on its own: ``python bench/debug_assert.py``
+prints ``run()``'s figures.
 
 Timing uses process CPU time (min over interleaved rounds): on a shared machine wall-clock
 medians move by 2x between runs, CPU-time minima by a few percent.

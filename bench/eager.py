@@ -178,7 +178,7 @@ def _sk_wrapper_factory():
         @classmethod
         def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            unwrap = lambda t: t.elem  # noqa: E731
+            unwrap = lambda t: t.elem
             out = func(*tree_map_only(Wrapper, unwrap, args),
                        **tree_map_only(Wrapper, unwrap, kwargs))
             out = tree_map_only(sk.Tensor, Wrapper.wrap, out)
@@ -201,8 +201,8 @@ def _sk_wrapper_factory():
 def _torch_wrapper_factory():
     """The same wrapper in torch: _make_wrapper_subclass + __torch_dispatch__."""
     torch = import_torch()
-    from torch.utils._pytree import tree_map_only
     from torch.utils._python_dispatch import return_and_correct_aliasing
+    from torch.utils._pytree import tree_map_only
 
     class Wrapper(torch.Tensor):
         __torch_function__ = torch._C._disabled_torch_function_impl
@@ -218,7 +218,7 @@ def _torch_wrapper_factory():
         @classmethod
         def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            unwrap = lambda t: t.elem  # noqa: E731
+            unwrap = lambda t: t.elem
             out = func(*tree_map_only(Wrapper, unwrap, args),
                        **tree_map_only(Wrapper, unwrap, kwargs))
             out = tree_map_only(torch.Tensor, Wrapper, out)

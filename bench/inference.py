@@ -26,7 +26,7 @@ from eager import N_OPS, _check, _inputs, chain
 from harness import CLOCK, SK, TORCH, Case, Result, Skip, import_torch
 
 TARGET = 0.80
-DEFAULT_REPEATS = 41
+DEFAULT_REPEATS = 25
 WARMUP = 2
 
 WIDTH, BATCH, LAYERS = 64, 8, 3

@@ -1,7 +1,7 @@
 """Benchmarks: subclass_kit next to torch and numpy, in one run, on one thread.
 
     python bench/run.py                      # every case, a table with sk/torch ratios
-    python bench/run.py --only eager_chain   # one case (or a family: eager, gpt2_meta, import)
+    python bench/run.py --only eager_chain   # one case, or a family (a FAMILIES name)
     python bench/run.py --json               # the results as JSON on stdout
     python bench/run.py --list               # the registered cases
 
