@@ -117,8 +117,25 @@ def tree_unflatten(leaves, spec: TreeSpec):
     return _unflatten(spec, iter(leaves))
 
 
+def _is_flat(tree) -> bool:
+    """A plain list/tuple/dict whose items are all leaves (the shape of dispatch args/kwargs)."""
+    items = tree.values() if type(tree) is dict else tree
+    for x in items:
+        if type(x) in _NODES or (isinstance(x, tuple) and hasattr(type(x), "_fields")):
+            return False
+    return True
+
+
 def tree_map(fn: Callable, tree: Any, *rests: Any):
     """Apply ``fn`` to every leaf (and the matching leaves of ``rests``), keeping the structure."""
+    t = type(tree)
+    if not rests and (t is tuple or t is list or t is dict) and _is_flat(tree):
+        # Fast path for dispatch handlers: one level of leaves, no spec to build.
+        if t is dict:
+            return {k: fn(v) for k, v in tree.items()}
+        return t([fn(x) for x in tree])
+    if not rests and t not in _NODES and not isinstance(tree, tuple):
+        return fn(tree)
     leaves, spec = tree_flatten(tree)
     others = [spec_leaves for spec_leaves, _ in (tree_flatten(r) for r in rests)]
     return tree_unflatten([fn(x, *xs) for x, *xs in zip(leaves, *others)], spec)

@@ -16,7 +16,8 @@ from .layout import Layout, contiguous_strides
 from . import _dtype as dt
 from .registry import get_kernel
 from .storage import Storage, device as _device
-from .tensor import Tensor, make_tensor
+from .dispatch import DISPATCH_TYPES
+from .tensor import Size, Tensor, make_tensor
 
 __all__ = ["make_subclass", "make_wrapper_subclass", "return_and_correct_aliasing",
            "is_traceable_wrapper_subclass", "transform_subclass"]
@@ -57,17 +58,26 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
     ``__tensor_dispatch__`` (TypeError otherwise, as PyTorch). Inside inference mode the wrapper
     is an inference tensor.
     """
-    _check_cls(cls)
-    if cls.__tensor_dispatch__.__func__ is Tensor.__tensor_dispatch__.__func__:
+    if cls not in DISPATCH_TYPES:
+        _check_cls(cls)
         raise TypeError(f"{cls.__name__} must define __tensor_dispatch__")
-    size = tuple(int(s) for s in size)
-    strides = contiguous_strides(size) if strides is None else tuple(int(s) for s in strides)
+    # Handlers build a wrapper per op: skip conversions when arguments are already canonical.
+    if type(size) is not tuple and type(size) is not Size:
+        size = tuple(int(s) for s in size)
+    if strides is None:
+        strides = contiguous_strides(size)
+    elif type(strides) is not tuple:
+        strides = tuple(int(s) for s in strides)
     if len(strides) != len(size):
         raise RuntimeError("mismatch in length of strides and shape")
-    dtype = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
-    layout = Layout(size, strides, int(storage_offset or 0))
+    if dtype is None:
+        dtype = dt.get_default_dtype()
+    elif dtype.__class__ is not dt.dtype:
+        dtype = dt.to_dtype(dtype)
+    layout = Layout(tuple(size), strides, int(storage_offset or 0))
     nbytes = layout.storage_extent() * dtype.itemsize
-    storage = Storage(nbytes, _device(device or "cpu"), dataless=True)
+    storage = Storage(nbytes, device if device.__class__ is _device else _device(device or "cpu"),
+                      dataless=True)
     t = make_tensor(storage, layout, dtype, cls)
     if requires_grad:
         t.requires_grad_(True)
