@@ -48,13 +48,26 @@ def public_api(impl):
 
 def _function_types(args, kwargs) -> tuple:
     found = []
-    for a in list(args) + list(kwargs.values()):
-        items = a if isinstance(a, (list, tuple)) else (a,)
-        for x in items:
-            t = type(x)
-            if t in FUNCTION_TYPES and t not in found:
-                found.append(t)
-    return _order_types(found)
+    for a in args:
+        _add_function_type(a, found)
+    if kwargs:
+        for a in kwargs.values():
+            _add_function_type(a, found)
+    if not found:
+        return ()
+    return _order_types(found) if len(found) > 1 else tuple(found)
+
+
+def _add_function_type(a, found):
+    t = type(a)
+    if t in FUNCTION_TYPES:
+        if t not in found:
+            found.append(t)
+    elif t is list or t is tuple:
+        for x in a:
+            tx = type(x)
+            if tx in FUNCTION_TYPES and tx not in found:
+                found.append(tx)
 
 
 def handle_function(public, impl, args, kwargs):

@@ -147,12 +147,18 @@ class Tensor:
         """Default: run ``func`` and return Tensor results as ``cls`` (PyTorch's default
         ``__torch_function__``). Declines unless ``cls`` is a subclass of every type in
         ``types``."""
-        if not all(issubclass(cls, t) for t in types):
-            return NotImplemented
+        for t in types:
+            if not issubclass(cls, t):
+                return NotImplemented
         prev = tls.function_subclass_disabled
         tls.function_subclass_disabled = True
+        # With no function mode left to consult, the public wrapper would only find the
+        # subclass arguments again and call its implementation: call that directly.
+        run = func
+        if not tls.function_modes:
+            run = getattr(func, "__wrapped_impl__", func)
         try:
-            ret = func(*args, **(kwargs or {}))
+            ret = run(*args, **(kwargs or {}))
         finally:
             tls.function_subclass_disabled = prev
         return _convert(ret, cls, args)
