@@ -11,6 +11,7 @@ new tensors are inference tensors (no version counter, untracked views) -- see
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 from typing import NamedTuple
 
@@ -131,5 +132,7 @@ def inference_mode(mode: bool = True):
     untracked, cheaper ops. ``inference_mode(False)`` inside turns grad on and inference off.
     Implemented by ``modes.InferenceMode`` (imported on first use).
     """
-    from modes.inference import InferenceMode
-    return InferenceMode(mode)
+    # The implementation lives in modes/ (built on the public API); imported on first use so
+    # the core never needs the modes package to build.
+    inference = importlib.import_module("modes.inference")
+    return inference.InferenceMode(mode)

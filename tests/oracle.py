@@ -220,3 +220,35 @@ def same_storage(a, b) -> bool:
     if isinstance(a, sk.Tensor):
         return a.untyped_storage() is b.untyped_storage()
     return a.untyped_storage()._cdata == b.untyped_storage()._cdata
+
+
+# -- op streams: the same recording mode in both libraries -----------------------------------------
+class SkOpLog(sk.DispatchMode):
+    """Records the ops a program dispatches: ``name`` or ``name.overload`` (``overloads=True``),
+    leaving out names in ``skip``."""
+
+    def __init__(self, overloads=False, skip=()):
+        self.ops, self.overloads, self.skip = [], overloads, frozenset(skip)
+
+    def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.name not in self.skip:
+            self.ops.append(f"{func.name}.{func.overload}" if self.overloads else func.name)
+        return func(*args, **(kwargs or {}))
+
+
+def torch_op_log(overloads=False, skip=()):
+    """A TorchDispatchMode recording names the way :class:`SkOpLog` does."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class TorchOpLog(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func._schema.name.split("::")[1]
+            if name not in skip:
+                self.ops.append(f"{name}.{func._overloadname}" if overloads else name)
+            return func(*args, **(kwargs or {}))
+
+    return TorchOpLog()

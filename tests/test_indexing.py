@@ -21,8 +21,7 @@ torch = pytest.importorskip("torch", reason="torch is the oracle for indexing")
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis generates the index tuples")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import assert_same, normalize_message, same_storage
-from torch.utils._python_dispatch import TorchDispatchMode
+from oracle import SkOpLog, assert_same, normalize_message, same_storage, torch_op_log
 
 FUZZ = settings(max_examples=600, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
@@ -34,23 +33,11 @@ def _rare(draw, n) -> bool:
 
 
 # -- op logging in both libraries ---------------------------------------------------------------
-class SkLog(sk.DispatchMode):
-    def __init__(self):
-        self.ops = []
+def SkLog():
+    return SkOpLog(overloads=True)
 
-    def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(f"{func.name}.{func.overload}")
-        return func(*args, **(kwargs or {}))
-
-
-class TorchLog(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(f"{func._schema.name.split('::')[1]}.{func._overloadname}")
-        return func(*args, **(kwargs or {}))
+def TorchLog():
+    return torch_op_log(overloads=True)
 
 
 # -- building the same inputs in both libraries --------------------------------------------------

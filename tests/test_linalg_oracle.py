@@ -20,30 +20,17 @@ pytest.importorskip("hypothesis", reason="hypothesis generates the shapes")
 import torch.nn.functional as TF  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from oracle import assert_same, normalize_message, to_sk  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from oracle import SkOpLog, assert_same, normalize_message, to_sk, torch_op_log  # noqa: E402
 
 F = sk.nn.functional
 
 
 # -- helpers -------------------------------------------------------------------------------------
-class SkLog(sk.DispatchMode):
-    def __init__(self):
-        self.ops = []
+def SkLog():
+    return SkOpLog()
 
-    def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(func.name)
-        return func(*args, **(kwargs or {}))
-
-
-class TorchLog(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(func._schema.name.split("::")[1])
-        return func(*args, **(kwargs or {}))
+def TorchLog():
+    return torch_op_log()
 
 
 def make(shape, layout="contig", dtype=torch.float32, seed=0):
