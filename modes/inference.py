@@ -11,15 +11,12 @@ The mode intercepts no op: it costs nothing per op, it only removes work.
 
 from __future__ import annotations
 
-import functools
-import inspect
-
 import subclass_kit as sk
 
 __all__ = ["InferenceMode"]
 
 
-class InferenceMode:
+class InferenceMode(sk.DecoratorContextManager):
     """Context manager and decorator: ``with InferenceMode():`` / ``@InferenceMode()``.
 
     ``mode=False`` disables inference mode (and enables grad) inside an enclosing one.
@@ -43,17 +40,3 @@ class InferenceMode:
 
     def clone(self):
         return InferenceMode(self.mode)
-
-    def __call__(self, fn):
-        if inspect.isgeneratorfunction(fn):
-            @functools.wraps(fn)
-            def gen(*args, **kwargs):
-                with self.clone():
-                    yield from fn(*args, **kwargs)
-            return gen
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.clone():
-                return fn(*args, **kwargs)
-        return wrapper

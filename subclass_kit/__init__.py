@@ -47,6 +47,7 @@ from .tensor import channels_last as channels_last
 from .tensor import contiguous_format as contiguous_format
 from .tensor import disabled_tensor_function as disabled_tensor_function
 from .tensor import preserve_format as preserve_format
+from .grad_mode import DecoratorContextManager as DecoratorContextManager
 from .grad_mode import GradState as GradState
 from .grad_mode import enable_grad as enable_grad
 from .grad_mode import grad_state as grad_state

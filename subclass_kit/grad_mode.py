@@ -18,7 +18,8 @@ from typing import NamedTuple
 from ._state import tls
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "GradState",
-           "grad_state", "set_grad_state", "is_inference_mode_enabled"]
+           "grad_state", "set_grad_state", "is_inference_mode_enabled",
+           "DecoratorContextManager"]
 
 
 class GradState(NamedTuple):
@@ -51,8 +52,11 @@ def is_inference_mode_enabled() -> bool:
     return tls.inference
 
 
-class _DecoratorContextManager:
-    """A context manager that can also decorate functions (and generator functions)."""
+class DecoratorContextManager:
+    """Base for context managers that also decorate functions (and generator functions): each
+    decorated call runs under a fresh ``clone()``, so recursion and generators nest correctly
+    (PyTorch's ``_DecoratorContextManager``). Subclasses implement ``__enter__``/``__exit__`` and,
+    when their constructor takes arguments, ``clone``."""
 
     def clone(self):
         return self.__class__()
@@ -75,7 +79,7 @@ class _DecoratorContextManager:
         return wrapper
 
 
-class no_grad(_DecoratorContextManager):
+class no_grad(DecoratorContextManager):
     """Disable grad mode in this thread (``with sk.no_grad():`` or ``@sk.no_grad()``)."""
 
     def __enter__(self):
@@ -88,7 +92,7 @@ class no_grad(_DecoratorContextManager):
         return False
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(DecoratorContextManager):
     """Enable grad mode in this thread (inside ``no_grad`` too)."""
 
     def __enter__(self):
@@ -101,7 +105,7 @@ class enable_grad(_DecoratorContextManager):
         return False
 
 
-class set_grad_enabled(_DecoratorContextManager):
+class set_grad_enabled(DecoratorContextManager):
     """Set grad mode to ``mode``: takes effect immediately (like PyTorch, also as a plain call)
     and is restored when used as a context manager."""
 

@@ -252,3 +252,32 @@ def torch_op_log(overloads=False, skip=()):
             return func(*args, **(kwargs or {}))
 
     return TorchOpLog()
+
+
+class Wrapper(sk.Tensor):
+    """A pass-through wrapper subclass (the real tensor is ``elem``): unwrap, compute, rewrap,
+    ``sk.return_and_correct_aliasing`` -- the shape every correct wrapper has."""
+
+    __tensor_function__ = sk.disabled_tensor_function
+
+    @staticmethod
+    def wrap(elem):
+        w = sk.make_wrapper_subclass(Wrapper, elem.shape, elem.stride(), elem.storage_offset(),
+                                     dtype=elem.dtype, device=elem.device)
+        w.elem = elem
+        return w
+
+    @classmethod
+    def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*sk.pytree.tree_map_only(cls, lambda t: t.elem, args),
+                   **sk.pytree.tree_map_only(cls, lambda t: t.elem, kwargs))
+        out = sk.pytree.tree_map_only(sk.Tensor, cls.wrap, out)
+        return sk.return_and_correct_aliasing(func, args, kwargs, out)
+
+    def __tensor_flatten__(self):
+        return ["elem"], None
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
+        return Wrapper.wrap(inner["elem"])

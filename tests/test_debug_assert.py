@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 import subclass_kit as sk
+from oracle import Wrapper
 from modes import DebugAssertError, DebugAssertMode
 from modes.debug_assert import EXEMPTIONS, RULES, Violation, exemptions
 
@@ -145,35 +146,6 @@ def test_inference_tensors_and_inference_mode():
     assert mode.violations == []
     assert n._version == 1
     del b, d, e, f
-
-
-class Wrapper(sk.Tensor):
-    """A correct wrapper subclass: unwrap, compute, rewrap, return_and_correct_aliasing."""
-
-    __tensor_function__ = sk.disabled_tensor_function
-
-    @staticmethod
-    def wrap(elem):
-        w = sk.make_wrapper_subclass(Wrapper, elem.shape, elem.stride(), elem.storage_offset(),
-                                     dtype=elem.dtype, device=elem.device)
-        w.elem = elem
-        return w
-
-    @classmethod
-    def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
-        def unwrap(t):
-            return t.elem if isinstance(t, Wrapper) else t
-        out = func(*sk.pytree.tree_map(unwrap, args),
-                   **sk.pytree.tree_map(unwrap, kwargs or {}))
-        out = sk.pytree.tree_map_only(sk.Tensor, Wrapper.wrap, out)
-        return sk.return_and_correct_aliasing(func, args, kwargs, out)
-
-    def __tensor_flatten__(self):
-        return ["elem"], None
-
-    @staticmethod
-    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
-        return Wrapper.wrap(inner["elem"])
 
 
 class Direct(sk.Tensor):

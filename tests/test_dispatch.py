@@ -5,6 +5,7 @@ import threading
 import pytest
 
 import subclass_kit as sk
+from oracle import Wrapper
 from subclass_kit import ops
 
 
@@ -97,34 +98,6 @@ def test_mode_stacks_are_thread_local():
         th.start()
         th.join()
     assert seen == [0]
-
-
-class Wrapper(sk.Tensor):
-    """A pass-through wrapper subclass that keeps the real tensor in ``elem``."""
-
-    __tensor_function__ = sk.disabled_tensor_function
-
-    @staticmethod
-    def wrap(elem):
-        w = sk.make_wrapper_subclass(Wrapper, elem.shape, elem.stride(), elem.storage_offset(),
-                                     dtype=elem.dtype, device=elem.device)
-        w.elem = elem
-        return w
-
-    @classmethod
-    def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
-        unwrap = lambda t: t.elem if isinstance(t, Wrapper) else t  # noqa: E731
-        out = func(*sk.pytree.tree_map(unwrap, args),
-                   **sk.pytree.tree_map(unwrap, kwargs or {}))
-        out = sk.pytree.tree_map_only(sk.Tensor, lambda t: Wrapper.wrap(t), out)
-        return sk.return_and_correct_aliasing(func, args, kwargs, out)
-
-    def __tensor_flatten__(self):
-        return ["elem"], None
-
-    @staticmethod
-    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
-        return Wrapper.wrap(inner["elem"])
 
 
 def test_wrapper_subclass_aliasing_and_inplace_identity():

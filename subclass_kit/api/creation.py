@@ -170,6 +170,8 @@ def empty(*size, dtype=None, device=None, memory_format=None):
 
 @factory
 def zeros(*size, dtype=None, device=None):
+    """Tensor of ``size`` filled with 0 (default float dtype). Raises RuntimeError
+    "zeros: Dimension size must be non-negative." for a negative size, as ``torch.zeros``."""
     if any(isinstance(s, int) and s < 0 for s in size_args(size)):
         raise RuntimeError("zeros: Dimension size must be non-negative.")
     return ops.full(size_args(size), 0.0 if dtype is None else 0,
@@ -178,17 +180,21 @@ def zeros(*size, dtype=None, device=None):
 
 @factory
 def ones(*size, dtype=None, device=None):
+    """Tensor of ``size`` filled with 1 (default float dtype), as ``torch.ones``."""
     return ops.full(size_args(size), 1.0 if dtype is None else 1,
                     **_kw(dtype or dt.get_default_dtype(), device))
 
 
 @factory
 def full(size, fill_value, *, dtype=None, device=None):
+    """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value (bool,
+    int64, default float) as ``torch.full``. Raises RuntimeError when the value overflows dtype."""
     return ops.full(tuple(size), fill_value, **_kw(dtype, device))
 
 
 @public_api
 def scalar_tensor(s, *, dtype=None, device=None):
+    """A 0-d tensor holding the number ``s`` (``torch.scalar_tensor``)."""
     return ops.scalar_tensor(s, dtype=dtype, device=device)
 
 
@@ -202,16 +208,22 @@ def arange(start, end=None, step=1, *, dtype=None, device=None):
 
 @factory
 def eye(n, m=None, *, dtype=None, device=None):
+    """An ``(n, m)`` identity matrix (``m`` defaults to ``n``); RuntimeError for negative
+    sizes, as ``torch.eye``."""
     return ops.eye(n, n if m is None else m, **_kw(dtype, device))
 
 
 @factory
 def rand(*size, dtype=None, device=None):
+    """Uniform [0, 1) samples of ``size`` from the generator seeded by ``sk.manual_seed``
+    (values differ from torch's stream). NotImplementedError for integer dtypes, as torch."""
     return ops.rand(size_args(size), **_kw(dtype, device))
 
 
 @factory
 def randn(*size, dtype=None, device=None):
+    """Standard normal samples of ``size`` (``torch.randn``; numpy stream, not torch's).
+    NotImplementedError for integer dtypes."""
     return ops.randn(size_args(size), **_kw(dtype, device))
 
 
@@ -225,6 +237,8 @@ def randint(low, high=None, size=None, *, dtype=None, device=None):
 
 @factory
 def empty_strided(size, stride, *, dtype=None, device=None):
+    """Uninitialised tensor with the given sizes and strides (elements), as
+    ``torch.empty_strided``. RuntimeError when their lengths differ or a size is negative."""
     return ops.empty_strided(tuple(size), tuple(stride), **_kw(dtype, device))
 
 
@@ -240,26 +254,31 @@ def empty_like(input, *, dtype=None, device=None, memory_format=None):
 
 @factory
 def zeros_like(input, *, dtype=None, device=None, memory_format=None):
+    """Zeros with ``input``'s shape, dtype, device and (dense) strides (``torch.zeros_like``)."""
     return ops.zeros_like(input, **_like_kwargs(dtype, device, memory_format))
 
 
 @factory
 def ones_like(input, *, dtype=None, device=None, memory_format=None):
+    """Ones with ``input``'s shape, dtype, device and (dense) strides (``torch.ones_like``)."""
     return ops.ones_like(input, **_like_kwargs(dtype, device, memory_format))
 
 
 @factory
 def full_like(input, fill_value, *, dtype=None, device=None,
               memory_format=None):
+    """``fill_value`` with ``input``'s shape, dtype, device and strides (``torch.full_like``)."""
     return ops.full_like(input, fill_value,
                          **_like_kwargs(dtype, device, memory_format))
 
 
 @factory
 def rand_like(input, *, dtype=None, device=None, memory_format=None):
+    """Uniform [0, 1) samples shaped like ``input`` (``torch.rand_like``)."""
     return ops.rand_like(input, **_like_kwargs(dtype, device, memory_format))
 
 
 @factory
 def randn_like(input, *, dtype=None, device=None, memory_format=None):
+    """Standard normal samples shaped like ``input`` (``torch.randn_like``)."""
     return ops.randn_like(input, **_like_kwargs(dtype, device, memory_format))
