@@ -103,7 +103,8 @@ def debug_assert_overhead(repeats=None) -> list:
         r.values[SK] = us[name]
         r.unchecked = us["unchecked"]
         r.notes.append(f"ratio column = {name} / unchecked subclass_kit ({us['unchecked']:.3g} "
-                       f"us/op), not sk/torch; a no-op mode alone: {ratio['noop_mode']:.2f}x")
+                       f"us/op), not sk/torch; a no-op mode alone: {ratio['noop_mode']:.2f}x, "
+                       f"the checker's own cost: {us[name] - us['noop_mode']:.2f} us/op")
         rows.append(r)
     return rows
 
@@ -118,6 +119,9 @@ if __name__ == "__main__":
     figures = run()
     for name, value in figures["us_per_op"].items():
         print(f"{name:12} {value:7.2f} us/op")
+    us = figures["us_per_op"]
+    print(f"{'own cost':12} {us['checked'] - us['noop_mode']:7.2f} us/op checked, "
+          f"{us['check_data'] - us['noop_mode']:.2f} with check_data (over the no-op mode)")
     for name, value in figures["ratio"].items():
         target = figures["targets"].get(name)
         verdict = "" if target is None else f"  (target <= {target:g}: " \

@@ -68,6 +68,14 @@ what comes back from the handlers below it.
   arguments) passes the op down to the checker, whose ``func`` call then runs the subclass
   handler with neither mode on the stack: enter the checker inside such a mode instead.
 
+What it costs: each op gets a check plan and a compiled filter on first sight
+(``modes/debug_assert_plan.py``): straight-line tests of identities (same Storage, same layout
+object, version moved by the expected bump, output fresh or aliased as the schema says) that
+let a clean op through at a fraction of its own cost; anything they do not pass, and every
+subclass or TensorList argument, goes through the general checks below, which apply each rule
+and write the messages. On small tensors the checker's own work costs much less than having a
+dispatch mode at all (``bench/debug_assert.py`` prints both).
+
 ``pytest --debug-asserts`` runs every test under this mode (``modes/pytest_plugin.py``).
 """
 
@@ -77,6 +85,20 @@ import sys
 from dataclasses import dataclass
 
 import subclass_kit as sk
+
+from .debug_assert_plan import (
+    FRESH,
+    FRESH_REFS,
+    MUT,
+    OTHER,
+    SLOW,
+    VIEW,
+    Plan,
+    compile_filter,
+    crowded_outputs,
+    data_of,
+    state,
+)
 
 __all__ = ["DebugAssertMode", "DebugAssertError", "Violation", "RULES", "EXEMPTIONS",
            "exemptions"]
@@ -116,9 +138,6 @@ _FIX = {
 _Tensor = sk.Tensor
 _getrefcount = sys.getrefcount
 _is_below_autograd = sk.is_below_autograd
-# The implementation behind Tensor.numpy, called without the function level so that function
-# modes do not see the checker's reads (a public_api callable exposes it as __wrapped_impl__).
-_numpy_impl = getattr(_Tensor.numpy, "__wrapped_impl__", None) or _Tensor.numpy
 
 
 class DebugAssertError(RuntimeError):
@@ -152,104 +171,24 @@ def exemptions(op) -> frozenset:
     return out
 
 
-# -- per-op facts, computed once from the schema ---------------------------------------------------
-_MUT, _VIEW, _FRESH, _OTHER = 0, 1, 2, 3
+# -- the mode ------------------------------------------------------------------------------------
+_PLANS: dict = {}                  # op -> Plan, filled on first sight (custom ops included)
+_FILTERS: dict = {}                # op -> its compiled filter
+_FILTERS_DATA: dict = {}           # op -> its compiled filter with check_data
+_NO_KWARGS: dict = {}
 
 
-class _Facts:
-    """What the checker needs to know about one op, read from its schema and tags once."""
-
-    __slots__ = ("name", "schema_text", "inputs", "arg_names", "returns", "single", "simple",
-                 "count_refs", "exempt", "swaps", "bump_if", "writes")
-
-    def __init__(self, op):
-        schema = op.schema
-        self.name = f"{schema.name}.{op.overload}"
-        self.schema_text = str(schema)
-        # (position, name, is a list, written by the op)
-        self.inputs = tuple((i, a.name, a.is_tensor_list, a.is_write)
-                            for i, a in enumerate(schema.arguments)
-                            if a.is_tensor or a.is_tensor_list)
-        self.arg_names = tuple(a.name for a in schema.arguments)
-        self.writes = any(w for *_, w in self.inputs)
-        views = {ri: ai for ai, ri in schema.view_pairs}
-        rets = []
-        for ri, r in enumerate(schema.returns):
-            if not r.type.startswith("Tensor"):
-                rets.append((_OTHER, None, False))
-            elif r.alias is not None and r.alias.is_write:
-                ai = next((i for i, a in enumerate(schema.arguments) if a.alias is not None
-                           and a.alias.alias_sets & r.alias.alias_sets), None)
-                rets.append((_MUT, ai, r.is_tensor_list))
-            elif ri in views:
-                rets.append((_VIEW, views[ri], r.is_tensor_list))
-            else:
-                rets.append((_FRESH, None, r.is_tensor_list))
-        self.returns = tuple(rets)
-        self.single = len(schema.returns) == 1 and not schema.returns_tuple
-        # The kind of a single non-list return (the handler's fast path), _OTHER for the rest,
-        # None when there is no Tensor return at all.
-        if not any(k != _OTHER for k, _, _ in rets):
-            self.simple = None
-        elif self.single and not rets[0][2] and (
-                rets[0][0] != _VIEW or rets[0][1] == self.inputs[0][0]):
-            self.simple = rets[0][0]
-        else:
-            self.simple = _OTHER
-        self.exempt = exemptions(op)
-        # Reference counts matter for out-of-place returns (fresh and views) only.
-        self.count_refs = "output_not_fresh" not in self.exempt and any(
-            k in (_FRESH, _VIEW) for k, _, _ in rets)
-        self.swaps = "input_replaced" in self.exempt
-        self.bump_if = getattr(op, "bump_if", None)
+def _plan(op):
+    plan = _PLANS.get(op)
+    if plan is None:
+        plan = _PLANS[op] = Plan(op, exemptions(op))
+    return plan
 
 
-_FACTS: dict = {}   # op -> _Facts, filled on first sight (custom ops included)
-
-
-# -- reference counts ----------------------------------------------------------------------------
-class _Probe:
-    pass
-
-
-def _item_refs(seq, k):
-    """References to element ``k`` of a tuple/list output (the container's plus ours)."""
-    return _getrefcount(seq[k])
-
-
-def _calibrate():
-    # The handler's frame shape: one local holds a fresh output and asks for its count.
-    out = _Probe()
-    single = _getrefcount(out)
-    seq = (_Probe(),)
-    return single, _item_refs(seq, 0)
-
-
-_FRESH_REFS, _FRESH_ITEM_REFS = _calibrate()
-
-
-# -- data snapshots ------------------------------------------------------------------------------
-def _data(t):
-    """The bytes of ``t``'s elements, a tuple of them for a wrapper's inner tensors, or None
-    when there is no data (meta, data-less wrappers without ``__tensor_flatten__``)."""
-    if type(t) is _Tensor:
-        if t.is_meta:
-            return None
-        return _numpy_impl(t, force=True).tobytes()
-    if sk.is_traceable_wrapper_subclass(t):
-        names, _ = t.__tensor_flatten__()
-        inner = tuple(getattr(t, n) for n in names)
-        return tuple(_data(x) if isinstance(x, _Tensor) else None for x in inner)
-    if t.is_meta or t.data_ptr() == 0:
-        return None
-    return _numpy_impl(t.data, force=True).tobytes()
-
-
-def _version(t):
-    try:
-        return t._version
-    except RuntimeError:  # inference tensors have no counter
-        return None
+def _filter(op, check_data: bool):
+    fast = compile_filter(_plan(op), check_data, _post)
+    (_FILTERS_DATA if check_data else _FILTERS)[op] = fast
+    return fast
 
 
 class DebugAssertMode(sk.DispatchMode):
@@ -271,96 +210,47 @@ class DebugAssertMode(sk.DispatchMode):
                 f"check_data={self.check_data})")
 
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
-        # The hot path: plain loops, no pytree, facts from the schema cached per op.
+        # The op's compiled filter answers for plain tensors (modes/debug_assert_plan.py).
+        check_data = self.check_data
+        fast = (_FILTERS_DATA if check_data else _FILTERS).get(func) or _filter(func, check_data)
+        out = fast(self, func, types, args, kwargs)
+        if out is not SLOW:
+            return out
+        # The general path: subclasses, TensorLists. One record per tensor argument:
+        # (tensor, label, written, storage, layout, version).
         if kwargs is None:
-            kwargs = {}
-        facts = _FACTS.get(func)
-        if facts is None:
-            facts = _FACTS[func] = _Facts(func)
-        # Snapshot per tensor argument: (tensor, label, written, storage, version, sizes,
-        # strides, offset); metadata only for arguments not written (None otherwise).
+            kwargs = _NO_KWARGS
+        plan = _plan(func)
         n = len(args)
         snaps = []
-        lists = None
-        for i, name, is_list, writes in facts.inputs:
+        for i, name in plan.reads:
             a = args[i] if i < n else kwargs.get(name)
-            if is_list:
-                if a is not None:
-                    lists = _snapshot_list(name, a, writes, snaps, lists)
-            elif isinstance(a, _Tensor):
-                try:
-                    v = a._version
-                except RuntimeError:  # inference tensors have no counter
-                    v = None
-                if writes:
-                    snaps.append((a, name, True, a.untyped_storage(), v, None, None, None))
-                else:
-                    snaps.append((a, name, False, a.untyped_storage(), v, a.size(), a.stride(),
-                                  a.storage_offset()))
+            if isinstance(a, _Tensor):
+                snaps.append((a, name, False, *state(a)))
         bump = 1
-        mutated = ()
-        if facts.writes:
-            mutated = [(r[0], r[3]) for r in snaps if r[2]]
-            if facts.bump_if is not None and not facts.bump_if(*args, **kwargs):
+        if plan.mutates:
+            for i, name in plan.writes:
+                a = args[i] if i < n else kwargs.get(name)
+                if isinstance(a, _Tensor):
+                    snaps.append((a, name, True, *state(a)))
+            if plan.bump_if is not None and not plan.bump_if(*args, **kwargs):
                 bump = 0
-        data = _snapshot_data(snaps, mutated) if self.check_data else None
+        lists = _snapshot_lists(plan, args, kwargs, snaps) if plan.lists else None
+        data = _snapshot_data(snaps) if check_data else None
 
         out = func(*args, **kwargs)
 
         # Reference counts first, before this frame binds the outputs anywhere else.
-        if not facts.count_refs:
+        if not plan.count_refs:
             crowded = None
-        elif facts.simple == _FRESH or facts.simple == _VIEW:
-            crowded = _getrefcount(out) > _FRESH_REFS
+        elif plan.simple == FRESH or plan.simple == VIEW:
+            crowded = _getrefcount(out) > FRESH_REFS
         else:
-            crowded = _crowded(facts, (out,) if facts.single else out)
-        found = []
-        versions = not _is_below_autograd()
-        swaps = facts.swaps
-        for rec in snaps:
-            t, label, writes, storage, v, sizes, strides, offset = rec
-            if t.untyped_storage() is not storage and not (writes and swaps):
-                found.append(("input_replaced", label,
-                              f"argument '{label}' has another Storage after the op"))
-            if writes:
-                if v is not None and versions and t._version - v != bump:
-                    found.append(_not_bumped(rec, t, bump))
-                continue
-            if (t.stride() != strides or t.storage_offset() != offset or t.size() != sizes) and (
-                    not _written(t, mutated)):
-                found.append(_metadata_changed(rec, t))
-            if v is not None and versions and t._version != v:
-                moved = t._version - v
-                if not (moved == bump and _shares_written(storage, mutated)):
-                    found.append(_not_bumped(rec, t, 0))
-        if lists:
-            _check_lists(lists, found)
-        if data:
-            _check_data(snaps, data, found)
-        kind = facts.simple
-        if kind == _FRESH and type(out) is _Tensor:
-            # The common cases inlined: one plain Tensor returned by an out-of-place op (fresh
-            # storage) or by a view op (its input's storage); the rest goes the long way.
-            storage = out.untyped_storage()
-            for rec in snaps:
-                if rec[0] is out or rec[3] is storage:
-                    _check_outputs(facts, args, kwargs, snaps, out, found)
-                    break
-        elif kind == _VIEW and type(out) is _Tensor and len(snaps) == 1 and (
-                snaps[0][0] is not out and out.untyped_storage() is snaps[0][3]):
-            pass
-        elif kind is not None:
-            _check_outputs(facts, args, kwargs, snaps, out, found)
-        if crowded:
-            if crowded is True:
-                crowded = ((0, -1),)
-            _check_crowded(facts, types, out, crowded, snaps, found)
-        if found:
-            self._report(facts, found)
-        return out
+            crowded = crowded_outputs(plan, (out,) if plan.single else out)
+        return _post(self, plan, types, args, kwargs, snaps, out, bump, crowded, lists, data)
 
-    def _report(self, facts, found):
-        records = [Violation(facts.name, rule, argument, _message(facts, rule, what))
+    def _report(self, plan, found):
+        records = [Violation(plan.name, rule, argument, _message(plan, rule, what))
                    for rule, argument, what in found]
         self.violations.extend(records)
         if self.raise_on_violation:
@@ -374,56 +264,88 @@ class DebugAssertMode(sk.DispatchMode):
         return text
 
 
-# -- the checks (plain functions: the handler is the hot path) -------------------------------------
-def _snapshot_list(name, lst, writes, snaps, lists):
-    items = tuple(lst)
-    for k, t in enumerate(items):
-        if isinstance(t, _Tensor):
-            label = f"{name}[{k}]"
-            if writes:
-                snaps.append((t, label, True, t.untyped_storage(), _version(t), None, None, None))
-            else:
-                snaps.append((t, label, False, t.untyped_storage(), _version(t), t.size(),
-                              t.stride(), t.storage_offset()))
-    return (lists or []) + [(name, lst, items)]
+# -- the checks ----------------------------------------------------------------------------------
+def _post(mode, plan, types, args, kwargs, snaps, out, bump, crowded, lists, data):
+    """Every rule, after the op ran: ``snaps`` are the argument records taken before it,
+    ``crowded`` the outputs with extra references (counted in the caller's frame), ``data``
+    {record index: bytes} with check_data."""
+    found = []
+    for rec in snaps:
+        _check_input(plan, rec, *state(rec[0]), bump, snaps, found)
+    if lists:
+        _check_lists(lists, found)
+    if data:
+        _check_data(snaps, data, found)
+    if plan.simple is not None:
+        _check_outputs(plan, args, kwargs, snaps, out, found)
+    if crowded:
+        if crowded is True:
+            crowded = ((0, -1),)
+        _check_crowded(plan, types, out, crowded, snaps, found)
+    if found:
+        mode._report(plan, found)
+    return out
 
 
-def _snapshot_data(snaps, mutated):
-    """{snapshot index: bytes} of arguments not written and not sharing a written Storage."""
-    mut_storages = [s for _, s in mutated]
-    data = {}
+def _snapshot_lists(plan, args, kwargs, snaps):
+    """Records of TensorList elements (into ``snaps``); (name, list, its items) per list."""
+    lists = []
+    n = len(args)
+    for i, name, writes in plan.lists:
+        lst = args[i] if i < n else kwargs.get(name)
+        if lst is None:
+            continue
+        items = tuple(lst)
+        for k, t in enumerate(items):
+            if isinstance(t, _Tensor):
+                snaps.append((t, f"{name}[{k}]", writes, *state(t)))
+        lists.append((name, lst, items))
+    return lists
+
+
+def _snapshot_data(snaps):
+    """{record index: bytes} of arguments not written and not sharing a written Storage."""
+    found = {}
     for j, rec in enumerate(snaps):
-        if not rec[2] and rec[3] not in mut_storages:
-            d = _data(rec[0])
+        if not rec[2] and not _shares_written(rec[3], snaps):
+            d = data_of(rec[0])
             if d is not None:
-                data[j] = d
-    return data
+                found[j] = d
+    return found
 
 
-def _not_bumped(rec, t, expected):
-    label, moved = rec[1], t._version - rec[4]
-    if rec[2]:
-        what = (f"argument '{label}' is annotated mutable (Tensor(a!)) but its _version moved "
-                f"by {moved}, expected {expected}")
-    else:
-        what = f"argument '{label}' is not annotated mutable but its _version moved by {moved}"
-    return ("version_not_bumped", label, what)
+def _check_input(plan, rec, storage, layout, v, bump, snaps, found):
+    """The rules for one argument (``storage``, ``layout``, ``v``: after the op; ``rec``: its
+    snapshot)."""
+    t, label, written, storage0, layout0, v0 = rec
+    if storage is not storage0 and not (written and plan.swaps):
+        found.append(("input_replaced", label,
+                      f"argument '{label}' has another Storage after the op"))
+    # Below autograd (inside a subclass handler or custom kernel) nothing bumps.
+    moved = None if v0 is None or v is None or _is_below_autograd() else v - v0
+    if written:
+        if moved is not None and moved != bump:
+            found.append(("version_not_bumped", label,
+                          f"argument '{label}' is annotated mutable (Tensor(a!)) but its "
+                          f"_version moved by {moved}, expected {bump}"))
+        return
+    if layout is not layout0 and layout != layout0 and not _written(t, snaps):
+        found.append(("input_metadata", label,
+                      f"argument '{label}' is not annotated mutable but its metadata changed: "
+                      f"size {tuple(layout0[0])} -> {tuple(layout[0])}, stride {layout0[1]} -> "
+                      f"{layout[1]}, offset {layout0[2]} -> {layout[2]}"))
+    # An argument sharing the Storage of a written one moves with it.
+    if moved and not (moved == bump and _shares_written(storage0, snaps)):
+        found.append(("version_not_bumped", label, f"argument '{label}' is not annotated "
+                      f"mutable but its _version moved by {moved}"))
 
 
-def _metadata_changed(rec, t):
-    label, sizes, strides, offset = rec[1], rec[5], rec[6], rec[7]
-    return ("input_metadata", label,
-            f"argument '{label}' is not annotated mutable but its metadata changed: size "
-            f"{tuple(sizes)} -> {tuple(t.shape)}, stride {strides} -> {t.stride()}, offset "
-            f"{offset} -> {t.storage_offset()}")
+def _written(t, snaps) -> bool:
+    return any(rec[2] and rec[0] is t for rec in snaps)
 
 
-def _written(t, mutated) -> bool:
-    return any(m is t for m, _ in mutated)
-
-
-def _shares_written(storage, mutated) -> bool:
-    return any(s is storage for _, s in mutated)
+def _shares_written(storage, snaps) -> bool:
+    return any(rec[2] and rec[3] is storage for rec in snaps)
 
 
 def _check_lists(lists, found):
@@ -436,7 +358,7 @@ def _check_lists(lists, found):
 def _check_data(snaps, data, found):
     for j, before in data.items():
         t, label = snaps[j][0], snaps[j][1]
-        if _data(t) != before:
+        if data_of(t) != before:
             found.append(("unexpected_mutation", label,
                           f"argument '{label}' is not annotated mutable but its data changed"))
 
@@ -445,28 +367,28 @@ def _is_input(o, snaps) -> bool:
     return any(rec[0] is o for rec in snaps)
 
 
-def _arg(facts, args, kwargs, ai):
-    return args[ai] if ai < len(args) else kwargs.get(facts.arg_names[ai])
+def _arg(plan, args, kwargs, ai):
+    return args[ai] if ai < len(args) else kwargs.get(plan.arg_names[ai])
 
 
-def _check_outputs(facts, args, kwargs, snaps, out, found):
-    outs = (out,) if facts.single else out
+def _check_outputs(plan, args, kwargs, snaps, out, found):
+    outs = (out,) if plan.single else out
     if not isinstance(outs, (tuple, list)):
         return
-    exempt = facts.exempt
+    exempt = plan.exempt
     seen = None  # [(storage, where)] of fresh outputs
-    for ri, (kind, ai, is_list) in enumerate(facts.returns):
-        if kind == _OTHER or ri >= len(outs):
+    for ri, (kind, ai, is_list) in enumerate(plan.returns):
+        if kind == OTHER or ri >= len(outs):
             continue
         res = outs[ri]
-        if kind == _MUT:
-            if ai is not None and res is not _arg(facts, args, kwargs, ai):
+        if kind == MUT:
+            if ai is not None and res is not _arg(plan, args, kwargs, ai):
                 found.append(("inplace_not_self", ri,
                               f"output {ri} is not the mutated argument "
-                              f"'{facts.arg_names[ai]}'"))
+                              f"'{plan.arg_names[ai]}'"))
             continue
         items = res if is_list and isinstance(res, (list, tuple)) else (res,)
-        base = _arg(facts, args, kwargs, ai) if kind == _VIEW else None
+        base = _arg(plan, args, kwargs, ai) if kind == VIEW else None
         for k, o in enumerate(items):
             if not isinstance(o, _Tensor):
                 continue
@@ -476,11 +398,11 @@ def _check_outputs(facts, args, kwargs, snaps, out, found):
                                   f"{_where(ri, k, is_list)} is one of the op's inputs"))
                 continue
             storage = o.untyped_storage()
-            if kind == _VIEW:
+            if kind == VIEW:
                 if isinstance(base, _Tensor) and storage is not base.untyped_storage():
                     found.append(("view_not_aliased", ri,
                                   f"{_where(ri, k, is_list)} of a view op does not share the "
-                                  f"Storage of '{facts.arg_names[ai]}'"))
+                                  f"Storage of '{plan.arg_names[ai]}'"))
                 continue
             if "output_aliases_input" in exempt:
                 continue
@@ -508,27 +430,8 @@ def _where(ri, k, is_list) -> str:
     return f"output {ri}[{k}]" if is_list else f"output {ri}"
 
 
-def _crowded(facts, out):
-    """(return index, element index or -1) of tuple/list outputs with extra references."""
-    crowded = None
-    if not isinstance(out, (tuple, list)):
-        return crowded
-    for ri, (kind, _, is_list) in enumerate(facts.returns):
-        if kind == _MUT or kind == _OTHER or ri >= len(out):
-            continue
-        if is_list:
-            seq = out[ri]
-            if isinstance(seq, (list, tuple)):
-                for k in range(len(seq)):
-                    if _item_refs(seq, k) > _FRESH_ITEM_REFS:
-                        crowded = (crowded or []) + [(ri, k)]
-        elif _item_refs(out, ri) > _FRESH_ITEM_REFS:
-            crowded = (crowded or []) + [(ri, -1)]
-    return crowded
-
-
-def _check_crowded(facts, types, out, crowded, snaps, found):
-    outs = (out,) if facts.single else out
+def _check_crowded(plan, types, out, crowded, snaps, found):
+    outs = (out,) if plan.single else out
     for ri, k in crowded:
         o = outs[ri] if k < 0 else outs[ri][k]
         if not isinstance(o, _Tensor) or _is_input(o, snaps):
@@ -540,9 +443,9 @@ def _check_crowded(facts, types, out, crowded, snaps, found):
                       "mode kept a reference to it)"))
 
 
-def _message(facts, rule, what) -> str:
-    return (f"DebugAssertMode [{rule}] {facts.name}: {what}. Fix: {_FIX[rule]}. "
-            f"(schema: {facts.schema_text})")
+def _message(plan, rule, what) -> str:
+    return (f"DebugAssertMode [{rule}] {plan.name}: {what}. Fix: {_FIX[rule]}. "
+            f"(schema: {plan.schema_text})")
 
 
 def _duplicated(outs, o) -> bool:

@@ -36,11 +36,24 @@ tls = _TLS()
 
 
 class _ProcessFlags:
-    """Process-wide facts that let hot paths skip work. ``requires_grad_seen``: some tensor has
-    had ``requires_grad`` set; until then the in-place admission checks (which only matter for
-    tensors requiring grad) are skipped."""
+    """Process-wide facts that let hot paths skip work.
+
+    - ``requires_grad_seen``: some tensor has had ``requires_grad`` set; until then the
+      in-place admission checks (which only matter for tensors requiring grad) are skipped;
+    - ``interceptors``: how many modes and dispatch traces are active, over all threads. While
+      it is 0 the hot paths skip reading this thread's mode stacks and trace (three
+      thread-local reads per op); when it is not, they read them.
+    """
 
     requires_grad_seen = False
+    interceptors = 0
 
 
 flags = _ProcessFlags()
+_interceptors_lock = threading.Lock()
+
+
+def count_interceptor(delta: int):
+    """Add ``delta`` (+1 on entering a mode or trace, -1 on leaving) to ``flags.interceptors``."""
+    with _interceptors_lock:
+        flags.interceptors += delta

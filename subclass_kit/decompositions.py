@@ -9,15 +9,15 @@ strides allow it, else ``clone`` + ``_unsafe_view``; ``chunk`` -> ``split``; ``n
 
 from __future__ import annotations
 
-from .layout import format_size, infer_size, wrap_dim
+from .layout import format_size, infer_size, view_shape, wrap_dim
 from .registry import ops, register_decomposition
 from .tensor import contiguous_format
 
 
 @register_decomposition(ops.reshape)
 def reshape(self, shape):
-    shape = infer_size(tuple(shape), self._layout.numel())
-    if self._layout.view(shape) is not None:
+    shape, strides = view_shape(self._layout, shape)
+    if strides is not None:
         return ops.view(self, shape)
     return ops._unsafe_view(ops.clone(self, memory_format=contiguous_format), shape)
 

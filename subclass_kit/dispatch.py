@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ._state import flags, tls
+from ._state import count_interceptor, flags, tls
 
 __all__ = ["dispatch", "dispatch_trace", "DispatchEvent", "is_below_autograd", "DISPATCH_TYPES"]
 
@@ -146,53 +146,112 @@ def _handler_name(h) -> str:
 
 def dispatch(op, args, kwargs):
     """The slow path of ``OpOverload.__call__``: modes, then subclass handlers, then kernel."""
-    kwargs = kwargs or {}
-    trace = tls.trace
-    if tls.no_dispatch:
+    if kwargs is None:
+        kwargs = {}
+    # This thread's state as a dict: one thread-local lookup instead of one per access.
+    st = tls.__dict__
+    trace = st["trace"]
+    if st["no_dispatch"]:
         return _kernel(op, args, kwargs, trace)
-    types = _overloaded_types(op, args, kwargs)
-    stack = tls.dispatch_modes
-    tried = []
-    for i in range(len(stack) - 1, -1, -1):
-        mode = stack[i]
-        tls.dispatch_modes = stack[:i]
-        if trace is None:
-            try:
-                res = mode.__tensor_dispatch__(op, types, args, kwargs)
-            finally:
-                tls.dispatch_modes = stack
-        else:
-            trace(DispatchEvent("mode", op, mode, tls.depth))
-            tls.depth += 1
-            try:
-                res = mode.__tensor_dispatch__(op, types, args, kwargs)
-            finally:
-                tls.dispatch_modes = stack
-                tls.depth -= 1
-        if res is not NotImplemented:
-            return res
-        if trace is not None:
-            trace(DispatchEvent("declined", op, mode, tls.depth))
-        tried.append(mode)
+    # _overloaded_types, inlined for the common case: one subclass at most, none in lists.
+    types = ()
+    if kwargs:
+        types = _overloaded_types(op, args, kwargs)
+    else:
+        for a in args:
+            t = type(a)
+            if t in DISPATCH_TYPES:
+                if not types:
+                    types = (t,)
+                elif t not in types:
+                    types = None
+                    break
+            elif t is list or t is tuple:
+                for x in a:
+                    if type(x) in DISPATCH_TYPES:
+                        types = None
+                        break
+                if types is None:
+                    break
+        if types is None:
+            types = _overloaded_types(op, args, kwargs)
+    stack = st["dispatch_modes"]
+    tried = None
+    if stack:
+        # Modes innermost first, each running with itself and the modes above it cut from the
+        # stack (Note [Mode runs below itself]).
+        i = len(stack)
+        while i:
+            i -= 1
+            mode = stack[i]
+            st["dispatch_modes"] = stack[:i]
+            if trace is None:
+                try:
+                    res = mode.__tensor_dispatch__(op, types, args, kwargs)
+                finally:
+                    st["dispatch_modes"] = stack
+            else:
+                trace(DispatchEvent("mode", op, mode, tls.depth))
+                tls.depth += 1
+                try:
+                    res = mode.__tensor_dispatch__(op, types, args, kwargs)
+                finally:
+                    st["dispatch_modes"] = stack
+                    tls.depth -= 1
+            if res is not NotImplemented:
+                return res
+            if trace is not None:
+                trace(DispatchEvent("declined", op, mode, tls.depth))
+            if tried is None:
+                tried = [mode]
+            else:
+                tried.append(mode)
     if not types:
         if tried:
             raise _all_declined(op, tried, "__tensor_dispatch__")
         return _kernel(op, args, kwargs, trace)
+    # Subclass handlers, below the version/view layer (``_run_below`` written out).
+    below = st["below"]
+    all_mutated = op._mutated_tensors(args, kwargs) if op._mutated else ()
+    depth = st["handler_depth"]
     for t in types:
-        handler = _SubclassHandler(t, types)
-        handler.op = op
         if trace is not None:
             trace(DispatchEvent("subclass", op, t, tls.depth))
-        tls.depth += 1
+            tls.depth += 1
         try:
-            res = _run_below(op, handler, args, kwargs)
+            mutated = all_mutated
+            if mutated and op.bump_if is not None and not op.bump_if(*args, **kwargs):
+                mutated = ()
+            if mutated and not below:
+                _check_inference_write(op, mutated, args, kwargs)
+            n = depth.get(t, 0)
+            if n >= _MAX_HANDLER_DEPTH:
+                raise _runaway(t, n, op)
+            depth[t] = n + 1
+            st["below"] = True
+            try:
+                res = t.__tensor_dispatch__(op, types, args, kwargs)
+            finally:
+                depth[t] = n
+                st["below"] = below
         finally:
-            tls.depth -= 1
+            if trace is not None:
+                tls.depth -= 1
         if res is not NotImplemented:
+            if not below:
+                if mutated:
+                    _bump(mutated)
+                if op.is_view:
+                    _track_view_outputs(op, args, kwargs, res)
+                    if op._view_name is not None:
+                        _record_view_op(op, res)
             return res
         if trace is not None:
             trace(DispatchEvent("declined", op, t, tls.depth))
-        tried.append(t)
+        if tried is None:
+            tried = [t]
+        else:
+            tried.append(t)
     raise _all_declined(op, tried, "__tensor_dispatch__")
 
 
@@ -226,10 +285,12 @@ class dispatch_trace:
     def __enter__(self):
         self._prev = tls.trace
         tls.trace = self.callback
+        count_interceptor(1)
         return self
 
     def __exit__(self, *exc):
         tls.trace = self._prev
+        count_interceptor(-1)
         return False
 
 
@@ -239,29 +300,12 @@ def is_below_autograd() -> bool:
     return tls.below
 
 
-class _SubclassHandler:
-    """Calls ``t.__tensor_dispatch__`` with the kernel calling convention of ``_run_below``."""
-
-    __slots__ = ("op", "t", "types")
-
-    def __init__(self, t, types):
-        self.t = t
-        self.types = types
-
-    def __call__(self, *args, **kwargs):
-        depth = tls.handler_depth
-        n = depth.get(self.t, 0)
-        if n >= _MAX_HANDLER_DEPTH:
-            raise RuntimeError(
-                f"{self.t.__name__}.__tensor_dispatch__ re-entered itself {n} times (last op: "
-                f"{self.op!r}): the handler calls ops on {self.t.__name__} arguments, which "
-                "dispatch back to the same handler forever. Unwrap the inner tensors first "
-                "(sk.pytree.tree_map_only) or run the op under sk.no_dispatch().")
-        depth[self.t] = n + 1
-        try:
-            return self.t.__tensor_dispatch__(self.op, self.types, args, kwargs)
-        finally:
-            depth[self.t] = n
+def _runaway(t, n, op):
+    return RuntimeError(
+        f"{t.__name__}.__tensor_dispatch__ re-entered itself {n} times (last op: {op!r}): the "
+        f"handler calls ops on {t.__name__} arguments, which dispatch back to the same handler "
+        "forever. Unwrap the inner tensors first (sk.pytree.tree_map_only) or run the op under "
+        "sk.no_dispatch().")
 
 
 # Nesting of one subclass's handler deeper than this is taken as runaway recursion.

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 
-from ._state import tls
-from .dispatch import _handler_name, _order_types
+from ._state import flags, tls
+from .dispatch import _handler_name, _order_types, _record_view_op
 
 __all__ = ["public_api", "op_method", "FUNCTION_TYPES", "handle_function"]
 
@@ -28,7 +28,7 @@ def public_api(impl):
 
     @functools.wraps(impl)
     def public(*args, **kwargs):
-        if tls.function_modes:
+        if flags.interceptors and tls.function_modes:
             return handle_function(public, impl, args, kwargs)
         for a in args:
             t = type(a)
@@ -72,16 +72,71 @@ def _add_function_type(a, found):
 
 def handle_function(public, impl, args, kwargs):
     """Run function modes, then subclass ``__tensor_function__`` handlers, then ``impl``."""
-    types = () if tls.function_subclass_disabled else _function_types(args, kwargs)
-    stack = tls.function_modes
+    st = tls.__dict__          # this thread's state: one thread-local lookup
+    stack = st["function_modes"]
+    if st["function_subclass_disabled"]:
+        types = ()
+    else:
+        # _function_types, inlined for the common case: one subclass at most, none in lists.
+        types = ()
+        for a in (args if not kwargs else (*args, *kwargs.values())):
+            t = type(a)
+            if t in FUNCTION_TYPES:
+                if not types:
+                    types = (t,)
+                elif t not in types:
+                    types = None
+                    break
+            elif t is list or t is tuple:
+                for x in a:
+                    if type(x) in FUNCTION_TYPES:
+                        types = None
+                        break
+                if types is None:
+                    break
+        if types is None:
+            types = _function_types(args, kwargs)
+        elif types and not stack:
+            if _DEFAULT_TF is None:
+                _bind_tensor()
+            cls = types[0]
+            try:
+                default = cls.__tensor_function__.__func__ is _DEFAULT_TF
+            except AttributeError:      # a staticmethod or plain function
+                default = False
+            if default:
+                # One subclass with the default __tensor_function__ and no mode left, so the
+                # default would call ``impl`` itself: run it here with subclass handling off
+                # and convert the results. Fresh plain-Tensor results get their class swapped
+                # in place (no new object).
+                st["function_subclass_disabled"] = True
+                try:
+                    ret = impl(*args, **kwargs)
+                finally:
+                    st["function_subclass_disabled"] = False
+                rc = ret.__class__
+                if rc is cls:       # in-place ops return their (subclass) self
+                    return ret
+                inputs = args if not kwargs else (*args, *kwargs.values())
+                if rc is _tensor:
+                    for a in inputs:
+                        if a is ret:
+                            break
+                    else:
+                        try:
+                            ret.__class__ = cls
+                            return ret
+                        except TypeError:
+                            pass
+                return _convert(ret, cls, inputs)
     tried = []
     for i in range(len(stack) - 1, -1, -1):
         mode = stack[i]
-        tls.function_modes = stack[:i]
+        st["function_modes"] = stack[:i]
         try:
             res = mode.__tensor_function__(public, types, args, kwargs)
         finally:
-            tls.function_modes = stack
+            st["function_modes"] = stack
         if res is not NotImplemented:
             return res
         tried.append(mode)
@@ -96,6 +151,17 @@ def handle_function(public, impl, args, kwargs):
         raise TypeError(f"Multiple dispatch failed for '{name}'; all __tensor_function__ "
                         f"handlers returned NotImplemented:\n\n{lines}\n")
     return impl(*args, **kwargs)
+
+
+_DEFAULT_TF = None     # Tensor.__tensor_function__'s function, bound on first use
+
+
+def _bind_tensor():
+    # tensor.py imports this module, so its names are bound on first use.
+    global _DEFAULT_TF, _tensor, _convert
+    from .tensor import Tensor, _convert
+    _tensor = Tensor
+    _DEFAULT_TF = Tensor.__tensor_function__.__func__
 
 
 _NUMBERS = frozenset({int, float, bool})
@@ -113,6 +179,11 @@ def op_method(op, impl, name: str, reflected: bool = False):
     """
     tensor_cls = _tensor_cls()
     resolve = op._resolve_kernel
+    # Ops that neither mutate nor need the dispatcher's view bookkeeping beyond
+    # ``_record_view_op`` run their device's kernel right here (no version layer to apply).
+    kernels = op._kernels
+    direct = op._plain and op.decomposition is None and op._device_arg == 0
+    view_op = op if op._view_name is not None else None
 
     def slow(args, kwargs):
         if tls.function_modes:
@@ -127,17 +198,25 @@ def op_method(op, impl, name: str, reflected: bool = False):
     if reflected:
         def method(self, other):
             if (self.__class__ is tensor_cls and other.__class__ in _NUMBERS
-                    and not tls.function_modes and not tls.dispatch_modes
-                    and tls.trace is None):
+                    and (not flags.interceptors or (not tls.function_modes
+                                                    and not tls.dispatch_modes
+                                                    and tls.trace is None))):
                 return resolve((other, self), _NO_KWARGS)
             return slow((self, other), _NO_KWARGS)
     else:
         def method(self, *args, **kwargs):
-            if self.__class__ is tensor_cls and not kwargs and not tls.function_modes and \
-                    not tls.dispatch_modes and tls.trace is None:
+            if self.__class__ is tensor_cls and not kwargs and (not flags.interceptors or (
+                    not tls.function_modes and not tls.dispatch_modes and tls.trace is None)):
                 for a in args:
                     if a.__class__ is not tensor_cls and a.__class__ not in _NUMBERS:
                         return slow((self,) + args, kwargs)
+                if direct:
+                    kernel = kernels.get(self._storage.device.type)
+                    if kernel is not None:
+                        out = kernel(self, *args)
+                        if view_op is not None:
+                            _record_view_op(view_op, out)
+                        return out
                 return resolve((self,) + args, _NO_KWARGS)
             return slow((self,) + args, kwargs)
     method.__wrapped_impl__ = impl

@@ -355,7 +355,7 @@ class Layout(NamedTuple):
                 _VIEW_MEMO[key] = found
         if found is None:
             return None
-        return Layout(shape, found, self.offset)
+        return _tuple_new(Layout, (shape, found, self.offset))
 
     def _view_strides(self, shape):
         """Strides of ``view(shape)``, or None (the uncached body of :meth:`view`)."""
@@ -397,3 +397,23 @@ class Layout(NamedTuple):
 
 _VIEW_MEMO: dict = {}
 _MISSING = object()
+_RESHAPES: dict = {}
+
+
+def view_shape(layout: Layout, size) -> tuple:
+    """``(shape, strides)`` of ``view(size)`` of ``layout``: ``size`` with its -1 resolved
+    (``infer_size``'s errors), and the view's strides or None when no view exists (then
+    ``reshape`` copies). Memoised on (sizes, strides, size)."""
+    size = tuple(size)
+    key = (layout.sizes, layout.strides, size)
+    found = _RESHAPES.get(key)
+    if found is None:
+        shape = infer_size(size, layout.numel())
+        view = layout.view(shape)
+        found = (shape, None if view is None else view.strides)
+        if len(_RESHAPES) < 4096:
+            _RESHAPES[key] = found
+    return found
+# ``_tuple_new(Layout, (sizes, strides, offset))`` builds a Layout without the Python-level
+# ``__new__`` of NamedTuple (hot paths, arguments already checked).
+_tuple_new = tuple.__new__

@@ -34,6 +34,7 @@ def define(schema: str) -> OpOverload:
         raise ValueError(f"custom op schemas need a namespace, e.g. 'mylib::{schema}'")
     op = registry.define(schema)
     op._custom = True
+    op._plain = False
     return op
 
 

@@ -14,7 +14,7 @@ documented difference).
 
 from __future__ import annotations
 
-from ._state import tls
+from ._state import count_interceptor, tls
 
 __all__ = ["DispatchMode", "FunctionMode", "get_mode_stack", "get_function_mode_stack",
            "no_dispatch"]
@@ -25,6 +25,7 @@ class _Mode:
 
     def __enter__(self):
         getattr(tls, self._stack_name).append(self)
+        count_interceptor(1)
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -35,6 +36,7 @@ class _Mode:
                 f"mode {self!r} exited out of order: the innermost active mode is {top!r}; "
                 "exit modes in the reverse order of entering them")
         stack.pop()
+        count_interceptor(-1)
         return False
 
     def push(self):

@@ -19,6 +19,9 @@ class _Node(NamedTuple):
 
 
 _NODES: dict = {}
+# Types known to be leaves (not containers): one set lookup per leaf on the mapping hot path.
+# Cleared when a node type is registered.
+_LEAF_TYPES: set = set()
 
 
 def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable) -> None:
@@ -27,6 +30,7 @@ def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable
     if cls in _NODES:
         raise ValueError(f"{cls.__name__} is already registered as a pytree node")
     _NODES[cls] = _Node(flatten_fn, unflatten_fn)
+    _LEAF_TYPES.clear()
 
 
 register_pytree_node(list, lambda x: (list(x), None), lambda c, _: list(c))
@@ -117,25 +121,52 @@ def tree_unflatten(leaves, spec: TreeSpec):
     return _unflatten(spec, iter(leaves))
 
 
-def _is_flat(tree) -> bool:
-    """A plain list/tuple/dict whose items are all leaves (the shape of dispatch args/kwargs)."""
-    items = tree.values() if type(tree) is dict else tree
-    for x in items:
-        if type(x) in _NODES or (isinstance(x, tuple) and hasattr(type(x), "_fields")):
-            return False
+def _leaf(t) -> bool:
+    """Whether ``t`` is a leaf type (not a registered node, not a named tuple); leaf types are
+    remembered in ``_LEAF_TYPES``, which callers check first."""
+    if t in _NODES or (issubclass(t, tuple) and hasattr(t, "_fields")):
+        return False
+    if len(_LEAF_TYPES) >= 1024:
+        _LEAF_TYPES.clear()
+    _LEAF_TYPES.add(t)
     return True
+
+
+def _map(fn, x):
+    """``tree_map(fn, x)`` without building a spec: containers rebuilt recursively, leaves
+    mapped in depth-first order."""
+    t = type(x)
+    if t is list or t is tuple:
+        out = []
+        for c in x:
+            tc = type(c)
+            if tc in _LEAF_TYPES or (tc not in _NODES and _leaf(tc)):
+                out.append(fn(c))
+            else:
+                out.append(_map(fn, c))
+        return out if t is list else tuple(out)
+    if t is dict:
+        out = {}
+        for k, v in x.items():
+            tv = type(v)
+            if tv in _LEAF_TYPES or (tv not in _NODES and _leaf(tv)):
+                out[k] = fn(v)
+            else:
+                out[k] = _map(fn, v)
+        return out
+    if t in _LEAF_TYPES:
+        return fn(x)
+    node = _node_of(x)
+    if node is None:
+        return fn(x)
+    children, ctx = node.flatten(x)
+    return node.unflatten([_map(fn, c) for c in children], ctx)
 
 
 def tree_map(fn: Callable, tree: Any, *rests: Any):
     """Apply ``fn`` to every leaf (and the matching leaves of ``rests``), keeping the structure."""
-    t = type(tree)
-    if not rests and (t is tuple or t is list or t is dict) and _is_flat(tree):
-        # Fast path for dispatch handlers: one level of leaves, no spec to build.
-        if t is dict:
-            return {k: fn(v) for k, v in tree.items()}
-        return t([fn(x) for x in tree])
-    if not rests and t not in _NODES and not isinstance(tree, tuple):
-        return fn(tree)
+    if not rests:
+        return _map(fn, tree)
     leaves, spec = tree_flatten(tree)
     others = [spec_leaves for spec_leaves, _ in (tree_flatten(r) for r in rests)]
     return tree_unflatten([fn(x, *xs) for x, *xs in zip(leaves, *others)], spec)
@@ -143,4 +174,29 @@ def tree_map(fn: Callable, tree: Any, *rests: Any):
 
 def tree_map_only(types, fn: Callable, tree: Any):
     """``tree_map`` applying ``fn`` only to leaves that are instances of ``types``."""
-    return tree_map(lambda x: fn(x) if isinstance(x, types) else x, tree)
+    t = type(tree)
+    if t is list or t is tuple:
+        out = []
+        for c in tree:
+            tc = type(c)
+            if tc in _LEAF_TYPES or (tc not in _NODES and _leaf(tc)):
+                out.append(fn(c) if isinstance(c, types) else c)
+            else:
+                out.append(tree_map_only(types, fn, c))
+        return out if t is list else tuple(out)
+    if t is dict:
+        out = {}
+        if not tree:                # the kwargs of most dispatch calls
+            return out
+        for k, v in tree.items():
+            tv = type(v)
+            if tv in _LEAF_TYPES or (tv not in _NODES and _leaf(tv)):
+                out[k] = fn(v) if isinstance(v, types) else v
+            else:
+                out[k] = tree_map_only(types, fn, v)
+        return out
+    if t in _LEAF_TYPES or _leaf(t):
+        return fn(tree) if isinstance(tree, types) else tree
+    node = _node_of(tree)
+    children, ctx = node.flatten(tree)
+    return node.unflatten([tree_map_only(types, fn, c) for c in children], ctx)

@@ -66,6 +66,8 @@ class OpOverload:
         # Custom ops (sk.library): their kernels may call other ops, so they run "below"
         # (Note [Version counters]) and the dispatcher tracks their view outputs.
         self._custom = False
+        # Neither mutating nor custom: the kernel runs with no version layer around it.
+        self._plain = not self._mutated
         # Forward name printed by view+in-place errors ("Output 0 of Unbind ...").
         self._view_name = None
         if self.is_view and schema.base_name not in ("detach", "lift_fresh"):
@@ -121,7 +123,7 @@ class OpOverload:
     def __call__(self, *args, **kwargs):
         if self.decomposition is not None:
             return self.decomposition(*args, **kwargs)
-        if tls.dispatch_modes or tls.trace is not None:
+        if flags.interceptors and (tls.dispatch_modes or tls.trace is not None):
             return dispatch(self, args, kwargs)
         for a in args:
             if type(a) in DISPATCH_TYPES:
@@ -132,6 +134,17 @@ class OpOverload:
                     return dispatch(self, args, kwargs)
         if self._has_lists and _overloaded_types(self, args, kwargs):
             return dispatch(self, args, kwargs)
+        if self._plain:
+            # _resolve_kernel's first branch, inlined: one frame less on the hot path.
+            try:
+                kernel = self._kernels[args[self._device_arg]._storage.device.type]
+            except (AttributeError, IndexError, TypeError, KeyError):
+                kernel = self._find_kernel(args, kwargs)
+            if self._view_name is None:
+                return kernel(*args, **kwargs)
+            out = kernel(*args, **kwargs)
+            _record_view_op(self, out)
+            return out
         return self._resolve_kernel(args, kwargs)
 
     def _device_type(self, args, kwargs) -> str:

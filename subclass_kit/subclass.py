@@ -16,8 +16,9 @@ from .layout import Layout, contiguous_strides
 from . import _dtype as dt
 from .registry import get_kernel
 from .storage import Storage, device as _device
+from ._state import tls
 from .dispatch import DISPATCH_TYPES
-from .tensor import Size, Tensor, make_tensor
+from .tensor import Size, Tensor
 
 __all__ = ["make_subclass", "make_wrapper_subclass", "return_and_correct_aliasing",
            "is_traceable_wrapper_subclass", "transform_subclass"]
@@ -61,7 +62,46 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
     if cls not in DISPATCH_TYPES:
         _check_cls(cls)
         raise TypeError(f"{cls.__name__} must define __tensor_dispatch__")
-    # Handlers build a wrapper per op: skip conversions when arguments are already canonical.
+    # Handlers build a wrapper per op, mostly with a handful of geometries: memoise them.
+    try:
+        layout, extent = _GEOMETRY[size, strides, storage_offset]
+    except (KeyError, TypeError):
+        layout, extent = _geometry(size, strides, storage_offset)
+    if dtype is None:
+        dtype = dt.get_default_dtype()
+    elif dtype.__class__ is not dt.dtype:
+        dtype = dt.to_dtype(dtype)
+    if device.__class__ is not _device:
+        device = _device(device or "cpu")
+    # Storage(nbytes, device, dataless=True) and make_tensor(storage, layout, dtype, cls),
+    # written out: this runs for every output of a wrapper's handler.
+    storage = _new(Storage)
+    storage._buffer = None
+    storage._nbytes = extent * dtype.itemsize
+    storage.device = device
+    storage._resizable = True
+    storage._dataless = True
+    t = _new(cls)
+    t._storage = storage
+    t._layout = layout
+    t._dtype = dtype
+    if tls.inference:
+        t._vc = None
+        t._inference = True
+    else:
+        t._vc = [0]
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+_GEOMETRY: dict = {}
+
+
+def _geometry(size, strides, storage_offset):
+    """``(Layout, storage extent in elements)`` of a wrapper; memoised when every number is a
+    Python int."""
+    key = (size, strides, storage_offset)
     if type(size) is not tuple and type(size) is not Size:
         size = tuple(int(s) for s in size)
     if strides is None:
@@ -70,18 +110,13 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
         strides = tuple(int(s) for s in strides)
     if len(strides) != len(size):
         raise RuntimeError("mismatch in length of strides and shape")
-    if dtype is None:
-        dtype = dt.get_default_dtype()
-    elif dtype.__class__ is not dt.dtype:
-        dtype = dt.to_dtype(dtype)
     layout = Layout(tuple(size), strides, int(storage_offset or 0))
-    nbytes = layout.storage_extent() * dtype.itemsize
-    storage = Storage(nbytes, device if device.__class__ is _device else _device(device or "cpu"),
-                      dataless=True)
-    t = make_tensor(storage, layout, dtype, cls)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    extent = layout.storage_extent()
+    if (len(_GEOMETRY) < 4096 and type(key[0]) in (tuple, Size)
+            and type(key[1]) in (tuple, type(None)) and type(key[2]) in (int, type(None))
+            and all(type(s) is int for s in layout.sizes + layout.strides)):
+        _GEOMETRY[key] = (layout, extent)
+    return layout, extent
 
 
 def is_traceable_wrapper_subclass(t) -> bool:
@@ -137,11 +172,17 @@ def return_and_correct_aliasing(func, args, kwargs, out):
     Returns what the op should return. Raises RuntimeError for schemas that mix mutable and
     non-mutable returns.
     """
+    facts = _ALIAS_FACTS.get(func)
+    if facts is None:
+        facts = _ALIAS_FACTS[func] = _alias_facts(func.schema)
+    view_pairs, multi, mutated_at = facts
+    if not view_pairs and mutated_at is None and "inplace_view" not in func.tags:
+        return out          # the common case: a functional op
     schema = func.schema
     kwargs = kwargs or {}
-    for ai, ri in schema.view_pairs:
+    for ai, ri in view_pairs:
         inp = _arg(schema, args, kwargs, ai)
-        res = out[ri] if len(schema.returns) > 1 else out
+        res = out[ri] if multi else out
         for o in (res if isinstance(res, (list, tuple)) else (res,)):
             if isinstance(o, Tensor) and isinstance(inp, Tensor):
                 _share_storage(func, inp, o)
@@ -149,18 +190,35 @@ def return_and_correct_aliasing(func, args, kwargs, out):
         self_arg = _arg(schema, args, kwargs, 0)
         get_kernel(func, "meta")(*args, **kwargs) if self_arg._storage.device.type == "meta" \
             else _replay_metadata(func, args, kwargs)
+    if mutated_at is None:
+        return out
+    if mutated_at is _UNSUPPORTED:
+        raise RuntimeError(f"Unsupported schema: {schema}")
+    mutated = [_arg(schema, args, kwargs, i) for i in mutated_at]
+    return mutated[0] if len(mutated) == 1 else tuple(mutated)
+
+
+# Per op: (view pairs, several returns?, indices of the arguments mutable returns alias, or
+# None when no return is mutable, or _UNSUPPORTED when only some are). Schemas are immutable.
+_ALIAS_FACTS: dict = {}
+_UNSUPPORTED = "unsupported"
+
+
+def _alias_facts(schema):
     writes = [r.alias is not None and r.alias.is_write for r in schema.returns]
     if not any(writes):
-        return out
-    if not all(writes):
-        raise RuntimeError(f"Unsupported schema: {schema}")
-    mutated = []
-    for ret in schema.returns:
-        for i, a in enumerate(schema.arguments):
-            if a.alias is not None and a.alias.alias_sets & ret.alias.alias_sets:
-                mutated.append(_arg(schema, args, kwargs, i))
-                break
-    return mutated[0] if len(mutated) == 1 else tuple(mutated)
+        mutated_at = None
+    elif not all(writes):
+        mutated_at = _UNSUPPORTED
+    else:
+        found = []
+        for ret in schema.returns:
+            for i, a in enumerate(schema.arguments):
+                if a.alias is not None and a.alias.alias_sets & ret.alias.alias_sets:
+                    found.append(i)
+                    break
+        mutated_at = tuple(found)
+    return tuple(schema.view_pairs), len(schema.returns) > 1, mutated_at
 
 
 def _replay_metadata(func, args, kwargs):

@@ -102,11 +102,13 @@ def make_view(src: "Tensor", layout: Layout, dtype=None, multi_output: bool = Fa
     if src._inference:
         v._vc = None
         v._inference = True
-    elif tls.below:
-        v._vc = [0]
     else:
-        v._vc = src._vc
-        v._set_view_meta(src, multi_output)
+        st = tls.__dict__       # one thread-local lookup for the flags read here and below
+        if st["below"]:
+            v._vc = [0]
+        else:
+            v._vc = src._vc
+            v._set_view_meta(src, multi_output, st)
     return v
 
 
@@ -161,7 +163,9 @@ class Tensor:
             ret = run(*args, **(kwargs or {}))
         finally:
             tls.function_subclass_disabled = prev
-        return _convert(ret, cls, args)
+        # An input returned as the result (``out=``, ``contiguous()``) keeps its own class: the
+        # result is a ``cls`` alias of it.
+        return _convert(ret, cls, args if not kwargs else (*args, *kwargs.values()))
 
     @classmethod
     def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -265,11 +269,14 @@ class Tensor:
     def is_inference(self) -> bool:
         return self._inference
 
-    def _set_view_meta(self, src, multi_output: bool):
+    def _set_view_meta(self, src, multi_output: bool, st=None):
+        """Record that this tensor is a view of ``src``: ``_base`` (the root), how it was made
+        (``_creation_meta``), the version it was made at. ``st``: the thread's state dict."""
+        st = st or tls.__dict__
         root = src._base
-        if tls.inference:
+        if st["inference"]:
             new = _INFERENCE
-        elif tls.grad_enabled:
+        elif st["grad_enabled"]:
             new = _MULTI if multi_output else _DEFAULT
             if src._requires_grad or (root is not None and root._requires_grad):
                 self._view_grad = True

@@ -248,6 +248,39 @@ def test_version_rule_follows_bump_if_of_resize():
     assert x._version == 1 and mode.violations == []
 
 
+# -- the compiled filters (check_data=False) -----------------------------------------------------
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_flows_have_no_violation_without_check_data(device):
+    """The filters without data copies (tests/faults checks that they catch every fault)."""
+    with DebugAssertMode(raise_on_violation=False) as mode:
+        _flow(device)
+        w = Wrapper.wrap(sk.ones(2, 3, device=device))
+        (w * 2).t().add_(1)
+        with sk.inference_mode():
+            a = sk.ones(2, 3, device=device)
+            a.add_(1)
+        (a * 2).view(6)
+    assert mode.violations == [], _rules(mode)
+
+
+def test_filter_reads_keyword_tensors_and_missing_kwargs():
+    lib = sk.library
+    shift = lib.define("dacheck::shift(Tensor self, *, Tensor other) -> Tensor")
+    lib.impl(shift, "cpu")(lambda self, *, other: self + other)
+    bad = lib.define("dacheck::bad_shift(Tensor self, *, Tensor other) -> Tensor")
+    lib.impl(bad, "cpu")(lambda self, *, other: self + other.t_())   # moves other's strides
+    x, y = sk.ones(2, 2), sk.ones(2, 2)
+    with DebugAssertMode(raise_on_violation=False) as mode:
+        shift(x, other=y)
+        bad(x, other=y)
+    assert _rules(mode) == [("dacheck::bad_shift.default", "input_metadata", "other")]
+    direct = DebugAssertMode()   # handlers may be called with kwargs=None
+    out = direct.__tensor_dispatch__(sk.ops.add.Tensor, (), (x, x), None)
+    assert out.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    assert direct.__tensor_dispatch__(sk.ops.add_.Tensor, (), (x, x), None) is x
+    assert x._version == 1 and direct.violations == []
+
+
 # -- records, messages, report -------------------------------------------------------------------
 class _CloneIsInput(sk.DispatchMode):
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):

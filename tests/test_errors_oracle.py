@@ -58,6 +58,11 @@ CASES = [
     Case("view_bad_numel", _z(2, 3), lambda L, x: x.view(5, 5)),
     Case("view_two_inferred", _z(2, 3), lambda L, x: x.view(-1, -1)),
     Case("view_negative_dim", _z(2, 4), lambda L, x: x.view(-2, 4)),
+    # int[] arguments take integers only (argument-parser texts: class compared).
+    Case("view_float_size", _z(2, 4), lambda L, x: x.view(4.0, 2), msg=False),
+    Case("reshape_bool_size", _z(2, 4), lambda L, x: x.reshape(True, 8), msg=False),
+    Case("zeros_float_size", lambda L: (), lambda L: L.zeros(2.0, 3), msg=False),
+    Case("expand_float_size", _z(1, 4), lambda L, x: x.expand(3.0, 4), msg=False),
     Case("view_zero_numel_inferred", _z(0, 3), lambda L, x: x.view(-1, 0)),
     Case("view_incompatible_strides", _z(4, 6), lambda L, x: x.t().view(24)),
     Case("view_of_expanded", _z(3), lambda L, x: x.expand(2, 3).view(6)),

@@ -28,7 +28,23 @@ def prop(name):
 
 
 def size_args(args) -> tuple:
-    """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all mean the shape (2, 3)."""
+    """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all mean the shape (2, 3).
+
+    Raises TypeError for an element that is not an integer (bool and float included), as
+    PyTorch's argument parser does for ``int[]`` arguments."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        return tuple(args[0])
+        args = args[0]
+    for s in args:
+        if s.__class__ is not int:
+            return _checked_ints(args)
     return tuple(args)
+
+
+def _checked_ints(args) -> tuple:
+    out = []
+    for i, s in enumerate(args):
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(s).__name__} at pos {i}")
+        out.append(s.__index__())
+    return tuple(out)

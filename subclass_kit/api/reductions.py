@@ -76,6 +76,9 @@ def _call(op, self, *args, dtype=None, out=None, keepdim=False, **kwargs):
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum over ``dim`` (all dims by default). Integral/bool inputs sum into int64 unless
     ``dtype`` is given; an empty reduction gives 0."""
+    if out is None and dtype is None:  # _call's arguments, built directly (hot path)
+        dims = _dim_list(dim)
+        return ops.sum(input, dims, True) if keepdim else ops.sum(input, dims)
     op = ops.sum.IntList_out if out is not None else ops.sum
     return _call(op, input, _dim_list(dim), keepdim=keepdim, dtype=dtype, out=out)
 

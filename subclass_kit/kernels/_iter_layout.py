@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..layout import Layout, broadcast_shapes, channels_last_strides, contiguous_strides
+from .._state import tls
 from ..storage import CPU, Storage
-from ..tensor import make_tensor
+from ..tensor import Tensor, make_tensor
 
-__all__ = ["alloc", "contig", "layout_of", "iter_strides"]
+__all__ = ["alloc", "contig", "layout_of", "layout_of_pairs", "iter_strides"]
 
 _CONTIG: dict = {}
 
@@ -40,7 +41,7 @@ def layout_of(tensors, common=None, targets=None):
     if targets is not None:
         layouts = [(t._layout.sizes, t._layout.strides if t._dtype is d
                     else _cast_strides(t._layout)) for t, d in zip(tensors, targets)]
-        return _layout_of_pairs(layouts)
+        return layout_of_pairs(layouts)
     sizes = tensors[0]._layout.sizes
     for t in tensors:
         if t._layout.sizes != sizes or (common is not None and t._dtype is not common):
@@ -52,7 +53,7 @@ def layout_of(tensors, common=None, targets=None):
                 break
         else:
             return sizes, dense
-    return _layout_of_pairs([(t._layout.sizes, t._layout.strides if common is None
+    return layout_of_pairs([(t._layout.sizes, t._layout.strides if common is None
                               or t._dtype is common else _cast_strides(t._layout))
                              for t in tensors])
 
@@ -60,7 +61,7 @@ def layout_of(tensors, common=None, targets=None):
 _PAIRS: dict = {}
 
 
-def _layout_of_pairs(layouts):
+def layout_of_pairs(layouts):
     """Memoised: the answer depends only on the operands' (sizes, strides), and programs repeat
     the same few layouts (PyTorch's FakeTensor op cache idea, applied to the layout rule)."""
     key = tuple(layouts)
@@ -176,11 +177,15 @@ def _dense(sizes, strides) -> bool:
 
 
 _ALLOC: dict = {}
+_new = object.__new__
 
 
 def alloc(sizes, strides, dtype, device):
     """A fresh dense tensor. On cpu the storage owns one typed ``np.empty`` array and the
-    tensor's cached numpy view is that array (contiguous) or a strided view of it."""
+    tensor's cached numpy view is that array (contiguous) or a strided view of it.
+
+    The cpu branch is ``make_tensor(Storage._over(buf), ...)`` written out: it runs for every
+    op output, and the two calls cost a third of it."""
     key = (sizes, strides, dtype)
     entry = _ALLOC.get(key)
     if entry is None:
@@ -198,16 +203,27 @@ def alloc(sizes, strides, dtype, device):
     if device is not CPU:
         return make_tensor(Storage(extent * dtype.itemsize, device), layout, dtype)
     if contiguous:
-        arr = np.empty(sizes, np_dtype)
-        t = make_tensor(Storage._over(arr), layout, dtype)
-        if numel:
-            # Tensor._array() caches its numpy view under these two attributes.
-            t._np = arr
-            t._np_buf = arr
-        return t
-    buf = np.empty(extent, np_dtype)
-    t = make_tensor(Storage._over(buf), layout, dtype)
+        buf = arr = np.empty(sizes, np_dtype)
+    else:
+        buf = np.empty(extent, np_dtype)
+        arr = np.ndarray(sizes, np_dtype, buf, 0, bstrides) if numel else None
+    storage = _new(Storage)
+    storage._buffer = buf
+    storage._nbytes = buf.nbytes
+    storage.device = CPU
+    storage._resizable = True
+    storage._dataless = False
+    t = _new(Tensor)
+    t._storage = storage
+    t._layout = layout
+    t._dtype = dtype
+    if tls.inference:
+        t._vc = None
+        t._inference = True
+    else:
+        t._vc = [0]
     if numel:
-        t._np = np.ndarray(sizes, np_dtype, buf, 0, bstrides)
+        # Tensor._array() caches its numpy view under these two attributes.
+        t._np = arr
         t._np_buf = buf
     return t

@@ -118,6 +118,7 @@ def uf(ufunc):
     def fn(out, *operands):
         ufunc(*operands, out=out)
     fn.__name__ = ufunc.__name__
+    fn.ufunc = ufunc
     return fn
 
 
@@ -141,6 +142,11 @@ def sub(out, a, b, alpha=1):
         b = np.multiply(b, checked_scalar(alpha, dt.from_numpy_dtype(out.dtype)),
                         dtype=out.dtype)
     np.subtract(a, b, out=out)
+
+
+# Without keyword arguments these computes are one ufunc (the kernels' fast path calls it).
+add.ufunc = np.add
+sub.ufunc = np.subtract
 
 
 def rsqrt(out, a):

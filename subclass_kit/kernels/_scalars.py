@@ -16,6 +16,7 @@ about inf/nan) more cheaply than ``np.errstate``, which costs ~2 us per use.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -27,13 +28,9 @@ __all__ = ["checked_scalar", "cpp_name", "quiet", "unquiet", "wrap_scalar"]
 try:  # numpy >= 2: the context variable behind np.errstate
     from numpy._core.umath import _extobj_contextvar, _make_extobj
 
-    _IGNORE = _make_extobj(all="ignore")
-
-    def quiet():
-        return _extobj_contextvar.set(_IGNORE)
-
-    def unquiet(token):
-        _extobj_contextvar.reset(token)
+    # C-level callables: no Python frame on the kernels' hot paths.
+    quiet = functools.partial(_extobj_contextvar.set, _make_extobj(all="ignore"))
+    unquiet = _extobj_contextvar.reset
 
 except ImportError:  # pragma: no cover - older numpy
     def quiet():

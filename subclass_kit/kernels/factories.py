@@ -26,7 +26,7 @@ from ._common import (
     register_rule,
     type_name,
 )
-from ._iter_layout import iter_strides
+from ._iter_layout import alloc, iter_strides
 from ._scalars import checked_scalar
 
 _rng = [np.random.default_rng(0)]
@@ -185,8 +185,22 @@ def randint(low, high, size, *, dtype=None, device=None, requires_grad=None):
 
 
 # -- copies ---------------------------------------------------------------------------------------
+_PRESERVED: dict = {}
+
+
 def _preserved_strides(self, memory_format):
+    """Output strides of a copy of ``self`` in ``memory_format`` (memoised per layout)."""
     layout = self._layout
+    key = (layout.sizes, layout.strides, memory_format)
+    found = _PRESERVED.get(key)
+    if found is None:
+        found = _compute_preserved_strides(layout, memory_format)
+        if len(_PRESERVED) < 4096:
+            _PRESERVED[key] = found
+    return found
+
+
+def _compute_preserved_strides(layout, memory_format):
     if memory_format is None or memory_format is preserve_format:
         if layout.is_non_overlapping_and_dense():
             return layout.strides
@@ -206,6 +220,24 @@ def _clone_fill(outs, spec, self, *, memory_format=None):
 
 
 register_rule(ops.clone, _clone_rule, _clone_fill)
+
+
+def _clone(self, *, memory_format=None):
+    """clone's cpu and meta kernel: the rule, one allocation and one ``np.copyto`` (the
+    reshape-of-a-view hot path), and the version of a copy of an inference tensor
+    (``_copies_of_inference_start_at_one``)."""
+    device = self._storage.device
+    out = alloc(self._layout.sizes, _preserved_strides(self, memory_format), self._dtype,
+                device)
+    if device is not META:
+        np.copyto(out._array(), self._array())
+    if self._inference and out._vc is not None:
+        out._vc[0] = 1
+    return out
+
+
+_clone.rule = _clone_rule
+both_devices(ops.clone)(_clone)
 
 
 def _to_copy_rule(self, *, dtype=None, device=None, non_blocking=False, memory_format=None):
@@ -330,7 +362,6 @@ def _copies_of_inference_start_at_one(op):
         op._kernels[device] = wrap(op._kernels[device])
 
 
-_copies_of_inference_start_at_one(ops.clone)
 _copies_of_inference_start_at_one(ops._to_copy)
 
 

@@ -28,7 +28,7 @@ from ..storage import CPU, META
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
 from ._common import Spec, check_no_internal_overlap, common_device, resize_out, type_name
-from ._iter_layout import alloc, contig, layout_of
+from ._iter_layout import alloc, contig, layout_of, layout_of_pairs
 from ._scalars import cpp_name, quiet, unquiet, wrap_scalar
 
 __all__ = ["alloc", "pointwise_spec"]
@@ -232,28 +232,46 @@ def _register(op, info):
     fill = _make_fill(info)
     fast = _fast_dtypes(info)
     fn = info.fn
+    ufunc = getattr(fn, "ufunc", None)
     out_bool = info.kind == "bool"
 
     def cpu_kernel(*args, **kwargs):
         a = args[0]
-        if not kwargs and isinstance(a, Tensor):
+        if not kwargs and len(args) <= 2 and isinstance(a, Tensor):
+            # Fast path: cpu operands of one dtype in ``fast`` (and Python numbers on float
+            # tensors). Such calls pass every check but broadcasting, so the rule reduces
+            # to TensorIterator's output layout (memoised); numpy broadcasts the same way.
             d = a._dtype
-            if d in fast:
-                la = a._layout
-                sizes = la.sizes
-                b = args[1] if len(args) == 2 else None
-                if (b.__class__ is Tensor and b._dtype is d and b._layout == la
-                        and la.strides == contig(sizes) and a._storage.device is CPU
-                        and b._storage.device is CPU):
-                    arrays = (a._array(), b._array())  # the common binary case, inlined
+            la = a._layout
+            if d in fast and a._storage.device is CPU:
+                arrays = None
+                if len(args) == 1:
+                    arrays = (a._array(),)
+                    lb = la
                 else:
-                    arrays = _fast_operands(args, d, sizes, True)
+                    b = args[1]
+                    if isinstance(b, Tensor):
+                        if b._dtype is d and b._storage.device is CPU:
+                            arrays = (a._array(), b._array())
+                            lb = b._layout
+                    elif d.is_floating_point and (b.__class__ is float or (
+                            b.__class__ is int and -_INT64_LIMIT <= b < _INT64_LIMIT)):
+                        arrays = (a._array(), b)
+                        lb = la
                 if arrays is not None:
-                    out = alloc(sizes, contig(sizes), dt.bool_ if out_bool else d, CPU)
+                    sizes = la.sizes
+                    strides = contig(sizes)
+                    if la.strides != strides or lb.sizes != sizes or lb.strides != strides:
+                        sizes, strides = layout_of_pairs(((sizes, la.strides),
+                                                           (lb.sizes, lb.strides)))
+                    out = alloc(sizes, strides, dt.bool_ if out_bool else d, CPU)
                     if d.is_floating_point:
                         token = quiet()
                         try:
-                            fn(out._array(), *arrays)
+                            if ufunc is not None:
+                                ufunc(*arrays, out=out._array())
+                            else:
+                                fn(out._array(), *arrays)
                         finally:
                             unquiet(token)
                     else:
@@ -285,6 +303,7 @@ def _register(op, info):
 def _register_inplace(op_, info, fill, fast):
     check = info.check
     fn = info.fn
+    ufunc = getattr(fn, "ufunc", None)
 
     def kernel(self, *args, **kwargs):
         d = self._dtype
@@ -297,7 +316,10 @@ def _register_inplace(op_, info, fill, fast):
                     if d.is_floating_point:
                         token = quiet()
                         try:
-                            fn(target, target, *arrays)
+                            if ufunc is not None:
+                                ufunc(target, *arrays, out=target)
+                            else:
+                                fn(target, target, *arrays)
                         finally:
                             unquiet(token)
                     else:

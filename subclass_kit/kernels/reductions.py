@@ -29,7 +29,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..layout import contiguous_strides, wrap_dim
 from ..registry import ops, register_kernel
-from ..storage import META
+from ..storage import CPU, META
 from ._common import Spec, resize_out, type_name
 from ._iter_layout import alloc
 from ._scalars import cpp_name, quiet, unquiet
@@ -107,8 +107,9 @@ def _count(self, dims) -> int:
 
 
 def _axis(self, dims):
-    ndim = len(self._layout.sizes)
-    return tuple(d for d in dims if d < ndim)
+    """numpy's ``axis`` for wrapped ``dims``: a 0-d tensor reduces over dim 0 / -1, numpy
+    over nothing."""
+    return dims if self._layout.sizes else ()
 
 
 def _check_nonempty(self, dims, name, all_reduce, idx_error=False):
@@ -244,6 +245,34 @@ def _sum_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None):
 
 
 _register(ops.sum, _sum_rule, _sum_compute, ops.sum.IntList_out, _out_as_dtype)
+_sum_general = ops.sum._kernels["cpu"]
+_FAST_SUM = frozenset((dt.float32, dt.float64))
+
+
+def _sum_cpu(self, dim=None, keepdim=False, **kwargs):
+    """``_sum_general`` for the common call (float32/float64 cpu input, no ``dtype=``): the same
+    rule, spec and numpy reduction without the generic fill's indirections."""
+    d = self._dtype
+    if kwargs or d not in _FAST_SUM or self._storage.device is not CPU:
+        return _sum_general(self, dim, keepdim, **kwargs)
+    sizes = self._layout.sizes
+    dims = reduce_dims(self, dim)
+    key = (sizes, dims, keepdim)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _spec(self, dims, keepdim, d)[:2]
+    out = alloc(shape[0], shape[1], d, CPU)
+    token = quiet()
+    try:
+        np.add.reduce(self._array(), axis=_axis(self, dims), dtype=d.numpy,
+                      out=out._array(), keepdims=keepdim)
+    finally:
+        unquiet(token)
+    return out
+
+
+_sum_cpu.rule = _sum_rule
+register_kernel(ops.sum, "cpu")(_sum_cpu)
 
 
 def _mean_rule(self, dim=None, keepdim=False, *, dtype=None):

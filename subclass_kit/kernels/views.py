@@ -12,12 +12,13 @@ from .. import _dtype as dt
 from .._state import tls
 from ..layout import (
     Layout,
+    _tuple_new,
     checked_numel,
     compute_storage_nbytes,
     contiguous_strides,
     format_size,
-    infer_size,
     resolve_negative_strides,
+    view_shape,
     wrap_dim,
 )
 from ..registry import ops
@@ -56,13 +57,13 @@ def _check_offset(offset):
 
 
 def _view_layout(self, size) -> Layout:
-    shape = infer_size(tuple(size), self._layout.numel())
-    layout = self._layout.view(shape)
-    if layout is None:
+    src = self._layout
+    shape, strides = view_shape(src, size)
+    if strides is None:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
-    return layout
+    return _tuple_new(Layout, (shape, strides, src.offset))
 
 
 @both_devices(ops.view)

@@ -9,6 +9,7 @@ These tests break rules on purpose, so they run without the plugin's own mode.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import pytest
 
@@ -56,6 +57,17 @@ def test_fault_raises_with_a_message_naming_op_rule_and_fix(fault, device):
     assert f"[{fault.rule}]" in text and v.op in text and "Fix:" in text
     where = v.argument if isinstance(v.argument, str) else f"output {v.argument}"
     assert where in text
+
+
+# Without check_data the mode runs other compiled filters (no data copies): each fault must
+# still reach the general checks and be reported as its rule.
+QUICK = [(f, d) for f, d in CASES if f.rule != "unexpected_mutation"]
+
+
+@pytest.mark.parametrize("fault,device", QUICK, ids=[f"{f.name}-{d}" for f, d in QUICK])
+def test_fault_is_caught_without_check_data(fault, device):
+    mode = _run(dataclasses.replace(fault, check_data=False), device)
+    assert {v.rule for v in mode.violations} == {fault.rule}, mode.violations
 
 
 @pytest.mark.parametrize("fault", OPT_OUTS, ids=[f.name for f in OPT_OUTS])

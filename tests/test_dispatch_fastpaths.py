@@ -1,0 +1,272 @@
+"""The shortcuts of the slow dispatch paths behave like the general code they skip.
+
+Covers the spec-free ``pytree.tree_map``/``tree_map_only``, the memoised geometry of
+``make_wrapper_subclass``, the per-op facts of ``return_and_correct_aliasing``, the inline
+default ``__tensor_function__`` of direct subclasses and the single-subclass path of
+``dispatch`` (SEMANTICS.md §5).
+"""
+
+from collections import namedtuple
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import Wrapper
+
+import subclass_kit as sk
+from subclass_kit import ops
+from subclass_kit.pytree import tree_flatten, tree_map, tree_map_only, tree_unflatten
+
+P = namedtuple("P", "a b")
+
+
+class Box:
+    """A registered pytree node holding one child."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return type(other) is Box and other.v == self.v
+
+    def __repr__(self):
+        return f"Box({self.v!r})"
+
+
+sk.pytree.register_pytree_node(Box, lambda b: ([b.v], None), lambda c, _: Box(c[0]))
+
+
+class LeafList(list):
+    """A list subclass: a leaf (only exact list/tuple/dict are containers)."""
+
+
+_leaf = st.one_of(st.integers(), st.none(), st.text(max_size=2), st.just(sk.Size([2, 3])),
+                  st.builds(LeafList, st.lists(st.integers(), max_size=2)))
+_tree = st.recursive(
+    _leaf, lambda c: st.one_of(st.lists(c, max_size=3), st.tuples(c, c),
+                               st.dictionaries(st.text(max_size=2), c, max_size=3),
+                               st.builds(P, c, c), st.builds(Box, c)), max_leaves=12)
+
+
+def _tag(x):
+    return ("leaf", type(x).__name__, x)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_tree)
+def test_tree_map_matches_flatten_unflatten(tree):
+    leaves, spec = tree_flatten(tree)
+    expected = tree_unflatten([_tag(v) for v in leaves], spec)
+    # repr compares container types too (a named tuple is not a plain tuple)
+    assert repr(tree_map(_tag, tree)) == repr(expected)
+    only = tree_unflatten([_tag(v) if isinstance(v, (int, LeafList)) else v for v in leaves],
+                          spec)
+    assert repr(tree_map_only((int, LeafList), _tag, tree)) == repr(only)
+
+
+def test_tree_map_only_on_dispatch_shapes():
+    a, b = sk.ones(2), sk.zeros(2)
+    assert tree_map_only(sk.Tensor, lambda t: 1, (a, [b, 3], {"k": a})) == (1, [1, 3], {"k": 1})
+    empty = {}
+    out = tree_map_only(sk.Tensor, lambda t: 1, empty)
+    assert out == {} and out is not empty            # a new dict, as tree_map builds
+    assert tree_map_only(sk.Tensor, lambda t: 1, a) == 1
+    assert tree_map_only(int, lambda t: -t, P(1, (2, "x"))) == P(-1, (-2, "x"))
+    assert tree_map(lambda x, y: x + y, [1, (2, 3)], [10, (20, 30)]) == [11, (22, 33)]
+
+
+def test_registering_a_node_type_turns_known_leaves_into_containers():
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    p = Pair(1, 2)
+    assert tree_map(lambda v: v, [p])[0] is p          # a leaf, remembered as one
+    sk.pytree.register_pytree_node(Pair, lambda q: ([q.a, q.b], None),
+                                   lambda c, _: Pair(*c))
+    q = tree_map(lambda v: v * 10, [p])[0]
+    assert type(q) is Pair and (q.a, q.b) == (10, 20)
+
+
+def test_wrapper_geometry_memo_gives_fresh_storage_and_counter():
+    size, stride = (2, 3), (3, 1)
+    w1 = sk.make_wrapper_subclass(Wrapper, size, stride, 0, dtype=sk.float32)
+    w2 = sk.make_wrapper_subclass(Wrapper, sk.Size(size), stride, 0, dtype=sk.float64)
+    assert w1.untyped_storage() is not w2.untyped_storage()
+    assert w1._vc is not w2._vc and w1._version == w2._version == 0
+    assert w1.untyped_storage().nbytes() == 24 and w2.untyped_storage().nbytes() == 48
+    assert type(w1.shape) is sk.Size and w1.shape == w2.shape == size
+    w3 = sk.make_wrapper_subclass(Wrapper, [2, 3], [1, 2], 1)
+    assert (w3.shape, w3.stride(), w3.storage_offset()) == ((2, 3), (1, 2), 1)
+    assert w3.untyped_storage().nbytes() == 4 * 7
+    with pytest.raises(RuntimeError, match="mismatch in length of strides and shape"):
+        sk.make_wrapper_subclass(Wrapper, (2, 3), (1,))
+    with sk.inference_mode():
+        w4 = sk.make_wrapper_subclass(Wrapper, size, stride, 0)
+    assert w4.is_inference() and not w1.is_inference()
+
+
+def test_wrapper_default_dtype_is_read_per_call():
+    prev = sk.get_default_dtype()
+    try:
+        sk.set_default_dtype(sk.float64)
+        w = sk.make_wrapper_subclass(Wrapper, (2,))
+    finally:
+        sk.set_default_dtype(prev)
+    assert w.dtype == sk.float64 and sk.make_wrapper_subclass(Wrapper, (2,)).dtype == prev
+
+
+def test_return_and_correct_aliasing_by_schema():
+    w = Wrapper.wrap(sk.arange(6.).view(2, 3))
+    o = Wrapper.wrap(sk.zeros(2, 3))
+    fresh = w + 1
+    assert type(fresh) is Wrapper and fresh.untyped_storage() is not w.untyped_storage()
+    assert w.mul_(2) is w                                   # in-place: self
+    assert sk.add(w, 1, out=o) is o and o.elem.tolist()[0] == [1.0, 3.0, 5.0]
+    parts = w.split(1)                                      # list of views
+    assert all(p.untyped_storage() is w.untyped_storage() for p in parts)
+    assert sk.return_and_correct_aliasing(ops.add, (w, 1), {}, "out") == "out"
+
+
+def test_return_and_correct_aliasing_rejects_mixed_mutable_returns():
+    op = sk.library.define("fastpaths::mixed(Tensor(a!) x) -> (Tensor(a!), Tensor)")
+    w = Wrapper.wrap(sk.zeros(2))
+    with pytest.raises(RuntimeError, match="Unsupported schema"):
+        sk.return_and_correct_aliasing(op, (w,), {}, (w, w))
+
+
+class Sub(sk.Tensor):
+    pass
+
+
+class Slotted(sk.Tensor):
+    __slots__ = ("extra",)
+
+
+def test_direct_subclass_results_and_returned_inputs():
+    s = sk.make_subclass(Sub, sk.ones(2))
+    r = s + 1
+    assert type(r) is Sub and r.tolist() == [2.0, 2.0]
+    assert s.add_(1) is s and type(s) is Sub and s._version == 1
+    plain = sk.zeros(2)
+    out = sk.add(s, 1, out=plain)           # the out tensor keeps its class (PyTorch too)
+    assert type(plain) is sk.Tensor and type(out) is Sub and out is not plain
+    assert out.untyped_storage() is plain.untyped_storage() and out._vc is plain._vc
+    same = plain.add_(s)                    # a plain self returned: a Sub alias of it
+    assert type(plain) is sk.Tensor and type(same) is Sub and same._vc is plain._vc
+    assert [type(t) for t in s.split(1)] == [Sub, Sub]
+    v = s.view(2)
+    assert type(v) is Sub and v._base is s
+
+
+def test_direct_subclass_with_slots_converts_by_alias():
+    t = sk.make_subclass(Slotted, sk.ones(2))
+    r = t * 3
+    assert type(r) is Slotted and r.tolist() == [3.0, 3.0]
+
+
+def test_overridden_tensor_function_still_called():
+    seen = []
+
+    class Logged(sk.Tensor):
+        @classmethod
+        def __tensor_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return super().__tensor_function__(func, types, args, kwargs)
+
+    class LoggedChild(Logged):
+        pass
+
+    lg = sk.make_subclass(Logged, sk.ones(2))
+    assert type(lg + 1) is Logged and seen == ["__add__"]
+    ch = sk.make_subclass(LoggedChild, sk.ones(2))
+    assert type(ch.sum()) is LoggedChild and seen[-1] == "sum"
+
+
+def test_function_mode_and_two_subclasses_take_the_general_path():
+    class Child(Sub):
+        pass
+
+    log = []
+
+    class FnLog(sk.FunctionMode):
+        def __tensor_function__(self, func, types, args=(), kwargs=None):
+            log.append(types)
+            return func(*args, **(kwargs or {}))
+
+    s, c = sk.make_subclass(Sub, sk.ones(1)), sk.make_subclass(Child, sk.ones(1))
+    with FnLog():
+        r = s + c
+    assert log == [(Child, Sub)] and type(r) is Child
+
+
+@pytest.mark.no_debug_asserts  # asserts the exact trace (the debug mode adds its own events)
+def test_dispatch_subclass_path_versions_views_and_trace():
+    w = Wrapper.wrap(sk.zeros(2, 2))
+    v = w.t()
+    assert v._base is w and v._vc is w._vc
+    w.add_(1)
+    assert w._version == 1 and v._version == 1
+    events = []
+    with sk.dispatch_trace(events.append):
+        w.mul_(2)
+    kinds = [(e.kind, e.depth) for e in events]
+    assert kinds[0] == ("subclass", 0) and ("kernel", 1) in kinds
+    assert w._version == 2 and w.elem.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_inference_write_checked_before_any_subclass_handler():
+    calls = []
+
+    class Spy(Wrapper):
+        @classmethod
+        def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+            calls.append(func)
+            return super().__tensor_dispatch__(func, types, args, kwargs)
+
+    with sk.inference_mode():
+        w = sk.make_wrapper_subclass(Spy, (2,))
+    w.elem = sk.zeros(2)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside"):
+        w.add_(1)
+    assert calls == []
+
+
+@pytest.mark.no_debug_asserts  # asserts the exact list of declined handlers
+def test_mode_then_subclass_and_declines_reported_in_order():
+    order = []
+
+    class Declines(sk.DispatchMode):
+        def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+            order.append(("mode", types))
+            return NotImplemented
+
+    class NoWay(sk.Tensor):
+        __tensor_function__ = sk.disabled_tensor_function
+
+        @classmethod
+        def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+            order.append(("sub", types))
+            return NotImplemented
+
+    n = sk.make_wrapper_subclass(NoWay, (2,))
+    with Declines(), pytest.raises(TypeError) as info:
+        ops.add(n, 1)
+    assert order == [("mode", (NoWay,)), ("sub", (NoWay,))]
+    msg = str(info.value)
+    assert msg.index("mode object") < msg.index("tensor subclass")
+
+
+def test_returned_input_keeps_its_class_like_torch():
+    torch = pytest.importorskip("torch", reason="torch is the oracle for __torch_function__")
+
+    class TSub(torch.Tensor):
+        pass
+
+    ts, tplain = torch.ones(2).as_subclass(TSub), torch.zeros(2)
+    tout = torch.add(ts, 1, out=tplain)
+    s, plain = sk.make_subclass(Sub, sk.ones(2)), sk.zeros(2)
+    out = sk.add(s, 1, out=plain)
+    assert (type(tout) is TSub, type(tplain) is torch.Tensor, tout is tplain) == \
+        (type(out) is Sub, type(plain) is sk.Tensor, out is plain)
+    assert out.tolist() == tout.tolist() and plain._version == tplain._version
