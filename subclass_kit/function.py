@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 
 from ._state import flags, tls
-from .dispatch import _handler_name, _order_types, _record_view_op
+from .dispatch import _handler_name, _order_types, _record_view_op, dispatch
 
 __all__ = ["public_api", "op_method", "FUNCTION_TYPES", "handle_function"]
 
@@ -166,6 +166,7 @@ def _bind_tensor():
 
 _NUMBERS = frozenset({int, float, bool})
 _NO_KWARGS: dict = {}
+_PASS = object()  # op_method: no mode or trace of this thread takes the call
 
 
 def op_method(op, impl, name: str, reflected: bool = False):
@@ -174,8 +175,10 @@ def op_method(op, impl, name: str, reflected: bool = False):
 
     When nothing can intercept the call -- ``self`` and the other arguments are plain Tensors or
     Python numbers, and no function mode, dispatch mode or dispatch trace is active -- it goes
-    straight to the op's kernel (one Python frame instead of four). Otherwise it behaves exactly
-    like a ``public_api`` method (``func`` seen by handlers is this method).
+    straight to the op's kernel (one Python frame instead of four). With plain operands under a
+    mode or trace it enters the dispatcher itself (function modes first), skipping ``impl`` and
+    ``OpOverload.__call__``. Otherwise it behaves exactly like a ``public_api`` method (``func``
+    seen by handlers is this method).
     """
     tensor_cls = _tensor_cls()
     resolve = op._resolve_kernel
@@ -195,21 +198,40 @@ def op_method(op, impl, name: str, reflected: bool = False):
             return handle_function(method, impl, args, kwargs)
         return impl(*args, **kwargs)
 
+    def intercepted(args, op_args):
+        """The call when a mode or trace is active (plain operands, no kwargs): function modes
+        first, else straight to the dispatcher (what ``impl`` -> ``op.__call__`` would do), or
+        ``_PASS`` when neither applies to this thread."""
+        st = tls.__dict__
+        if st["function_modes"]:
+            return handle_function(method, impl, args, _NO_KWARGS)
+        if st["dispatch_modes"] or st["trace"] is not None:
+            if op.decomposition is not None:
+                return op(*op_args)
+            return dispatch(op, op_args, _NO_KWARGS)
+        return _PASS
+
     if reflected:
         def method(self, other):
-            if (self.__class__ is tensor_cls and other.__class__ in _NUMBERS
-                    and (not flags.interceptors or (not tls.function_modes
-                                                    and not tls.dispatch_modes
-                                                    and tls.trace is None))):
+            if self.__class__ is tensor_cls and other.__class__ in _NUMBERS:
+                if flags.interceptors:
+                    out = intercepted((self, other), (other, self))
+                    if out is not _PASS:
+                        return out
                 return resolve((other, self), _NO_KWARGS)
+            if self.__class__ in FUNCTION_TYPES:     # a subclass: its handler decides
+                return handle_function(method, impl, (self, other), _NO_KWARGS)
             return slow((self, other), _NO_KWARGS)
     else:
         def method(self, *args, **kwargs):
-            if self.__class__ is tensor_cls and not kwargs and (not flags.interceptors or (
-                    not tls.function_modes and not tls.dispatch_modes and tls.trace is None)):
+            if self.__class__ is tensor_cls and not kwargs:
                 for a in args:
                     if a.__class__ is not tensor_cls and a.__class__ not in _NUMBERS:
                         return slow((self,) + args, kwargs)
+                if flags.interceptors:
+                    out = intercepted((self,) + args, (self,) + args)
+                    if out is not _PASS:
+                        return out
                 if direct:
                     kernel = kernels.get(self._storage.device.type)
                     if kernel is not None:
@@ -218,6 +240,8 @@ def op_method(op, impl, name: str, reflected: bool = False):
                             _record_view_op(view_op, out)
                         return out
                 return resolve((self,) + args, _NO_KWARGS)
+            if self.__class__ in FUNCTION_TYPES:     # a subclass: its handler decides
+                return handle_function(method, impl, (self,) + args, kwargs)
             return slow((self,) + args, kwargs)
     method.__wrapped_impl__ = impl
     method.__name__ = method.__qualname__ = name
