@@ -270,3 +270,37 @@ def test_returned_input_keeps_its_class_like_torch():
     assert (type(tout) is TSub, type(tplain) is torch.Tensor, tout is tplain) == \
         (type(out) is Sub, type(plain) is sk.Tensor, out is plain)
     assert out.tolist() == tout.tolist() and plain._version == tplain._version
+
+
+@pytest.mark.parametrize("inference", [False, True])
+def test_written_out_constructors_match_make_tensor(inference):
+    """``alloc`` (every op output) and ``make_wrapper_subclass`` build their Storage and Tensor
+    field by field instead of calling ``Storage`` / ``make_tensor``; they must set exactly the
+    same fields, so a field added to one is added to all."""
+    from subclass_kit.kernels._iter_layout import alloc
+    from subclass_kit.layout import Layout
+    from subclass_kit.storage import CPU, META, Storage
+    from subclass_kit.tensor import make_tensor
+
+    def fields(t):
+        own = {k for k in vars(t) if k not in ("_np", "_np_buf")}   # alloc's numpy cache
+        return own, {s: getattr(t._storage, s) is not None for s in Storage.__slots__
+                     if s != "__weakref__" and s not in ("_buffer",)}
+
+    ctx = sk.inference_mode() if inference else sk.no_grad()
+    with ctx:
+        ref = make_tensor(Storage(32, CPU), Layout((2, 4), (4, 1), 0), sk.float32)
+        ref_meta = make_tensor(Storage(32, META), Layout((2, 4), (4, 1), 0), sk.float32)
+        fast = alloc((2, 4), (4, 1), sk.float32, CPU)
+        strided = alloc((2, 4), (1, 2), sk.float32, CPU)
+        meta = alloc((2, 4), (4, 1), sk.float32, META)
+        wrapper = sk.make_wrapper_subclass(Wrapper, (2, 4), (4, 1), 0, dtype=sk.float32)
+    for t in (fast, strided, meta, wrapper):
+        assert fields(t)[0] == fields(ref)[0]
+    assert fields(fast)[1] == fields(strided)[1] == fields(ref)[1]
+    assert fields(meta)[1] == fields(ref_meta)[1]
+    assert set(Storage.__slots__) == {"_buffer", "_nbytes", "device", "_resizable",
+                                      "_dataless", "__weakref__"}
+    for t in (fast, strided, meta, wrapper):
+        assert t.is_inference() == inference
+        assert (t._vc is None) == inference
