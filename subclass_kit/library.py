@@ -33,8 +33,7 @@ def define(schema: str) -> OpOverload:
     if "::" not in schema.split("(")[0]:
         raise ValueError(f"custom op schemas need a namespace, e.g. 'mylib::{schema}'")
     op = registry.define(schema)
-    op._custom = True
-    op._plain = False
+    op._mark_custom()
     return op
 
 

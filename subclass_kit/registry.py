@@ -66,13 +66,20 @@ class OpOverload:
         # Custom ops (sk.library): their kernels may call other ops, so they run "below"
         # (Note [Version counters]) and the dispatcher tracks their view outputs.
         self._custom = False
-        # Neither mutating nor custom: the kernel runs with no version layer around it.
+        # Neither mutating nor custom (``_mark_custom``): the kernel runs with no version
+        # layer around it.
         self._plain = not self._mutated
         # Forward name printed by view+in-place errors ("Output 0 of Unbind ...").
         self._view_name = None
         if self.is_view and schema.base_name not in ("detach", "lift_fresh"):
             from .inplace_checks import forward_name
             self._view_name = forward_name(schema.base_name)
+
+    def _mark_custom(self):
+        """Make this a custom op (``sk.library``): its kernel runs below the version/view layer
+        (Note [Version counters]), so it never takes the plain-kernel shortcut."""
+        self._custom = True
+        self._plain = False
 
     # -- naming -----------------------------------------------------------------------------
     @property

@@ -219,9 +219,6 @@ def _clone_fill(outs, spec, self, *, memory_format=None):
     np.copyto(outs[0], self._array())
 
 
-register_rule(ops.clone, _clone_rule, _clone_fill)
-
-
 def _clone(self, *, memory_format=None):
     """clone's cpu and meta kernel: the rule, one allocation and one ``np.copyto`` (the
     reshape-of-a-view hot path), and the version of a copy of an inference tensor
@@ -236,7 +233,10 @@ def _clone(self, *, memory_format=None):
     return out
 
 
-_clone.rule = _clone_rule
+# One kernel for both devices (not register_rule's pair): the rule and fill stay on the op
+# for tools that read them, like every rule-registered op.
+_clone.rule = ops.clone.rule = _clone_rule
+ops.clone.fill = _clone_fill
 both_devices(ops.clone)(_clone)
 
 
