@@ -95,6 +95,26 @@ def _bump(mutated):
 
 
 # -- the slow path: modes and subclasses -------------------------------------------------------
+def single_type(args, registry) -> tuple | None:
+    """The common case of finding the overriding types among ``args``: ``(t,)`` when exactly
+    one type of ``registry`` (``DISPATCH_TYPES`` or ``FUNCTION_TYPES``) occurs, ``()`` when
+    none does, None when the general, ordering search is needed (two types, or one inside a
+    list or tuple)."""
+    found = ()
+    for a in args:
+        t = type(a)
+        if t in registry:
+            if not found:
+                found = (t,)
+            elif t not in found:
+                return None
+        elif t is list or t is tuple:
+            for x in a:
+                if type(x) in registry:
+                    return None
+    return found
+
+
 def _overloaded_types(op, args, kwargs) -> tuple:
     """Types of arguments overriding __tensor_dispatch__, each once, subclasses first."""
     found = []
@@ -153,28 +173,9 @@ def dispatch(op, args, kwargs):
     trace = st["trace"]
     if st["no_dispatch"]:
         return _kernel(op, args, kwargs, trace)
-    # _overloaded_types, inlined for the common case: one subclass at most, none in lists.
-    types = ()
-    if kwargs:
+    types = None if kwargs else single_type(args, DISPATCH_TYPES)
+    if types is None:
         types = _overloaded_types(op, args, kwargs)
-    else:
-        for a in args:
-            t = type(a)
-            if t in DISPATCH_TYPES:
-                if not types:
-                    types = (t,)
-                elif t not in types:
-                    types = None
-                    break
-            elif t is list or t is tuple:
-                for x in a:
-                    if type(x) in DISPATCH_TYPES:
-                        types = None
-                        break
-                if types is None:
-                    break
-        if types is None:
-            types = _overloaded_types(op, args, kwargs)
     stack = st["dispatch_modes"]
     tried = None
     if stack:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 
 from ._state import flags, tls
-from .dispatch import _handler_name, _order_types, _record_view_op, dispatch
+from .dispatch import _handler_name, _order_types, _record_view_op, dispatch, single_type
 
 __all__ = ["public_api", "op_method", "FUNCTION_TYPES", "handle_function"]
 
@@ -77,23 +77,7 @@ def handle_function(public, impl, args, kwargs):
     if st["function_subclass_disabled"]:
         types = ()
     else:
-        # _function_types, inlined for the common case: one subclass at most, none in lists.
-        types = ()
-        for a in (args if not kwargs else (*args, *kwargs.values())):
-            t = type(a)
-            if t in FUNCTION_TYPES:
-                if not types:
-                    types = (t,)
-                elif t not in types:
-                    types = None
-                    break
-            elif t is list or t is tuple:
-                for x in a:
-                    if type(x) in FUNCTION_TYPES:
-                        types = None
-                        break
-                if types is None:
-                    break
+        types = single_type(args if not kwargs else (*args, *kwargs.values()), FUNCTION_TYPES)
         if types is None:
             types = _function_types(args, kwargs)
         elif types and not stack:
