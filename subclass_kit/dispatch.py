@@ -164,8 +164,10 @@ def _handler_name(h) -> str:
     return f"mode object {h!r}"
 
 
-def dispatch(op, args, kwargs):
-    """The slow path of ``OpOverload.__call__``: modes, then subclass handlers, then kernel."""
+def dispatch(op, args, kwargs, types=None):
+    """The slow path of ``OpOverload.__call__``: modes, then subclass handlers, then kernel.
+    ``types``: the overriding argument types when the caller already knows them (``()`` for
+    plain operands), else None."""
     if kwargs is None:
         kwargs = {}
     # This thread's state as a dict: one thread-local lookup instead of one per access.
@@ -173,9 +175,10 @@ def dispatch(op, args, kwargs):
     trace = st["trace"]
     if st["no_dispatch"]:
         return _kernel(op, args, kwargs, trace)
-    types = None if kwargs else single_type(args, DISPATCH_TYPES)
     if types is None:
-        types = _overloaded_types(op, args, kwargs)
+        types = None if kwargs else single_type(args, DISPATCH_TYPES)
+        if types is None:
+            types = _overloaded_types(op, args, kwargs)
     stack = st["dispatch_modes"]
     tried = None
     if stack:

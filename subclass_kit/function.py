@@ -14,13 +14,17 @@ from __future__ import annotations
 import functools
 
 from ._state import flags, tls
-from .dispatch import _handler_name, _order_types, _record_view_op, dispatch, single_type
+from .dispatch import (DISPATCH_TYPES, _handler_name, _order_types, _record_view_op, dispatch,
+                       single_type)
 
-__all__ = ["public_api", "op_method", "FUNCTION_TYPES", "handle_function"]
+__all__ = ["public_api", "op_method", "FUNCTION_TYPES", "DEFAULT_FUNCTION_TYPES", "handle_function"]
 
 # Tensor subclasses taking part in the function level (all subclasses, unless they set
 # ``__tensor_function__ = sk.disabled_tensor_function``). Filled by Tensor.__init_subclass__.
 FUNCTION_TYPES: set = set()
+# The subclasses among them whose ``__tensor_function__`` is Tensor's default (the class
+# survives ops); handle_function and op_method run that default inline for them.
+DEFAULT_FUNCTION_TYPES: set = set()
 
 
 def public_api(impl):
@@ -81,14 +85,8 @@ def handle_function(public, impl, args, kwargs):
         if types is None:
             types = _function_types(args, kwargs)
         elif types and not stack:
-            if _DEFAULT_TF is None:
-                _bind_tensor()
             cls = types[0]
-            try:
-                default = cls.__tensor_function__.__func__ is _DEFAULT_TF
-            except AttributeError:      # a staticmethod or plain function
-                default = False
-            if default:
+            if cls in DEFAULT_FUNCTION_TYPES:
                 # One subclass with the default __tensor_function__ and no mode left, so the
                 # default would call ``impl`` itself: run it here with subclass handling off
                 # and convert the results. Fresh plain-Tensor results get their class swapped
@@ -98,21 +96,7 @@ def handle_function(public, impl, args, kwargs):
                     ret = impl(*args, **kwargs)
                 finally:
                     st["function_subclass_disabled"] = False
-                rc = ret.__class__
-                if rc is cls:       # in-place ops return their (subclass) self
-                    return ret
-                inputs = args if not kwargs else (*args, *kwargs.values())
-                if rc is _tensor:
-                    for a in inputs:
-                        if a is ret:
-                            break
-                    else:
-                        try:
-                            ret.__class__ = cls
-                            return ret
-                        except TypeError:
-                            pass
-                return _convert(ret, cls, inputs)
+                return result_as(ret, cls, args if not kwargs else (*args, *kwargs.values()))
     tried = []
     for i in range(len(stack) - 1, -1, -1):
         mode = stack[i]
@@ -137,20 +121,40 @@ def handle_function(public, impl, args, kwargs):
     return impl(*args, **kwargs)
 
 
-_DEFAULT_TF = None     # Tensor.__tensor_function__'s function, bound on first use
+def result_as(ret, cls, inputs):
+    """The default ``__tensor_function__``'s result conversion: Tensor results become ``cls``.
+    In-place ops return their (``cls``) self unchanged; a fresh plain result gets its class
+    swapped in place (no new object); anything else goes through ``tensor._convert``."""
+    rc = ret.__class__
+    if rc is cls:
+        return ret
+    if _tensor is None:
+        _bind_tensor()
+    if rc is _tensor:
+        for a in inputs:
+            if a is ret:
+                break
+        else:
+            try:
+                ret.__class__ = cls
+                return ret
+            except TypeError:
+                pass
+    return _convert(ret, cls, inputs)
+
+
+_tensor = None     # tensor.Tensor and tensor._convert, bound on first use
 
 
 def _bind_tensor():
     # tensor.py imports this module, so its names are bound on first use.
-    global _DEFAULT_TF, _tensor, _convert
+    global _tensor, _convert
     from .tensor import Tensor, _convert
     _tensor = Tensor
-    _DEFAULT_TF = Tensor.__tensor_function__.__func__
 
 
 _NUMBERS = frozenset({int, float, bool})
 _NO_KWARGS: dict = {}
-_PASS = object()  # op_method: no mode or trace of this thread takes the call
 
 
 def op_method(op, impl, name: str, reflected: bool = False):
@@ -182,40 +186,46 @@ def op_method(op, impl, name: str, reflected: bool = False):
             return handle_function(method, impl, args, kwargs)
         return impl(*args, **kwargs)
 
-    def intercepted(args, op_args):
-        """The call when a mode or trace is active (plain operands, no kwargs): function modes
-        first, else straight to the dispatcher (what ``impl`` -> ``op.__call__`` would do), or
-        ``_PASS`` when neither applies to this thread."""
-        st = tls.__dict__
-        if st["function_modes"]:
-            return handle_function(method, impl, args, _NO_KWARGS)
-        if st["dispatch_modes"] or st["trace"] is not None:
-            if op.decomposition is not None:
-                return op(*op_args)
-            return dispatch(op, op_args, _NO_KWARGS)
-        return _PASS
+    # With a mode or trace active somewhere, plain-operand calls (no kwargs) go to function
+    # modes first, else straight to the dispatcher with no overriding types (what ``impl`` ->
+    # ``op.__call__`` would do); with neither active in this thread, on to the kernel.
 
     if reflected:
         def method(self, other):
-            if self.__class__ is tensor_cls and other.__class__ in _NUMBERS:
+            cls = self.__class__
+            if cls is tensor_cls and other.__class__ in _NUMBERS:
                 if flags.interceptors:
-                    out = intercepted((self, other), (other, self))
-                    if out is not _PASS:
-                        return out
+                    st = tls.__dict__
+                    if st["function_modes"]:
+                        return handle_function(method, impl, (self, other), _NO_KWARGS)
+                    if st["dispatch_modes"] or st["trace"] is not None:
+                        if op.decomposition is not None:
+                            return op(other, self)
+                        return dispatch(op, (other, self), _NO_KWARGS, ())
                 return resolve((other, self), _NO_KWARGS)
-            if self.__class__ in FUNCTION_TYPES:     # a subclass: its handler decides
+            if cls in FUNCTION_TYPES:     # a subclass: its handler decides
+                if (other.__class__ in _NUMBERS and cls in DEFAULT_FUNCTION_TYPES
+                        and cls not in DISPATCH_TYPES and not flags.interceptors
+                        and not tls.function_subclass_disabled):
+                    # handle_function's default-handler path, without its frames
+                    return result_as(resolve((other, self), _NO_KWARGS), cls, (self, other))
                 return handle_function(method, impl, (self, other), _NO_KWARGS)
             return slow((self, other), _NO_KWARGS)
     else:
         def method(self, *args, **kwargs):
-            if self.__class__ is tensor_cls and not kwargs:
+            cls = self.__class__
+            if cls is tensor_cls and not kwargs:
                 for a in args:
                     if a.__class__ is not tensor_cls and a.__class__ not in _NUMBERS:
                         return slow((self,) + args, kwargs)
                 if flags.interceptors:
-                    out = intercepted((self,) + args, (self,) + args)
-                    if out is not _PASS:
-                        return out
+                    st = tls.__dict__
+                    if st["function_modes"]:
+                        return handle_function(method, impl, (self,) + args, _NO_KWARGS)
+                    if st["dispatch_modes"] or st["trace"] is not None:
+                        if op.decomposition is not None:
+                            return op(self, *args)
+                        return dispatch(op, (self,) + args, _NO_KWARGS, ())
                 if direct:
                     kernel = kernels.get(self._storage.device.type)
                     if kernel is not None:
@@ -224,7 +234,25 @@ def op_method(op, impl, name: str, reflected: bool = False):
                             _record_view_op(view_op, out)
                         return out
                 return resolve((self,) + args, _NO_KWARGS)
-            if self.__class__ in FUNCTION_TYPES:     # a subclass: its handler decides
+            if cls in FUNCTION_TYPES:     # a subclass: its handler decides
+                if (not kwargs and cls in DEFAULT_FUNCTION_TYPES and cls not in DISPATCH_TYPES
+                        and not flags.interceptors and not tls.function_subclass_disabled):
+                    # handle_function's default-handler path, without its frames: operands
+                    # of this class, plain tensors or numbers reach the kernel as plain ones.
+                    for a in args:
+                        c = a.__class__
+                        if c is not cls and c is not tensor_cls and c not in _NUMBERS:
+                            break
+                    else:
+                        if direct:
+                            kernel = kernels.get(self._storage.device.type)
+                            if kernel is not None:
+                                out = kernel(self, *args)
+                                if view_op is not None:
+                                    _record_view_op(view_op, out)
+                                return result_as(out, cls, (self,) + args)
+                        return result_as(resolve((self,) + args, _NO_KWARGS), cls,
+                                         (self,) + args)
                 return handle_function(method, impl, (self,) + args, kwargs)
             return slow((self,) + args, kwargs)
     method.__wrapped_impl__ = impl

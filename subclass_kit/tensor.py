@@ -21,7 +21,8 @@ import numpy as np
 
 from . import _dtype as dt
 from ._state import flags, tls
-from .function import FUNCTION_TYPES, public_api
+from .function import public_api
+from .hooks import TensorType, register_hooks
 from .layout import Layout
 from .dispatch import DISPATCH_TYPES
 from .registry import ops
@@ -112,7 +113,19 @@ def make_view(src: "Tensor", layout: Layout, dtype=None, multi_output: bool = Fa
     return v
 
 
-class Tensor:
+_BYTE_STRIDES: dict = {}     # (strides in elements, numpy dtype) -> strides in bytes
+
+
+def _byte_strides(key) -> tuple:
+    strides, np_dtype = key
+    item = np_dtype.itemsize
+    out = tuple([s * item for s in strides])
+    if len(_BYTE_STRIDES) < 4096:
+        _BYTE_STRIDES[key] = out
+    return out
+
+
+class Tensor(metaclass=TensorType):
     """A strided tensor (PyTorch's ``torch.Tensor``); see the module docstring for its state.
 
     Build tensors with factories (``sk.tensor``, ``sk.zeros``, ``sk.from_numpy``, ...);
@@ -138,10 +151,7 @@ class Tensor:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if cls.__tensor_dispatch__.__func__ is not Tensor.__tensor_dispatch__.__func__:
-            DISPATCH_TYPES.add(cls)
-        if cls.__tensor_function__.__func__ is not disabled_tensor_function.__func__:
-            FUNCTION_TYPES.add(cls)
+        register_hooks(cls)
 
     # -- subclass hooks ---------------------------------------------------------------------
     @classmethod
@@ -309,12 +319,18 @@ class Tensor:
         if buf is None:
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         layout = self._layout
-        item = self._dtype.itemsize
-        if layout.numel() == 0:
-            arr = np.empty(layout.sizes, self._dtype.numpy)
+        sizes = layout.sizes
+        np_dtype = self._dtype.numpy
+        if 0 in sizes:
+            arr = np.empty(sizes, np_dtype)
         else:
-            arr = np.ndarray(layout.sizes, self._dtype.numpy, buf, layout.offset * item,
-                             tuple(s * item for s in layout.strides))
+            # Fresh views reach here once each, so the byte strides are memoised.
+            key = (layout.strides, np_dtype)
+            byte_strides = _BYTE_STRIDES.get(key)
+            if byte_strides is None:
+                byte_strides = _byte_strides(key)
+            arr = np.ndarray(sizes, np_dtype, buf, layout.offset * np_dtype.itemsize,
+                             byte_strides)
         self._np = arr
         self._np_buf = buf
         return arr

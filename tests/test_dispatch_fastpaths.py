@@ -200,6 +200,90 @@ def test_function_mode_and_two_subclasses_take_the_general_path():
     assert log == [(Child, Sub)] and type(r) is Child
 
 
+def test_hooks_assigned_after_class_creation_take_effect():
+    """Tensor's metaclass refiles a class (and its subclasses) in the hook registries."""
+    class Late(sk.Tensor):
+        pass
+
+    class LateChild(Late):
+        pass
+
+    seen = []
+
+    def handler(cls, func, types, args=(), kwargs=None):
+        seen.append((cls.__name__, func.__name__))
+        return sk.Tensor.__tensor_function__.__func__(cls, func, types, args, kwargs)
+
+    t, c = sk.make_subclass(Late, sk.ones(2)), sk.make_subclass(LateChild, sk.ones(2))
+    assert type(t + 1) is Late and seen == []
+    Late.__tensor_function__ = classmethod(handler)
+    assert type(t + 1) is Late and type(c * 2) is LateChild and type(c.sum()) is LateChild
+    assert seen == [("Late", "__add__"), ("LateChild", "__mul__"), ("LateChild", "sum")]
+    del Late.__tensor_function__                 # back to the default: no handler call
+    assert type(t + 1) is Late and len(seen) == 3
+    Late.__tensor_function__ = sk.disabled_tensor_function
+    assert type(t + 1) is sk.Tensor and type(c.view(2)) is sk.Tensor
+    del Late.__tensor_function__
+
+    ops_seen = []
+
+    def dispatch_handler(cls, func, types, args=(), kwargs=None):
+        ops_seen.append(func.name)
+        with sk.no_dispatch():
+            return func(*args, **(kwargs or {}))
+
+    LateChild.__tensor_dispatch__ = classmethod(dispatch_handler)
+    assert type(c + 1) is LateChild and ops_seen == ["add"]
+    assert (t + 1).tolist() == [2.0, 2.0] and ops_seen == ["add"]     # the parent: no handler
+    del LateChild.__tensor_dispatch__
+    c + 1
+    assert ops_seen == ["add"]
+
+
+class _General(sk.FunctionMode):
+    """A forwarding function mode: every call takes handle_function's general path."""
+
+    def __tensor_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+_METHOD_CALLS = [
+    ("add", lambda a, b: a + b), ("mul", lambda a, b: a * b), ("sub", lambda a, b: a - b),
+    ("radd", lambda a, b: 2.5 + a), ("rmul", lambda a, b: 3 * a), ("rsub", lambda a, b: 1 - a),
+    ("scalar", lambda a, b: a * 0.5), ("transpose", lambda a, b: a.transpose(0, 1)),
+    ("add_", lambda a, b: a.add_(b)), ("mul_", lambda a, b: a.mul_(2)),
+    ("neg", lambda a, b: a.neg()), ("sum", lambda a, b: a.sum()),
+    ("view", lambda a, b: a.view(-1)),
+]
+
+
+def _describe(res, a, b):
+    return (type(res), res.tolist(), res.size(), res.stride(), res is a, res is b,
+            res._base is a or res._base is a._base and res._base is not None,
+            a._version, type(a), a.tolist())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_METHOD_CALLS), st.sampled_from(["sub", "plain"]),
+       st.sampled_from(["sub", "plain"]), st.lists(st.floats(-4, 4, width=32), min_size=6,
+                                                   max_size=6))
+def test_direct_subclass_operator_shortcut_matches_general_path(call, a_kind, b_kind, values):
+    name, fn = call
+    results = []
+    for general in (False, True):
+        base = sk.tensor(values).view(2, 3)
+        other = sk.tensor(values[::-1]).view(2, 3)
+        a = sk.make_subclass(Sub, base) if a_kind == "sub" else base
+        b = sk.make_subclass(Sub, other) if b_kind == "sub" else other
+        if general:
+            with _General():
+                res = fn(a, b)
+        else:
+            res = fn(a, b)
+        results.append(_describe(res, a, b))
+    assert results[0] == results[1], name
+
+
 @pytest.mark.no_debug_asserts  # asserts the exact trace (the debug mode adds its own events)
 def test_dispatch_subclass_path_versions_views_and_trace():
     w = Wrapper.wrap(sk.zeros(2, 2))

@@ -206,7 +206,7 @@ def alloc(sizes, strides, dtype, device):
         buf = arr = np.empty(sizes, np_dtype)
     else:
         buf = np.empty(extent, np_dtype)
-        arr = np.ndarray(sizes, np_dtype, buf, 0, bstrides) if numel else None
+        arr = np.ndarray(sizes, np_dtype, buf, 0, bstrides) if numel else np.empty(sizes, np_dtype)
     storage = _new(Storage)
     storage._buffer = buf
     storage._nbytes = buf.nbytes
@@ -222,8 +222,9 @@ def alloc(sizes, strides, dtype, device):
         t._inference = True
     else:
         t._vc = [0]
-    if numel:
-        # Tensor._array() caches its numpy view under these two attributes.
-        t._np = arr
-        t._np_buf = buf
+    # Tensor._array() caches its numpy view under these two attributes. Kernels read a
+    # fresh cpu output's view as ``out._np``: calling ``_array()`` on fresh plain outputs and
+    # on subclass inputs alike would defeat the interpreter's attribute specialisation there.
+    t._np = arr
+    t._np_buf = buf
     return t

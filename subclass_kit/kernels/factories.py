@@ -227,7 +227,7 @@ def _clone(self, *, memory_format=None):
     out = alloc(self._layout.sizes, _preserved_strides(self, memory_format), self._dtype,
                 device)
     if device is not META:
-        np.copyto(out._array(), self._array())
+        np.copyto(out._np, self._array())
     if self._inference and out._vc is not None:
         out._vc[0] = 1
     return out

@@ -269,18 +269,18 @@ def _register(op, info):
                         token = quiet()
                         try:
                             if ufunc is not None:
-                                ufunc(*arrays, out=out._array())
+                                ufunc(*arrays, out=out._np)
                             else:
-                                fn(out._array(), *arrays)
+                                fn(out._np, *arrays)
                         finally:
                             unquiet(token)
                     else:
-                        fn(out._array(), *arrays)
+                        fn(out._np, *arrays)
                     return out
         spec = rule(*args, **kwargs)
         out = alloc(spec.sizes, spec.strides, spec.dtype, spec.device)
         if spec.device is not META:
-            fill([out._array()], spec, *args, **kwargs)
+            fill([out._np], spec, *args, **kwargs)
         return out
 
     def meta_kernel(*args, **kwargs):

@@ -173,7 +173,7 @@ def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=Fals
         spec = rule(self, *args, **kwargs)
         out = alloc(spec.sizes, spec.strides, spec.dtype, spec.device)
         if spec.device is not META:
-            fill([out._array()], spec, self, *args, **kwargs)
+            fill([out._np], spec, self, *args, **kwargs)
         return out
 
     def meta_kernel(self, *args, **kwargs):
@@ -265,7 +265,7 @@ def _sum_cpu(self, dim=None, keepdim=False, **kwargs):
     token = quiet()
     try:
         np.add.reduce(self._array(), axis=_axis(self, dims), dtype=d.numpy,
-                      out=out._array(), keepdims=keepdim)
+                      out=out._np, keepdims=keepdim)
     finally:
         unquiet(token)
     return out

@@ -1,0 +1,64 @@
+"""The subclass hook registries: which Tensor subclasses take part in which dispatch level.
+
+``Tensor.__init_subclass__`` files each subclass by its two hooks, and the hot paths read these
+sets instead of looking the hooks up on every call:
+
+- ``dispatch.DISPATCH_TYPES``: subclasses overriding ``__tensor_dispatch__``;
+- ``function.FUNCTION_TYPES``: subclasses taking part in the function level (all, unless
+  ``__tensor_function__ = sk.disabled_tensor_function``);
+- ``function.DEFAULT_FUNCTION_TYPES``: those among them keeping Tensor's default
+  ``__tensor_function__`` (results keep the subclass), which the hot paths run inline.
+
+PyTorch looks ``__torch_function__`` / ``__torch_dispatch__`` up at each call; Tensor's
+metaclass gives the same answers by refiling a class (and its subclasses) whenever one of the
+two hooks is assigned or deleted on it after the class was made.
+"""
+
+from __future__ import annotations
+
+from .dispatch import DISPATCH_TYPES
+from .function import DEFAULT_FUNCTION_TYPES, FUNCTION_TYPES
+
+__all__ = ["TensorType", "register_hooks"]
+
+_HOOKS = ("__tensor_function__", "__tensor_dispatch__")
+
+
+class TensorType(type):
+    """Tensor's metaclass: refiles a class in the hook registries when one of its hooks is
+    assigned or deleted."""
+
+    def __setattr__(cls, name, value):
+        super().__setattr__(name, value)
+        if name in _HOOKS:
+            _register_hooks_below(cls)
+
+    def __delattr__(cls, name):
+        super().__delattr__(name)
+        if name in _HOOKS:
+            _register_hooks_below(cls)
+
+
+def _register_hooks_below(cls):
+    todo = [cls]
+    while todo:
+        c = todo.pop()
+        register_hooks(c)
+        todo.extend(c.__subclasses__())
+
+
+def register_hooks(cls):
+    """File ``cls`` in exactly the registries its two hooks call for (``Tensor`` itself in
+    none)."""
+    from .tensor import Tensor, disabled_tensor_function   # tensor.py imports this module
+    if cls is Tensor:
+        return
+    tf = getattr(cls.__tensor_function__, "__func__", None)
+    td = getattr(cls.__tensor_dispatch__, "__func__", None)
+    for registry, member in ((DISPATCH_TYPES, td is not Tensor.__tensor_dispatch__.__func__),
+                             (FUNCTION_TYPES, tf is not disabled_tensor_function.__func__),
+                             (DEFAULT_FUNCTION_TYPES, tf is Tensor.__tensor_function__.__func__)):
+        if member:
+            registry.add(cls)
+        else:
+            registry.discard(cls)
