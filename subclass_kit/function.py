@@ -250,6 +250,13 @@ def op_method(op, impl, name: str, reflected: bool = False):
                                 out = kernel(self, *args)
                                 if view_op is not None:
                                     _record_view_op(view_op, out)
+                                if (out.__class__ is tensor_cls and out is not self
+                                        and (not args or len(args) == 1 and out is not args[0])):
+                                    try:
+                                        out.__class__ = cls     # result_as's common case
+                                        return out
+                                    except TypeError:
+                                        pass
                                 return result_as(out, cls, (self,) + args)
                         return result_as(resolve((self,) + args, _NO_KWARGS), cls,
                                          (self,) + args)
