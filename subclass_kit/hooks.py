@@ -47,17 +47,26 @@ def _register_hooks_below(cls):
         todo.extend(c.__subclasses__())
 
 
+_BUILTIN = None    # (default function hook, default dispatch hook, disabled function hook)
+
+
 def register_hooks(cls):
     """File ``cls`` in exactly the registries its two hooks call for (``Tensor`` itself in
-    none)."""
+    none). Membership is judged against the hooks Tensor was defined with."""
+    global _BUILTIN
     from .tensor import Tensor, disabled_tensor_function   # tensor.py imports this module
+    if _BUILTIN is None:
+        _BUILTIN = (Tensor.__dict__["__tensor_function__"].__func__,
+                    Tensor.__dict__["__tensor_dispatch__"].__func__,
+                    disabled_tensor_function.__func__)
     if cls is Tensor:
         return
+    default_tf, default_td, disabled_tf = _BUILTIN
     tf = getattr(cls.__tensor_function__, "__func__", None)
     td = getattr(cls.__tensor_dispatch__, "__func__", None)
-    for registry, member in ((DISPATCH_TYPES, td is not Tensor.__tensor_dispatch__.__func__),
-                             (FUNCTION_TYPES, tf is not disabled_tensor_function.__func__),
-                             (DEFAULT_FUNCTION_TYPES, tf is Tensor.__tensor_function__.__func__)):
+    for registry, member in ((DISPATCH_TYPES, td is not default_td),
+                             (FUNCTION_TYPES, tf is not disabled_tf),
+                             (DEFAULT_FUNCTION_TYPES, tf is default_tf)):
         if member:
             registry.add(cls)
         else:
