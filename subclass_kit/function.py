@@ -155,6 +155,7 @@ def _bind_tensor():
 
 _NUMBERS = frozenset({int, float, bool})
 _NO_KWARGS: dict = {}
+_PASS = object()  # op_method: no mode or trace of this thread takes the call
 
 
 def op_method(op, impl, name: str, reflected: bool = False):
@@ -165,8 +166,11 @@ def op_method(op, impl, name: str, reflected: bool = False):
     Python numbers, and no function mode, dispatch mode or dispatch trace is active -- it goes
     straight to the op's kernel (one Python frame instead of four). With plain operands under a
     mode or trace it enters the dispatcher itself (function modes first), skipping ``impl`` and
-    ``OpOverload.__call__``. Otherwise it behaves exactly like a ``public_api`` method (``func``
-    seen by handlers is this method).
+    ``OpOverload.__call__``. A ``self`` of a direct subclass keeping the default
+    ``__tensor_function__`` (no mode active, no ``__tensor_dispatch__``, other operands plain,
+    of its class or numbers) takes the same kernel path and gets its result as that class, as
+    the default handler would. Otherwise it behaves exactly like a ``public_api`` method
+    (``func`` seen by handlers is this method).
     """
     tensor_cls = _tensor_cls()
     resolve = op._resolve_kernel
@@ -186,82 +190,74 @@ def op_method(op, impl, name: str, reflected: bool = False):
             return handle_function(method, impl, args, kwargs)
         return impl(*args, **kwargs)
 
-    # With a mode or trace active somewhere, plain-operand calls (no kwargs) go to function
-    # modes first, else straight to the dispatcher with no overriding types (what ``impl`` ->
-    # ``op.__call__`` would do); with neither active in this thread, on to the kernel.
+    def intercepted(args, op_args):
+        """A plain-operand call (no kwargs) while a mode or trace is active somewhere: function
+        modes first, else straight to the dispatcher with no overriding types (what ``impl`` ->
+        ``op.__call__`` would do), or ``_PASS`` when neither is active in this thread."""
+        st = tls.__dict__
+        if st["function_modes"]:
+            return handle_function(method, impl, args, _NO_KWARGS)
+        if st["dispatch_modes"] or st["trace"] is not None:
+            if op.decomposition is not None:
+                return op(*op_args)
+            return dispatch(op, op_args, _NO_KWARGS, ())
+        return _PASS
 
     if reflected:
         def method(self, other):
             cls = self.__class__
-            if cls is tensor_cls and other.__class__ in _NUMBERS:
-                if flags.interceptors:
-                    st = tls.__dict__
-                    if st["function_modes"]:
-                        return handle_function(method, impl, (self, other), _NO_KWARGS)
-                    if st["dispatch_modes"] or st["trace"] is not None:
-                        if op.decomposition is not None:
-                            return op(other, self)
-                        return dispatch(op, (other, self), _NO_KWARGS, ())
-                return resolve((other, self), _NO_KWARGS)
-            if cls in FUNCTION_TYPES:     # a subclass: its handler decides
-                if (other.__class__ in _NUMBERS and cls in DEFAULT_FUNCTION_TYPES
-                        and cls not in DISPATCH_TYPES and not flags.interceptors
-                        and not tls.function_subclass_disabled):
-                    # handle_function's default-handler path, without its frames
+            if other.__class__ in _NUMBERS:
+                if cls is tensor_cls:
+                    if flags.interceptors:
+                        out = intercepted((self, other), (other, self))
+                        if out is not _PASS:
+                            return out
+                    return resolve((other, self), _NO_KWARGS)
+                if (cls in DEFAULT_FUNCTION_TYPES and cls not in DISPATCH_TYPES
+                        and not flags.interceptors and not tls.function_subclass_disabled):
+                    # the default __tensor_function__, inline (as handle_function runs it)
                     return result_as(resolve((other, self), _NO_KWARGS), cls, (self, other))
+            if cls in FUNCTION_TYPES:     # a subclass: its handler decides
                 return handle_function(method, impl, (self, other), _NO_KWARGS)
             return slow((self, other), _NO_KWARGS)
     else:
         def method(self, *args, **kwargs):
             cls = self.__class__
-            if cls is tensor_cls and not kwargs:
+            if kwargs:
+                if cls in FUNCTION_TYPES:
+                    return handle_function(method, impl, (self,) + args, kwargs)
+                return slow((self,) + args, kwargs)
+            if cls is tensor_cls:
                 for a in args:
                     if a.__class__ is not tensor_cls and a.__class__ not in _NUMBERS:
                         return slow((self,) + args, kwargs)
                 if flags.interceptors:
-                    st = tls.__dict__
-                    if st["function_modes"]:
-                        return handle_function(method, impl, (self,) + args, _NO_KWARGS)
-                    if st["dispatch_modes"] or st["trace"] is not None:
-                        if op.decomposition is not None:
-                            return op(self, *args)
-                        return dispatch(op, (self,) + args, _NO_KWARGS, ())
-                if direct:
-                    kernel = kernels.get(self._storage.device.type)
-                    if kernel is not None:
-                        out = kernel(self, *args)
-                        if view_op is not None:
-                            _record_view_op(view_op, out)
+                    out = intercepted((self,) + args, (self,) + args)
+                    if out is not _PASS:
                         return out
-                return resolve((self,) + args, _NO_KWARGS)
-            if cls in FUNCTION_TYPES:     # a subclass: its handler decides
-                if (not kwargs and cls in DEFAULT_FUNCTION_TYPES and cls not in DISPATCH_TYPES
-                        and not flags.interceptors and not tls.function_subclass_disabled):
-                    # handle_function's default-handler path, without its frames: operands
-                    # of this class, plain tensors or numbers reach the kernel as plain ones.
-                    for a in args:
-                        c = a.__class__
-                        if c is not cls and c is not tensor_cls and c not in _NUMBERS:
-                            break
-                    else:
-                        if direct:
-                            kernel = kernels.get(self._storage.device.type)
-                            if kernel is not None:
-                                out = kernel(self, *args)
-                                if view_op is not None:
-                                    _record_view_op(view_op, out)
-                                if (out.__class__ is tensor_cls and out is not self
-                                        and (not args or len(args) == 1 and out is not args[0])):
-                                    try:
-                                        out.__class__ = cls     # result_as's common case
-                                        return out
-                                    except TypeError:
-                                        pass
-                                return result_as(out, cls, (self,) + args)
-                        return result_as(resolve((self,) + args, _NO_KWARGS), cls,
-                                         (self,) + args)
-                return handle_function(method, impl, (self,) + args, kwargs)
-            return slow((self,) + args, kwargs)
+            elif cls in FUNCTION_TYPES:
+                # A subclass: its handler decides, unless it keeps the default
+                # __tensor_function__, which then runs here (as handle_function runs it).
+                if (cls not in DEFAULT_FUNCTION_TYPES or cls in DISPATCH_TYPES
+                        or flags.interceptors or tls.function_subclass_disabled):
+                    return handle_function(method, impl, (self,) + args, kwargs)
+                for a in args:
+                    c = a.__class__
+                    if c is not cls and c is not tensor_cls and c not in _NUMBERS:
+                        return handle_function(method, impl, (self,) + args, kwargs)
+            else:
+                return slow((self,) + args, kwargs)
+            # Operands are plain tensors, numbers or (default handler) ``cls`` tensors.
+            kernel = kernels.get(self._storage.device.type) if direct else None
+            if kernel is not None:
+                out = kernel(self, *args)
+                if view_op is not None:
+                    _record_view_op(view_op, out)
+            else:
+                out = resolve((self,) + args, _NO_KWARGS)
+            if cls is tensor_cls:
+                return out
+            return result_as(out, cls, (self,) + args)
     method.__wrapped_impl__ = impl
     method.__name__ = method.__qualname__ = name
     method.__doc__ = impl.__doc__
