@@ -240,6 +240,22 @@ def test_hooks_assigned_after_class_creation_take_effect():
     assert ops_seen == ["add"]
 
 
+def test_staticmethod_hooks_are_filed():
+    """Hooks given as staticmethods (a form PyTorch accepts) are handlers like classmethods."""
+    seen = []
+
+    class Static(sk.Tensor):
+        @staticmethod
+        def __tensor_function__(func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return NotImplemented if func.__name__ == "neg" else "handled"
+
+    t = sk.make_subclass(Static, sk.ones(2))
+    assert t + 1 == "handled" and seen == ["__add__"]
+    with pytest.raises(TypeError, match="Multiple dispatch failed"):
+        t.neg()
+
+
 class _General(sk.FunctionMode):
     """A forwarding function mode: every call takes handle_function's general path."""
 
