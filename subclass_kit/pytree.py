@@ -174,29 +174,6 @@ def tree_map(fn: Callable, tree: Any, *rests: Any):
 
 def tree_map_only(types, fn: Callable, tree: Any):
     """``tree_map`` applying ``fn`` only to leaves that are instances of ``types``."""
-    t = type(tree)
-    if t is list or t is tuple:
-        out = []
-        for c in tree:
-            tc = type(c)
-            if tc in _LEAF_TYPES or (tc not in _NODES and _leaf(tc)):
-                out.append(fn(c) if isinstance(c, types) else c)
-            else:
-                out.append(tree_map_only(types, fn, c))
-        return out if t is list else tuple(out)
-    if t is dict:
-        out = {}
-        if not tree:                # the kwargs of most dispatch calls
-            return out
-        for k, v in tree.items():
-            tv = type(v)
-            if tv in _LEAF_TYPES or (tv not in _NODES and _leaf(tv)):
-                out[k] = fn(v) if isinstance(v, types) else v
-            else:
-                out[k] = tree_map_only(types, fn, v)
-        return out
-    if t in _LEAF_TYPES or _leaf(t):
-        return fn(tree) if isinstance(tree, types) else tree
-    node = _node_of(tree)
-    children, ctx = node.flatten(tree)
-    return node.unflatten([tree_map_only(types, fn, c) for c in children], ctx)
+    if type(tree) is dict and not tree:     # the kwargs of most dispatch calls
+        return {}
+    return _map(lambda x: fn(x) if isinstance(x, types) else x, tree)
