@@ -204,12 +204,7 @@ def dispatch(op, args, kwargs, types=None):
                     tls.depth -= 1
             if res is not NotImplemented:
                 return res
-            if trace is not None:
-                trace(DispatchEvent("declined", op, mode, tls.depth))
-            if tried is None:
-                tried = [mode]
-            else:
-                tried.append(mode)
+            tried = _declined(op, mode, tried, trace)
     if not types:
         if tried:
             raise _all_declined(op, tried, "__tensor_dispatch__")
@@ -250,12 +245,7 @@ def dispatch(op, args, kwargs, types=None):
                     if op._view_name is not None:
                         _record_view_op(op, res)
             return res
-        if trace is not None:
-            trace(DispatchEvent("declined", op, t, tls.depth))
-        if tried is None:
-            tried = [t]
-        else:
-            tried.append(t)
+        tried = _declined(op, t, tried, trace)
     raise _all_declined(op, tried, "__tensor_dispatch__")
 
 
@@ -314,6 +304,17 @@ def _runaway(t, n, op):
 
 # Nesting of one subclass's handler deeper than this is taken as runaway recursion.
 _MAX_HANDLER_DEPTH = 64
+
+
+def _declined(op, handler, tried, trace):
+    """Note that ``handler`` returned NotImplemented: report it to the trace and add it to
+    ``tried`` (None until a first handler declines: no list on the common path)."""
+    if trace is not None:
+        trace(DispatchEvent("declined", op, handler, tls.depth))
+    if tried is None:
+        return [handler]
+    tried.append(handler)
+    return tried
 
 
 def _all_declined(op, tried, protocol):
