@@ -154,6 +154,8 @@ def _bind_tensor():
 
 
 _NUMBERS = frozenset({int, float, bool})
+# Keyword arguments of kernel calls only: handlers get a fresh dict each call, as they may
+# change it.
 _NO_KWARGS: dict = {}
 _PASS = object()  # op_method: no mode or trace of this thread takes the call
 
@@ -196,11 +198,11 @@ def op_method(op, impl, name: str, reflected: bool = False):
         ``op.__call__`` would do), or ``_PASS`` when neither is active in this thread."""
         st = tls.__dict__
         if st["function_modes"]:
-            return handle_function(method, impl, args, _NO_KWARGS)
+            return handle_function(method, impl, args, {})
         if st["dispatch_modes"] or st["trace"] is not None:
             if op.decomposition is not None:
                 return op(*op_args)
-            return dispatch(op, op_args, _NO_KWARGS, ())
+            return dispatch(op, op_args, {}, ())
         return _PASS
 
     if reflected:
@@ -218,8 +220,8 @@ def op_method(op, impl, name: str, reflected: bool = False):
                     # the default __tensor_function__, inline (as handle_function runs it)
                     return result_as(resolve((other, self), _NO_KWARGS), cls, (self, other))
             if cls in FUNCTION_TYPES:     # a subclass: its handler decides
-                return handle_function(method, impl, (self, other), _NO_KWARGS)
-            return slow((self, other), _NO_KWARGS)
+                return handle_function(method, impl, (self, other), {})
+            return slow((self, other), {})
     else:
         def method(self, *args, **kwargs):
             cls = self.__class__
@@ -232,9 +234,14 @@ def op_method(op, impl, name: str, reflected: bool = False):
                     if a.__class__ is not tensor_cls and a.__class__ not in _NUMBERS:
                         return slow((self,) + args, kwargs)
                 if flags.interceptors:
-                    out = intercepted((self,) + args, (self,) + args)
-                    if out is not _PASS:
-                        return out
+                    # ``intercepted`` written out (one frame less under modes)
+                    st = tls.__dict__
+                    if st["function_modes"]:
+                        return handle_function(method, impl, (self,) + args, {})
+                    if st["dispatch_modes"] or st["trace"] is not None:
+                        if op.decomposition is not None:
+                            return op(self, *args)
+                        return dispatch(op, (self,) + args, {}, ())
             elif cls in FUNCTION_TYPES:
                 # A subclass: its handler decides, unless it keeps the default
                 # __tensor_function__, which then runs here (as handle_function runs it).

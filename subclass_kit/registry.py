@@ -130,8 +130,10 @@ class OpOverload:
     def __call__(self, *args, **kwargs):
         if self.decomposition is not None:
             return self.decomposition(*args, **kwargs)
-        if flags.interceptors and (tls.dispatch_modes or tls.trace is not None):
-            return dispatch(self, args, kwargs)
+        if flags.interceptors:
+            st = tls.__dict__       # one thread-local lookup for both reads
+            if st["dispatch_modes"] or st["trace"] is not None:
+                return dispatch(self, args, kwargs)
         for a in args:
             if type(a) in DISPATCH_TYPES:
                 return dispatch(self, args, kwargs)
@@ -147,10 +149,9 @@ class OpOverload:
                 kernel = self._kernels[args[self._device_arg]._storage.device.type]
             except (AttributeError, IndexError, TypeError, KeyError):
                 kernel = self._find_kernel(args, kwargs)
-            if self._view_name is None:
-                return kernel(*args, **kwargs)
-            out = kernel(*args, **kwargs)
-            _record_view_op(self, out)
+            out = kernel(*args, **kwargs) if kwargs else kernel(*args)
+            if self._view_name is not None:
+                _record_view_op(self, out)
             return out
         return self._resolve_kernel(args, kwargs)
 

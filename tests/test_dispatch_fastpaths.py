@@ -404,3 +404,26 @@ def test_written_out_constructors_match_make_tensor(inference):
     for t in (fast, strided, meta, wrapper):
         assert t.is_inference() == inference
         assert (t._vc is None) == inference
+
+
+@pytest.mark.parametrize("call", ["x + x", "x.mul(2)", "2 * x", "x.sum()", "x.view(-1)"])
+@pytest.mark.parametrize("level", ["dispatch", "function"])
+def test_handlers_get_their_own_kwargs_dict(call, level):
+    """The operator shortcuts hand handlers a fresh kwargs dict per call (as PyTorch does): a
+    handler changing it must not change later calls."""
+    seen = []
+
+    class Scribble(sk.DispatchMode if level == "dispatch" else sk.FunctionMode):
+        def handle(self, func, types, args=(), kwargs=None):
+            seen.append(dict(kwargs))
+            kwargs["scribbled"] = True
+            return NotImplemented if len(seen) > 2 else "handled"
+
+        __tensor_dispatch__ = __tensor_function__ = handle
+
+    x = sk.ones(2, 2)
+    with Scribble():
+        assert eval(call) == "handled"
+        assert eval(call) == "handled"
+    assert seen == [{}, {}]
+    assert isinstance(eval(call), sk.Tensor)   # no stray keyword reaches the kernel
