@@ -157,7 +157,6 @@ _NUMBERS = frozenset({int, float, bool})
 # Keyword arguments of kernel calls only: handlers get a fresh dict each call, as they may
 # change it.
 _NO_KWARGS: dict = {}
-_PASS = object()  # op_method: no mode or trace of this thread takes the call
 
 
 def op_method(op, impl, name: str, reflected: bool = False):
@@ -192,28 +191,21 @@ def op_method(op, impl, name: str, reflected: bool = False):
             return handle_function(method, impl, args, kwargs)
         return impl(*args, **kwargs)
 
-    def intercepted(args, op_args):
-        """A plain-operand call (no kwargs) while a mode or trace is active somewhere: function
-        modes first, else straight to the dispatcher with no overriding types (what ``impl`` ->
-        ``op.__call__`` would do), or ``_PASS`` when neither is active in this thread."""
-        st = tls.__dict__
-        if st["function_modes"]:
-            return handle_function(method, impl, args, {})
-        if st["dispatch_modes"] or st["trace"] is not None:
-            if op.decomposition is not None:
-                return op(*op_args)
-            return dispatch(op, op_args, {}, ())
-        return _PASS
-
     if reflected:
         def method(self, other):
             cls = self.__class__
             if other.__class__ in _NUMBERS:
                 if cls is tensor_cls:
                     if flags.interceptors:
-                        out = intercepted((self, other), (other, self))
-                        if out is not _PASS:
-                            return out
+                        # a mode or trace somewhere: function modes first, else the
+                        # dispatcher with no overriding types (what impl -> op() would do)
+                        st = tls.__dict__
+                        if st["function_modes"]:
+                            return handle_function(method, impl, (self, other), {})
+                        if st["dispatch_modes"] or st["trace"] is not None:
+                            if op.decomposition is not None:
+                                return op(other, self)
+                            return dispatch(op, (other, self), {}, ())
                     return resolve((other, self), _NO_KWARGS)
                 if (cls in DEFAULT_FUNCTION_TYPES and cls not in DISPATCH_TYPES
                         and not flags.interceptors and not tls.function_subclass_disabled):
@@ -234,7 +226,7 @@ def op_method(op, impl, name: str, reflected: bool = False):
                     if a.__class__ is not tensor_cls and a.__class__ not in _NUMBERS:
                         return slow((self,) + args, kwargs)
                 if flags.interceptors:
-                    # ``intercepted`` written out (one frame less under modes)
+                    # as in the reflected method above
                     st = tls.__dict__
                     if st["function_modes"]:
                         return handle_function(method, impl, (self,) + args, {})
