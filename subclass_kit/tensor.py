@@ -520,8 +520,6 @@ def disabled_tensor_function(cls, func, types, args=(), kwargs=None):
     return func(*args, **(kwargs or {}))
 
 
-
-
 class _MemoryFormat:
     __slots__ = ("name",)
 
