@@ -19,7 +19,7 @@ from __future__ import annotations
 from .dispatch import DISPATCH_TYPES
 from .function import DEFAULT_FUNCTION_TYPES, FUNCTION_TYPES
 
-__all__ = ["TensorType", "register_hooks"]
+__all__ = ["TensorType", "register_hooks", "file_new_class"]
 
 _HOOKS = ("__tensor_function__", "__tensor_dispatch__")
 
@@ -50,18 +50,37 @@ def _register_hooks_below(cls):
 _BUILTIN = None    # (default function hook, default dispatch hook, disabled function hook)
 
 
-def register_hooks(cls):
-    """File ``cls`` in exactly the registries its two hooks call for (``Tensor`` itself in
-    none). Membership is judged against the hooks Tensor was defined with."""
+def file_new_class(cls):
+    """File a newly made subclass. A class that overrides ``__tensor_dispatch__`` while its
+    ``__tensor_function__`` is still Tensor's default gets ``disabled_tensor_function``, as
+    PyTorch 2.x does for ``__torch_dispatch__`` subclasses when the class is created (so
+    results come from the dispatch handler alone)."""
+    default_tf, default_td, disabled_tf = _builtin_hooks()
+    if (getattr(cls.__tensor_dispatch__, "__func__", None) is not default_td
+            and getattr(cls.__tensor_function__, "__func__", None) is default_tf):
+        from .tensor import disabled_tensor_function
+        cls.__tensor_function__ = disabled_tensor_function     # refiles cls (TensorType)
+    register_hooks(cls)
+
+
+def _builtin_hooks():
+    """(default function hook, default dispatch hook, disabled function hook) as functions."""
     global _BUILTIN
-    from .tensor import Tensor, disabled_tensor_function   # tensor.py imports this module
     if _BUILTIN is None:
+        from .tensor import Tensor, disabled_tensor_function   # tensor.py imports this module
         _BUILTIN = (Tensor.__dict__["__tensor_function__"].__func__,
                     Tensor.__dict__["__tensor_dispatch__"].__func__,
                     disabled_tensor_function.__func__)
+    return _BUILTIN
+
+
+def register_hooks(cls):
+    """File ``cls`` in exactly the registries its two hooks call for (``Tensor`` itself in
+    none). Membership is judged against the hooks Tensor was defined with."""
+    from .tensor import Tensor
     if cls is Tensor:
         return
-    default_tf, default_td, disabled_tf = _BUILTIN
+    default_tf, default_td, disabled_tf = _builtin_hooks()
     tf = getattr(cls.__tensor_function__, "__func__", None)
     td = getattr(cls.__tensor_dispatch__, "__func__", None)
     for registry, member in ((DISPATCH_TYPES, td is not default_td),

@@ -22,7 +22,7 @@ import numpy as np
 from . import _dtype as dt
 from ._state import flags, tls
 from .function import public_api
-from .hooks import TensorType, register_hooks
+from .hooks import TensorType, file_new_class
 from .layout import Layout
 from .dispatch import DISPATCH_TYPES
 from .registry import ops
@@ -151,7 +151,7 @@ class Tensor(metaclass=TensorType):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        register_hooks(cls)
+        file_new_class(cls)
 
     # -- subclass hooks ---------------------------------------------------------------------
     @classmethod
@@ -516,7 +516,8 @@ def _convert(ret, cls, args):
 def disabled_tensor_function(cls, func, types, args=(), kwargs=None):
     """Set ``__tensor_function__ = sk.disabled_tensor_function`` on a subclass to skip the
     function level entirely (PyTorch's ``_disabled_torch_function_impl``): results then come
-    from ``__tensor_dispatch__`` alone."""
+    from ``__tensor_dispatch__`` alone. A subclass that overrides ``__tensor_dispatch__`` and
+    not ``__tensor_function__`` gets it when the class is made, as in PyTorch 2.x."""
     return func(*args, **(kwargs or {}))
 
 

@@ -427,3 +427,38 @@ def test_handlers_get_their_own_kwargs_dict(call, level):
         assert eval(call) == "handled"
     assert seen == [{}, {}]
     assert isinstance(eval(call), sk.Tensor)   # no stray keyword reaches the kernel
+
+
+def _function_hook_kinds(lib, base, disabled):
+    """For four class shapes, whether ``__tensor/torch_function__`` ends up disabled."""
+    tf, td = ("__torch_function__", "__torch_dispatch__") if lib == "torch" else \
+        ("__tensor_function__", "__tensor_dispatch__")
+
+    def handler(cls, func, types, args=(), kwargs=None):
+        return NotImplemented
+
+    only_dispatch = type("OnlyDispatch", (base,), {td: classmethod(handler)})
+    default_dispatch = type("DefaultDispatch", (base,), {td: getattr(base, td)})
+    own_function = type("OwnFunction", (only_dispatch,), {tf: classmethod(handler)})
+    inherits_function = type("InheritsFunction", (own_function,), {td: classmethod(handler)})
+    child = type("Child", (only_dispatch,), {})
+    classes = (only_dispatch, default_dispatch, own_function, inherits_function, child)
+    return [getattr(getattr(c, tf), "__func__", getattr(c, tf)) is disabled for c in classes]
+
+
+def test_dispatch_only_subclass_gets_function_level_disabled_like_torch():
+    """PyTorch 2.x disables ``__torch_function__`` of a class that overrides
+    ``__torch_dispatch__`` and keeps the default ``__torch_function__``."""
+    torch = pytest.importorskip("torch")
+    ours = _function_hook_kinds("sk", sk.Tensor, sk.disabled_tensor_function.__func__)
+    theirs = _function_hook_kinds("torch", torch.Tensor, torch._C._disabled_torch_function_impl)
+    assert ours == theirs == [True, False, False, False, True]
+
+    class Sd(sk.Tensor):
+        @classmethod
+        def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+            with sk.no_dispatch():
+                return func(*args, **(kwargs or {}))
+
+    s = sk.make_subclass(Sd, sk.ones(2))
+    assert type(s + 1) is sk.Tensor and type(s.sum()) is sk.Tensor
