@@ -36,18 +36,26 @@ def public_api(impl):
             return handle_function(public, impl, args, kwargs)
         for a in args:
             t = type(a)
-            if t in FUNCTION_TYPES:
-                return handle_function(public, impl, args, kwargs)
-            if (t is list or t is tuple) and a and type(a[0]) in FUNCTION_TYPES:
+            if t in FUNCTION_TYPES or ((t is list or t is tuple) and _holds_function_type(a)):
                 return handle_function(public, impl, args, kwargs)
         if kwargs:
             for a in kwargs.values():
-                if type(a) in FUNCTION_TYPES:
+                t = type(a)
+                if t in FUNCTION_TYPES or ((t is list or t is tuple)
+                                           and _holds_function_type(a)):
                     return handle_function(public, impl, args, kwargs)
         return impl(*args, **kwargs)
 
     public.__wrapped_impl__ = impl
     return public
+
+
+def _holds_function_type(items) -> bool:
+    """Whether a list/tuple argument (``sk.cat([a, b])``) holds a function-level subclass."""
+    for x in items:
+        if type(x) in FUNCTION_TYPES:
+            return True
+    return False
 
 
 def _function_types(args, kwargs) -> tuple:
@@ -184,10 +192,7 @@ def op_method(op, impl, name: str, reflected: bool = False):
     def slow(args, kwargs):
         if tls.function_modes:
             return handle_function(method, impl, args, kwargs)
-        for a in args:
-            if type(a) in FUNCTION_TYPES:
-                return handle_function(method, impl, args, kwargs)
-        if kwargs and _function_types(args, kwargs):
+        if _function_types(args, kwargs):
             return handle_function(method, impl, args, kwargs)
         return impl(*args, **kwargs)
 

@@ -462,3 +462,29 @@ def test_dispatch_only_subclass_gets_function_level_disabled_like_torch():
 
     s = sk.make_subclass(Sd, sk.ones(2))
     assert type(s + 1) is sk.Tensor and type(s.sum()) is sk.Tensor
+
+
+@pytest.mark.parametrize("where", ["first", "last", "keyword"])
+@pytest.mark.parametrize("fn", ["cat", "stack"])
+def test_subclass_anywhere_in_a_list_argument_takes_part_like_torch(where, fn):
+    """A subclass inside a list argument (``cat([plain, sub])``, ``cat(tensors=[...])``) is
+    found wherever it stands, as by PyTorch's ``__torch_function__`` overload search."""
+    torch = pytest.importorskip("torch")
+
+    def program(lib, base, make):
+        hook = "__torch_function__" if lib is torch else "__tensor_function__"
+        handled = type("Handled", (base,), {
+            hook: classmethod(lambda cls, func, types, args=(), kwargs=None: "h")})
+        default = type("Default", (base,), {})
+        out = []
+        for cls in (handled, default):
+            sub, plain = make(cls, lib.ones(2)), lib.ones(2)
+            tensors = [sub, plain] if where == "first" else [plain, sub]
+            f = getattr(lib, fn)
+            r = f(tensors=tensors) if where == "keyword" else f(tensors)
+            out.append(r if isinstance(r, str) else type(r).__name__)
+        return out
+
+    ours = program(sk, sk.Tensor, sk.make_subclass)
+    theirs = program(torch, torch.Tensor, lambda cls, t: t.as_subclass(cls))
+    assert ours == theirs == ["h", "Default"]
