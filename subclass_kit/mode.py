@@ -84,14 +84,18 @@ def get_function_mode_stack() -> list:
 
 class no_dispatch:
     """Run ops straight on their kernels: no dispatch modes, no subclass handlers (PyTorch's
-    ``_DisableTorchDispatch``). Version bumps and view tracking still happen."""
+    ``_DisableTorchDispatch``). Version bumps and view tracking still happen. The mode stack
+    itself is untouched (``get_mode_stack()`` still lists it; modes entered inside stay on it
+    after the block), and one instance may be nested in itself."""
+
+    def __init__(self):
+        self._prev: list = []
 
     def __enter__(self):
-        self._prev = (tls.dispatch_modes, tls.no_dispatch)
-        tls.dispatch_modes = []
+        self._prev.append(tls.no_dispatch)
         tls.no_dispatch = True
         return self
 
     def __exit__(self, *exc):
-        tls.dispatch_modes, tls.no_dispatch = self._prev
+        tls.no_dispatch = self._prev.pop()
         return False

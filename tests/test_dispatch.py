@@ -239,3 +239,40 @@ def test_pytree_round_trip():
     assert sk.pytree.tree_map(lambda v: v, tree) == tree
     with pytest.raises(ValueError):
         sk.pytree.tree_unflatten([1], spec)
+
+
+def test_no_dispatch_keeps_the_mode_stack_like_torch():
+    """``no_dispatch`` bypasses modes without hiding or replacing their stack (PyTorch's
+    ``_DisableTorchDispatch``); a mode entered inside outlives the block; an instance nests."""
+    torch = pytest.importorskip("torch")
+    from torch.utils._mode_utils import no_dispatch as torch_no_dispatch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack as torch_stack
+
+    def program(lib, base, no_dispatch, stack):
+        seen = []
+
+        class Seen(base):
+            def handle(self, func, types, args=(), kwargs=None):
+                seen.append(func.__name__)
+                return func(*args, **(kwargs or {}))
+
+            __torch_dispatch__ = __tensor_dispatch__ = handle
+
+        outer, inner, nd = Seen(), Seen(), no_dispatch()
+        with outer:
+            with nd:
+                depths = [len(stack())]
+                with nd:
+                    lib.ones(2) + 1
+                depths.append(len(stack()))
+                inner.__enter__()
+            depths.append(len(stack()))
+            lib.ones(1)
+            inner.__exit__(None, None, None)
+        depths.append(len(stack()))
+        return depths, len(seen) > 0
+
+    ours = program(sk, sk.DispatchMode, sk.no_dispatch, sk.get_mode_stack)
+    theirs = program(torch, TorchDispatchMode, torch_no_dispatch, torch_stack)
+    assert ours == theirs == ([1, 1, 2, 0], True)
