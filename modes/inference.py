@@ -19,8 +19,15 @@ __all__ = ["InferenceMode"]
 class InferenceMode(sk.DecoratorContextManager):
     """Context manager and decorator: ``with InferenceMode():`` / ``@InferenceMode()``.
 
-    ``mode=False`` disables inference mode (and enables grad) inside an enclosing one.
+    ``mode=False`` disables inference mode (and enables grad) inside an enclosing one. As in
+    PyTorch's ``torch.inference_mode``, a callable ``mode`` is decorated at once, so
+    ``@InferenceMode`` works without parentheses, and ``with ... as r`` binds ``None``.
     """
+
+    def __new__(cls, mode=True):
+        if callable(mode):
+            return cls()(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode: bool = True):
         if not isinstance(mode, bool):
@@ -32,7 +39,6 @@ class InferenceMode(sk.DecoratorContextManager):
     def __enter__(self):
         state = sk.GradState(grad_enabled=not self.mode, inference=self.mode)
         self._prev.append(sk.set_grad_state(state))
-        return self
 
     def __exit__(self, *exc):
         sk.set_grad_state(self._prev.pop())

@@ -2,8 +2,12 @@
 
 ``no_grad`` / ``enable_grad`` / ``set_grad_enabled`` follow ``torch.autograd.grad_mode``: context
 managers that also work as decorators, thread-local, restoring the previous state exactly on exit
-(also on exceptions). The inference flag is the switch behind ``sk.inference_mode`` (implemented
-in ``modes/inference.py`` on top of :func:`grad_state` / :func:`set_grad_state`): while it is on,
+(also on exceptions). As in PyTorch, ``with ...`` binds ``None``, ``no_grad`` / ``enable_grad``
+also decorate without parentheses (``@sk.no_grad``), and a decorated generator function runs its
+body under the mode only while it executes, never between yields.
+
+The inference flag is the switch behind ``sk.inference_mode`` (implemented in
+``modes/inference.py`` on top of :func:`grad_state` / :func:`set_grad_state`): while it is on,
 new tensors are inference tensors (no version counter, untracked views) -- see
 ``tensor.make_tensor``.
 """
@@ -52,11 +56,42 @@ def is_inference_mode_enabled() -> bool:
     return tls.inference
 
 
+def _wrap_generator(make_ctx, fn):
+    """Wrap generator function ``fn`` so that its body runs under a fresh ``make_ctx()`` at
+    every resume (first ``next``, ``send``, ``throw``, ``close``) and the mode is switched back
+    before each value goes to the caller (PyTorch's ``torch.utils._contextlib._wrap_generator``)."""
+
+    @functools.wraps(fn)
+    def generator_context(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with make_ctx():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_ctx():  # the generator's cleanup runs under the mode too
+                        gen.close()
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - thrown in by the caller: forward it
+                    with make_ctx():
+                        response = gen.throw(exc)
+                else:
+                    with make_ctx():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_context
+
+
 class DecoratorContextManager:
     """Base for context managers that also decorate functions (and generator functions): each
-    decorated call runs under a fresh ``clone()``, so recursion and generators nest correctly
-    (PyTorch's ``_DecoratorContextManager``). Subclasses implement ``__enter__``/``__exit__`` and,
-    when their constructor takes arguments, ``clone``."""
+    decorated call runs under a fresh ``clone()``, so recursion nests correctly, and a generator
+    is under the mode only while its body runs (PyTorch's ``_DecoratorContextManager``).
+    Subclasses implement ``__enter__``/``__exit__`` and, when their constructor takes arguments,
+    ``clone``."""
 
     def clone(self):
         return self.__class__()
@@ -66,11 +101,7 @@ class DecoratorContextManager:
             raise TypeError(f"{type(self).__name__} cannot decorate a class")
 
         if inspect.isgeneratorfunction(fn):
-            @functools.wraps(fn)
-            def gen(*args, **kwargs):
-                with self.clone():
-                    yield from fn(*args, **kwargs)
-            return gen
+            return _wrap_generator(self.clone, fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -79,26 +110,35 @@ class DecoratorContextManager:
         return wrapper
 
 
-class no_grad(DecoratorContextManager):
-    """Disable grad mode in this thread (``with sk.no_grad():`` or ``@sk.no_grad()``)."""
+class _NoParamDecoratorContextManager(DecoratorContextManager):
+    """Also decorates without parentheses: ``cls(fn)`` is ``cls()(fn)`` (PyTorch's
+    ``_NoParamDecoratorContextManager``)."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
+    """Disable grad mode in this thread (``with sk.no_grad():``, ``@sk.no_grad()`` or
+    ``@sk.no_grad``)."""
 
     def __enter__(self):
         self._prev = tls.grad_enabled
         tls.grad_enabled = False
-        return self
 
     def __exit__(self, *exc):
         tls.grad_enabled = self._prev
         return False
 
 
-class enable_grad(DecoratorContextManager):
-    """Enable grad mode in this thread (inside ``no_grad`` too)."""
+class enable_grad(_NoParamDecoratorContextManager):
+    """Enable grad mode in this thread (inside ``no_grad`` too); also ``@sk.enable_grad``."""
 
     def __enter__(self):
         self._prev = tls.grad_enabled
         tls.grad_enabled = True
-        return self
 
     def __exit__(self, *exc):
         tls.grad_enabled = self._prev
@@ -107,7 +147,8 @@ class enable_grad(DecoratorContextManager):
 
 class set_grad_enabled(DecoratorContextManager):
     """Set grad mode to ``mode``: takes effect immediately (like PyTorch, also as a plain call)
-    and is restored when used as a context manager."""
+    and is restored when used as a context manager. Used as a decorator, the previous state comes
+    back at once and only the decorated calls run under ``mode`` (PyTorch's ``__call__``)."""
 
     def __init__(self, mode: bool):
         if not isinstance(mode, bool):
@@ -120,9 +161,12 @@ class set_grad_enabled(DecoratorContextManager):
     def clone(self):
         return self.__class__(self.mode)
 
+    def __call__(self, fn):
+        tls.grad_enabled = self._prev
+        return super().__call__(fn)
+
     def __enter__(self):
         tls.grad_enabled = self.mode
-        return self
 
     def __exit__(self, *exc):
         tls.grad_enabled = self._prev
@@ -134,7 +178,8 @@ def inference_mode(mode: bool = True):
 
     Inside, grad mode is off and new tensors are inference tensors: no version counter, views
     untracked, cheaper ops. ``inference_mode(False)`` inside turns grad on and inference off.
-    Implemented by ``modes.InferenceMode`` (imported on first use).
+    Like PyTorch, a callable ``mode`` is decorated directly (``@sk.inference_mode`` without
+    parentheses). Implemented by ``modes.InferenceMode`` (imported on first use).
     """
     # The implementation lives in modes/ (built on the public API); imported on first use so
     # the core never needs the modes package to build.
