@@ -156,6 +156,7 @@ POINTWISE_BINARY = [
     "bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor",
     "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
     "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+    "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
 ]
 
 REDUCTIONS = [
@@ -210,6 +211,7 @@ OTHER = [
     "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
     "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",
     "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
+    "masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
     "tril(Tensor self, int diagonal=0) -> Tensor",
     "triu(Tensor self, int diagonal=0) -> Tensor",
     "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
@@ -238,7 +240,7 @@ COMPOSITE = [
 ]
 
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
-NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar"}
+NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_fill.Tensor"}
 
 
 # out= overloads whose PyTorch name is not ``{overload}_out``.

@@ -168,6 +168,12 @@ ENTRIES["masked_fill.Scalar"] = E(
      S(F((2, 3), "bool"), F((2, 3), "bool"), True), S(F(()), F((), "bool"), 2.0),
      S(F((2, 3, 4, 5), layout="cl"), F((5,), "bool"), 3.0), S(F((3,)), F((2, 3), "bool"), 1.0)],
     [S(F((2, 3)), F((2, 3), "uint8"), 1.0), S(F((2, 3)), F((4,), "bool"), 1.0)])
+ENTRIES["masked_fill.Tensor"] = E(
+    [S(F((2, 3)), F((2, 3), "bool"), F(())), S(F((2, 3)), F((3,), "bool"), F((), "float64")),
+     S(F((2, 3), layout="t"), F((2, 3), "bool"), F((), "int64")),
+     S(F((2, 3), "int32"), F((2, 3), "bool"), F((), "int32")), S(F(()), F((), "bool"), F(()))],
+    [S(F((2, 3)), F((2, 3), "bool"), F((1,))), S(F((2, 3)), F((2, 3), "uint8"), F(())),
+     S(F((2, 3)), F((4,), "bool"), F(()))])
 
 # -- reductions ----------------------------------------------------------------------------------
 def _reduction(dim_samples, dtypes=("float64", "int32", "bool"), dtype_kw=True, keepdim=True):
@@ -481,6 +487,7 @@ _MORE = {
     "softmax.int": [S(F((0, 4)), 1)],
     "log_softmax.int": [S(F((0, 4)), 1)],
     "masked_fill.Scalar": [S(F((0, 3)), F((3,), "bool"), 1.0)],
+    "masked_fill.Tensor": [S(F((0, 3)), F((3,), "bool"), F(()))],
     "matmul.default": [S(F((0, 3)), F((3, 4))), S(F((2, 3), "int64"), F((3,), "int64"))],
     "movedim.intlist": [S(F((2, 3, 4), "int32", "t"), [0], [1]), S(F((0, 3, 2)), [0], [2])],
     "narrow.default": [S(F((0, 3), "int64"), 1, 1, 2)],

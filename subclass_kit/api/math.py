@@ -363,11 +363,15 @@ Tensor.where = public_api(_where_method)
 def masked_fill(input, mask, value):
     """A copy of ``input`` (broadcast with ``mask``) with ``value`` where ``mask`` is True.
     ``value`` is a number or 0-d tensor that must fit ``input``'s dtype."""
+    if isinstance(value, Tensor):
+        return ops.masked_fill.Tensor(input, mask, value)
     return ops.masked_fill(input, mask, value)
 
 
 def masked_fill_(self, mask, value):
     """In-place ``masked_fill``; ``mask`` must broadcast to ``self``'s shape."""
+    if isinstance(value, Tensor):
+        return ops.masked_fill_.Tensor(self, mask, value)
     return ops.masked_fill_(self, mask, value)
 
 
@@ -381,7 +385,9 @@ def zero_(self):
 
 
 def fill_(self, value):
-    """Fill with ``value`` in place."""
+    """Fill with ``value`` (a number or 0-d tensor) in place."""
+    if isinstance(value, Tensor):
+        return ops.fill_.Tensor(self, value)
     return ops.fill_(self, value)
 
 

@@ -145,7 +145,9 @@ def _both(op, kernel):
 _both(ops.where, _where_kernel)
 _both(ops.where.self_out, _where_out)
 ops.where.rule, ops.where.fill = _where_rule, _where_fill
-_both(ops.masked_fill, _masked_fill_kernel)
-_both(ops.masked_fill.Scalar_out, _masked_fill_out)
-_both(ops.masked_fill_, _masked_fill_inplace)
-ops.masked_fill.rule, ops.masked_fill.fill = _masked_fill_rule, _masked_fill_fill
+for _overload in ("Scalar", "Tensor"):     # same kernels: the value is a number or 0-d tensor
+    _both(ops.masked_fill._overloads[_overload], _masked_fill_kernel)
+    _both(ops.masked_fill._overloads[f"{_overload}_out"], _masked_fill_out)
+    _both(ops.masked_fill_._overloads[_overload], _masked_fill_inplace)
+    ops.masked_fill._overloads[_overload].rule = _masked_fill_rule
+    ops.masked_fill._overloads[_overload].fill = _masked_fill_fill
