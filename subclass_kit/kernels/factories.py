@@ -20,6 +20,7 @@ from ..tensor import Tensor, channels_last, preserve_format
 from ._common import (
     Spec,
     check_no_internal_overlap,
+    check_no_partial_overlap,
     device_of,
     both_devices,
     new_tensor,
@@ -272,6 +273,7 @@ def copy_(self, src, non_blocking=False):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
     _copy_check(self, src)
     check_no_internal_overlap(self)
+    check_no_partial_overlap(self, (src,))
     if self._storage.device is not META:
         np.copyto(self._array(), src._array(), casting="unsafe")
     return self

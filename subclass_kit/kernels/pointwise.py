@@ -27,7 +27,8 @@ from ..registry import _lookup, ops, register_kernel
 from ..storage import CPU, META
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
-from ._common import Spec, check_no_internal_overlap, common_device, resize_out, type_name
+from ._common import (Spec, check_no_internal_overlap, check_no_partial_overlap, common_device,
+                      resize_out, type_name)
 from ._iter_layout import alloc, contig, layout_of, layout_of_pairs
 from ._scalars import cpp_name, quiet, unquiet, wrap_scalar
 
@@ -208,14 +209,17 @@ def _fast_dtypes(info) -> frozenset:
     return ok if info.kind.__class__ is str else frozenset()
 
 
-def _fast_operands(args, d, sizes, contiguous_only):
-    """The numpy operands of a fast-path call, or None when the call needs the full rule."""
+def _fast_operands(args, d, sizes, contiguous_only, target=None):
+    """The numpy operands of a fast-path call, or None when the call needs the full rule (also
+    when an operand other than ``target``, the in-place self, shares its storage: the full path
+    checks for partial overlap)."""
     arrays = []
     for a in args:
         if isinstance(a, Tensor):
             la = a._layout
             if (a._dtype is not d or la.sizes != sizes or a._storage.device is not CPU
-                    or (contiguous_only and la.strides != contig(sizes))):
+                    or (contiguous_only and la.strides != contig(sizes))
+                    or (target is not None and a._storage is target._storage)):
                 return None
             arrays.append(a._array())
         elif d.is_floating_point and (a.__class__ is float or (
@@ -310,7 +314,7 @@ def _register_inplace(op_, info, fill, fast):
         if not kwargs and d in fast:
             sizes = self._layout.sizes
             if self._layout.strides == contig(sizes) and self._storage.device is CPU:
-                arrays = _fast_operands(args, d, sizes, False)
+                arrays = _fast_operands(args, d, sizes, False, self)
                 if arrays is not None:
                     target = self._array()
                     if d.is_floating_point:
@@ -328,6 +332,7 @@ def _register_inplace(op_, info, fill, fast):
         if check is not None:
             check(self, *args, **kwargs)
         check_no_internal_overlap(self)
+        check_no_partial_overlap(self, args)
         sizes, strides, common, out, device = pointwise_spec(info, (self,) + args, kwargs)
         if sizes != self._layout.sizes:
             raise RuntimeError(f"output with shape {format_size(self._layout.sizes)} doesn't "
@@ -350,6 +355,7 @@ def _register_out(op_out, info, fill):
     check = info.check
 
     def kernel(*args, out, **kwargs):
+        check_no_partial_overlap(out, args)
         if check is not None:
             check(*args, **kwargs)
         sizes, strides, common, res, device = pointwise_spec(info, args, kwargs)
