@@ -245,7 +245,9 @@ NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_
 
 # out= overloads whose PyTorch name is not ``{overload}_out``.
 _OUT_NAMES = {"sum.dim_IntList": "sum.IntList_out", "mean.dim": "mean.out",
-              "prod.dim_int": "prod.int_out", "norm.ScalarOpt_dim": "norm.out"}
+              "prod.dim_int": "prod.int_out", "norm.ScalarOpt_dim": "norm.out",
+              "add.Tensor": "add.out", "sub.Tensor": "sub.out", "mul.Tensor": "mul.out",
+              "div.Tensor": "div.out", "div.Tensor_mode": "div.out_mode"}
 
 
 def _out_schema(functional: str) -> str:

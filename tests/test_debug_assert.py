@@ -116,8 +116,8 @@ def _flow(device):
     d = y.detach()
     c = sk.cat([x, x]) if hasattr(sk, "cat") else x
     o = sk.empty(0, device=device)
-    sk.ops.add.Tensor_out(x, x, out=o)
-    sk.ops.add.Tensor_out(x, x, out=x)           # out aliases self
+    sk.ops.add.out(x, x, out=o)
+    sk.ops.add.out(x, x, out=x)           # out aliases self
     x.set_(y.clone())
     return w, parts, r, d, c
 
@@ -169,7 +169,7 @@ def test_subclasses_have_no_violation(device):
         parts = w2.split(1)
         w2.add_(1)
         w2.t_()
-        sk.ops.mul.Tensor_out(w, w, out=Wrapper.wrap(sk.empty(2, 3, device=device)))
+        sk.ops.mul.out(w, w, out=Wrapper.wrap(sk.empty(2, 3, device=device)))
         p = sk.make_subclass(Direct, sk.ones(2, 3, device=device))
         q = p + 1
         p.mul_(2)

@@ -136,7 +136,7 @@ KNOWN = [
     ("detach.default", True, False, False, (), ((0, 0),)),
     ("add.Tensor", False, False, False, (), ()),
     ("add_.Tensor", False, True, False, ("self",), ()),
-    ("add.Tensor_out", False, False, True, ("out",), ()),
+    ("add.out", False, False, True, ("out",), ()),
     ("t_.default", False, True, False, ("self",), ()),
     ("copy_.default", False, True, False, ("self",), ()),
     ("index_put_.default", False, True, False, ("self",), ()),
@@ -187,10 +187,10 @@ def test_derived_facts_of_custom_strings():
 
 FUNCTIONAL = [
     ("add_.Tensor", "add.Tensor"),
-    ("add.Tensor_out", "add.Tensor"),
+    ("add.out", "add.Tensor"),
     ("div_.Tensor_mode", "div.Tensor_mode"),
-    ("div.Tensor_out", "div.Tensor"),
-    ("div.Tensor_mode_out", "div.Tensor_mode"),
+    ("div.out", "div.Tensor"),
+    ("div.out_mode", "div.Tensor_mode"),
     ("pow_.Tensor_Tensor", "pow.Tensor_Tensor"),
     ("copy_.default", "copy.default"),
     ("fill_.Scalar", "fill.Scalar"),

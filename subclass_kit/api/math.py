@@ -250,10 +250,10 @@ def div(input, other, *, rounding_mode=None, out=None):
         input = _as_tensor(input)
     if rounding_mode is None:
         if out is not None:
-            return ops.div.Tensor_out(input, other, out=out)
+            return ops.div.out(input, other, out=out)
         return ops.div(input, other)
     if out is not None:
-        return ops.div.Tensor_mode_out(input, other, rounding_mode=rounding_mode, out=out)
+        return ops.div.out_mode(input, other, rounding_mode=rounding_mode, out=out)
     return ops.div.Tensor_mode(input, other, rounding_mode=rounding_mode)
 
 
