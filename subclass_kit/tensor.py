@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _dtype as dt
 from ._state import flags, tls
-from .function import public_api
+from .function import DEFAULT_FUNCTION_TYPES, public_api, result_as
 from .hooks import TensorType, file_new_class
 from .layout import Layout
 from .dispatch import DISPATCH_TYPES
@@ -469,12 +469,46 @@ class Tensor(metaclass=TensorType):
 
     @property
     def data(self) -> "Tensor":
-        """An alias with a fresh version counter that is not a view (PyTorch's ``.data``)."""
-        t = make_tensor(self._storage, self._layout, self._dtype)
+        """An alias with a fresh version counter that is not a view (PyTorch's ``.data``).
+
+        Under a dispatch mode, or for a subclass overriding ``__tensor_dispatch__``, the alias
+        is made by ``sk.ops.detach`` through the dispatcher, as PyTorch's
+        ``shallow_copy_and_detach`` calls ``detach`` through Python dispatch; a direct subclass
+        with the default ``__tensor_function__`` gets a result of its class."""
+        cls = type(self)
+        if cls is Tensor and not flags.interceptors:
+            t = make_tensor(self._storage, self._layout, self._dtype)
+        else:
+            t = ops.detach(self)
+            if cls in DEFAULT_FUNCTION_TYPES:
+                t = result_as(t, cls, (self,))
         t._inference = self._inference
-        if t._vc is None:
-            t._vc = [0]
+        t._vc = [0]
         return t
+
+    @data.setter
+    def data(self, new: "Tensor"):
+        """``x.data = y``: ``x`` takes ``y``'s storage, layout and dtype and keeps its own
+        version counter (PyTorch's ``set_data``). Raises TypeError for a non-tensor."""
+        if not isinstance(new, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(new).__name__}")
+        self._storage = new._storage
+        self._dtype = new._dtype
+        self._set_layout(new._layout)
+
+    def detach_(self) -> "Tensor":
+        """Detach in place: no longer requires grad (PyTorch's ``detach_``; no version bump,
+        not dispatched). Raises RuntimeError on a view, as PyTorch does."""
+        if self._base is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        self._requires_grad = False
+        self._grad_fn = None
+        return self
 
     def as_subclass(self, cls) -> "Tensor":
         """An alias of this tensor of class ``cls`` sharing storage and version counter."""
