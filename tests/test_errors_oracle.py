@@ -56,6 +56,8 @@ def _embedding(L):
 CASES = [
     # -- view / reshape ------------------------------------------------------------------------
     Case("view_bad_numel", _z(2, 3), lambda L, x: x.view(5, 5)),
+    Case("where_out_number_other", _z(2), lambda L, x: L.where(x > 0, x, 0.0, out=L.empty(2))),
+    Case("where_out_number_input", _z(2), lambda L, x: L.where(x > 0, 1, x, out=L.empty(2))),
     Case("view_two_inferred", _z(2, 3), lambda L, x: x.view(-1, -1)),
     Case("view_negative_dim", _z(2, 4), lambda L, x: x.view(-2, 4)),
     # int[] arguments take integers only (argument-parser texts: class compared).

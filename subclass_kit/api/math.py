@@ -348,6 +348,11 @@ def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return tuple(ops.unbind(ops.nonzero(condition), 1))
     if out is not None:
+        # PyTorch's argument parser: the out= overload takes tensors only
+        for pos, name, value in ((2, "input", input), (3, "other", other)):
+            if not isinstance(value, Tensor):
+                raise TypeError(f"where(): argument '{name}' (position {pos}) must be Tensor, "
+                                f"not {type(value).__name__}")
         return ops.where.self_out(condition, input, other, out=out)
     return ops.where(condition, input, other)
 
