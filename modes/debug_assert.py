@@ -24,8 +24,9 @@ index, the rule and the fix):
 - ``view_not_aliased``: an output of a view op (every element, for multi-output views) does not
   share its input's Storage (meta tensors too: their views share Storage);
 - ``inplace_not_self``: an in-place / out= op did not return the argument it mutated;
-- ``version_not_bumped``: a mutated argument's ``_version`` did not move by exactly one (none
-  when ``op.bump_if`` says so: ``resize_`` to the same size), or an argument not mutated moved;
+- ``version_not_bumped``: a mutated argument's ``_version`` did not move by exactly one per
+  mutated argument sharing its counter (none when ``op.bump_if`` says so: ``resize_`` to the
+  same size), or an argument not mutated moved otherwise;
   skipped for tensors without a counter (inference tensors) and below autograd
   (``sk.is_below_autograd()``), where nothing bumps;
 - ``unexpected_mutation`` (``check_data=True``): the data of an argument not annotated mutable
@@ -325,9 +326,11 @@ def _check_input(plan, rec, storage, layout, v, bump, snaps, found):
     moved = None if v0 is None or v is None or _is_below_autograd() else v - v0
     if written:
         if moved is not None and moved != bump:
-            found.append(("version_not_bumped", label,
-                          f"argument '{label}' is annotated mutable (Tensor(a!)) but its "
-                          f"_version moved by {moved}, expected {bump}"))
+            expected = _expected_move(t, bump, snaps)
+            if moved != expected:
+                found.append(("version_not_bumped", label,
+                              f"argument '{label}' is annotated mutable (Tensor(a!)) but its "
+                              f"_version moved by {moved}, expected {expected}"))
         return
     if layout is not layout0 and layout != layout0 and not _written(t, snaps):
         found.append(("input_metadata", label,
@@ -335,9 +338,18 @@ def _check_input(plan, rec, storage, layout, v, bump, snaps, found):
                       f"size {tuple(layout0[0])} -> {tuple(layout[0])}, stride {layout0[1]} -> "
                       f"{layout[1]}, offset {layout0[2]} -> {layout[2]}"))
     # An argument sharing the Storage of a written one moves with it.
-    if moved and not (moved == bump and _shares_written(storage0, snaps)):
+    if moved and not (_shares_written(storage0, snaps)
+                      and moved == _expected_move(t, bump, snaps)):
         found.append(("version_not_bumped", label, f"argument '{label}' is not annotated "
                       f"mutable but its _version moved by {moved}"))
+
+
+def _expected_move(t, bump, snaps) -> int:
+    """How far ``t``'s version moves: ``bump`` once per written argument sharing its version
+    counter (a view of another written argument, ``out=(x[0], x[1])``: Note [Version
+    counters])."""
+    vc = t._vc
+    return bump * sum(1 for rec in snaps if rec[2] and rec[0]._vc is vc)
 
 
 def _written(t, snaps) -> bool:

@@ -85,13 +85,13 @@ def _record_view_op(op, out):
 
 
 def _bump(mutated):
-    """+1 on each distinct version counter among ``mutated`` (aliases share one counter)."""
-    seen = []
+    """+1 on the version counter of each of ``mutated`` (one entry per mutated argument): a
+    counter shared by two mutated arguments moves by 2, as PyTorch's ``increment_version`` per
+    argument does."""
     for t in mutated:
         vc = t._vc
-        if vc is not None and not any(vc is s for s in seen):
+        if vc is not None:
             vc[0] += 1
-            seen.append(vc)
 
 
 # -- the slow path: modes and subclasses -------------------------------------------------------
@@ -331,6 +331,11 @@ _VIEW_RETURNED_INPUT = (
     "subclass_kit or the backend you are using.")
 
 
+# A wrapper made inside inference mode is an inference tensor: it cannot take a normal base's
+# version counter (PyTorch raises this from its view tracking, issue #112024).
+_INFERENCE_VC = "Cannot set version_counter for inference tensor"
+
+
 def _track_view_outputs(op, args, kwargs, res):
     """Record outputs of a view op resolved by a subclass handler as views of its input."""
     i = op._view_input
@@ -340,10 +345,13 @@ def _track_view_outputs(op, args, kwargs, res):
         if out is base:
             raise RuntimeError(_VIEW_RETURNED_INPUT)
         if hasattr(out, "_storage") and hasattr(base, "_storage"):
+            if base._inference or (tls.inference and "alias_in_autograd" in op.tags):
+                continue    # untracked: views of inference tensors, view(dtype) in the mode
+            if out._inference:
+                raise RuntimeError(_INFERENCE_VC)
             if "not_a_view_for_autograd" in op.tags:
-                # detach: shares the version counter, but is no view (no _base), as on cpu
-                if not base._inference:
-                    out._vc = base._vc
+                # detach, view(dtype): share the version counter, but are no views (no _base)
+                out._vc = base._vc
                 continue
             out._set_view_of(base, multi_output=op._view_multi)
 

@@ -9,6 +9,7 @@ The checks need no graph: only ``requires_grad``, grad mode and each view's ``Cr
 from __future__ import annotations
 
 from ._state import tls
+from .registry import ops
 from .tensor import CreationMeta
 
 __all__ = ["check_inplace", "view_rebase_message", "forward_name"]
@@ -17,6 +18,13 @@ __all__ = ["check_inplace", "view_rebase_message", "forward_name"]
 def forward_name(op_name: str) -> str:
     """``split_with_sizes`` -> ``SplitWithSizes`` (the node name autograd errors print)."""
     return "".join(part[:1].upper() + part[1:] for part in op_name.split("_") if part)
+
+
+def _mode_suffix(block: str) -> str:
+    return (" Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+            "clarify your code by moving both the view and the inplace either both inside the "
+            f"{block} block (if you don't want the inplace to be tracked) or both outside (if "
+            "you want the inplace to be tracked).")
 
 
 _SUFFIX = {
@@ -29,31 +37,29 @@ _SUFFIX = {
         "as-is) and the autograd logic to handle view+inplace would override the custom backward "
         "associated with the custom Function, leading to incorrect gradients. This behavior is "
         "forbidden. You can fix this by cloning the output of the custom Function.",
+    CreationMeta.NO_GRAD_MODE: _mode_suffix("no_grad"),
+    CreationMeta.INFERENCE_MODE: _mode_suffix("inference_mode"),
 }
 
 
-def _mode_suffix(block: str) -> str:
-    return (" Given that this use case is ambiguous and error-prone, it is forbidden. You can "
-            "clarify your code by moving both the view and the inplace either both inside the "
-            f"{block} block (if you don't want the inplace to be tracked) or both outside (if "
-            "you want the inplace to be tracked).")
-
-
 def view_rebase_message(view, direct: bool) -> str:
-    """The text of the view+in-place error for ``view`` (SEMANTICS.md §3.4)."""
+    """The text of the view+in-place error for ``view`` (SEMANTICS.md §3.4): a head by how the
+    view was made (a view without grad_fn reads as made in no_grad mode, whatever its
+    CreationMeta), then the suffix of its CreationMeta."""
     meta = view._creation_meta
     what = "is being" if direct else "its base or another view of its base has been"
     name, index = view._view_op or ("View", 0)
     has_grad_fn = view._view_grad
-    if meta in (CreationMeta.NO_GRAD_MODE, CreationMeta.INFERENCE_MODE):
+    if meta in (CreationMeta.NO_GRAD_MODE, CreationMeta.INFERENCE_MODE) or not has_grad_fn:
         head = (f"Output {index} of {name} is a view of a view which was created in"
                 if has_grad_fn else "A view was created in")
-        if meta == CreationMeta.NO_GRAD_MODE:
-            return (f"{head} no_grad mode and {what} modified inplace with grad mode enabled."
-                    + _mode_suffix("no_grad"))
-        return (f"{head} inference mode and {what} modified inplace in normal mode."
-                + _mode_suffix("inference_mode"))
-    return f"Output {index} of {name} is a view and {what} modified inplace." + _SUFFIX[meta]
+        if meta == CreationMeta.INFERENCE_MODE:
+            head += f" inference mode and {what} modified inplace in normal mode."
+        else:
+            head += f" no_grad mode and {what} modified inplace with grad mode enabled."
+    else:
+        head = f"Output {index} of {name} is a view and {what} modified inplace."
+    return head + _SUFFIX.get(meta, "")
 
 
 def _any_requires_grad(args, kwargs) -> bool:
@@ -79,6 +85,10 @@ def check_inplace(op, mutated, args, kwargs):
         raise RuntimeError(f"{op.schema.base_name}(): functions with out=... arguments don't "
                            "support automatic differentiation, but one of the arguments requires "
                            "grad.")
+    if op is ops.resize_:
+        # autograd's resize_ refuses a tensor requiring grad instead of the in-place checks
+        # (the kernel repeats the check for no_grad, where these checks do not run)
+        raise RuntimeError("cannot resize variables that require grad")
     for t in mutated:
         base = t._base
         if base is not None:

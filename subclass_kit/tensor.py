@@ -290,6 +290,8 @@ class Tensor(metaclass=TensorType):
             new = _MULTI if multi_output else _DEFAULT
             if src._requires_grad or (root is not None and root._requires_grad):
                 self._view_grad = True
+                if root is not None:  # reading grad_fn raises for a stale view (§3.4)
+                    src.grad_fn  # noqa: B018
         else:
             new = _NO_GRAD
         self._view_version = src._vc[0]

@@ -74,12 +74,11 @@ def view(self, size):
 def _dtype_alias(self, layout, dtype):
     """``view(dtype)`` output: PyTorch marks it non-differentiable, so it is no view for
     autograd (``_base`` None, ``_is_view()`` False) yet shares storage and version counter,
-    like ``detach()``; made below a subclass handler it gets its own counter."""
+    like ``detach()``. The sharing is autograd's, so it is skipped inside inference mode (the
+    output is an inference tensor, like any new tensor there), for an inference input (a normal
+    tensor with a fresh counter outside the mode) and below a subclass handler (own counter)."""
     t = make_tensor(self._storage, layout, dtype)
-    t._inference = self._inference
-    if self._inference:
-        t._vc = None
-    elif not tls.below:
+    if not (tls.inference or self._inference or tls.below):
         t._vc = self._vc
     return t
 
@@ -408,6 +407,9 @@ def detach(self):
 
 ops.detach.tags.add("not_a_view_for_autograd")
 ops.view.dtype.tags.add("not_a_view_for_autograd")
+# view(dtype) shares the counter at autograd's level, which inference mode and inference inputs
+# skip (_dtype_alias); detach() at ADInplaceOrView's, which runs in inference mode too.
+ops.view.dtype.tags.add("alias_in_autograd")
 ops.lift_fresh.tags.add("returns_input")
 
 
@@ -448,7 +450,10 @@ def as_strided_(self, size, stride, storage_offset=None):
 @both_devices(ops.resize_)
 def resize_(self, size, *, memory_format=None):
     size = tuple(size)
-    if self.requires_grad:
+    # PyTorch's autograd-level check: it runs under no_grad too, but not inside inference mode
+    # nor on inference tensors (no autograd there). With grad on and a new size, check_inplace
+    # raises it first.
+    if self.requires_grad and not (tls.inference or self._inference):
         raise RuntimeError("cannot resize variables that require grad")
     checked_numel(size)  # a negative size only passes next to a 0, as in PyTorch
     if size == self._layout.sizes:
