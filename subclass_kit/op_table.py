@@ -56,6 +56,7 @@ INPLACE_VIEWS = [
     "squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)",
     "as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a!)",
     "resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)",
+    "resize_as_(Tensor(a!) self, Tensor the_template, *, MemoryFormat? memory_format=None) -> Tensor(a!)",
     "set_.source_Storage_storage_offset(Tensor(a!) self, Storage source, SymInt storage_offset, SymInt[] size, SymInt[] stride=[]) -> Tensor(a!)",
     "set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)",
 ]

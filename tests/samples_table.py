@@ -156,6 +156,11 @@ ENTRIES["resize_.default"] = E(
      S(F((2, 3), layout="t"), [6]), S(F((2, 3)), [1, 2, 3]),
      S(F((2, 3)), [2, 3, 4, 5], memory_format=MF("channels_last"), _values=False)],
     [S(F((2, 3)), [-1])])
+ENTRIES["resize_as_.default"] = E(
+    [S(F((2, 3)), F((3, 2))), S(F((2, 3), layout="t"), F((3, 2))), S(F((2, 3)), F((2, 3))),
+     S(F((2, 3)), F((0,))), S(F((6,)), F((2, 3), layout="t")),
+     S(F((2, 3), "int64"), F((4,), "float64"))],
+    [S(F((2, 3)), F((2, 3, 4)), memory_format=MF("channels_last"))])
 ENTRIES["set_.source_Storage_storage_offset"] = E(
     [S(F((2, 3)), StorageOf(F((10,))), 0, [2, 2], [2, 1]),
      S(F((2, 3)), StorageOf(F((10,))), 2, [3], [1]),

@@ -146,6 +146,7 @@ PROGRAMS = [
                                e.m.div(e.x, e.x, rounding_mode="floor", out=e.x3[1, :2, :3])),
      ["select.int", "slice.Tensor", "slice.Tensor", "add.out", "select.int", "slice.Tensor",
       "slice.Tensor", "div.out_mode"]),
+    ("resize_as_", lambda e: e.x.clone().resize_as_(e.x3), ["clone.default", "resize_as_.default"]),
     ("where", lambda e: e.m.where(e.x > 2, e.x, e.x * 2),
      ["gt.Tensor", "mul.Tensor", "where.self"]),
     ("cat_stack", lambda e: e.m.stack([e.m.cat([e.x, e.x]), e.m.cat([e.x, e.x])]),

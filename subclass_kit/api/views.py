@@ -281,6 +281,11 @@ def resize_(self, *size, memory_format=None):
     return ops.resize_(self, size_args(size), memory_format=memory_format)
 
 
+@method("resize_as_")
+def resize_as_(self, the_template, memory_format=None):
+    return ops.resize_as_(self, the_template, memory_format=memory_format)
+
+
 @method("set_")
 def set_(self, source=None, storage_offset=0, size=None, stride=None):
     """``set_(tensor)``, ``set_(storage[, offset, size, stride])`` or ``set_()`` (empty)."""

@@ -472,6 +472,13 @@ def resize_changes(self, size, **kwargs) -> bool:
     return tuple(size) != self._layout.sizes
 
 
+@both_devices(ops.resize_as_)
+def resize_as_(self, the_template, *, memory_format=None):
+    """``resize_(self, the_template.shape)``: contiguous strides (or ``memory_format``'s) when
+    the size changes, as PyTorch's ``resize_as_``."""
+    return resize_(self, the_template._layout.sizes, memory_format=memory_format)
+
+
 @both_devices(ops.set_.source_Storage_storage_offset)
 def set_storage(self, source, storage_offset, size, stride=()):
     """Point ``self`` at ``source`` with the given layout (contiguous when ``stride`` is
@@ -509,5 +516,7 @@ def set_tensor(self, source):
 
 
 ops.resize_.bump_if = resize_changes
+ops.resize_as_.bump_if = lambda self, the_template, **kw: resize_changes(
+    self, the_template._layout.sizes)
 
 __all__ = ["check_bounds", "expand_sizes", "slice_bounds"]
