@@ -2,8 +2,9 @@
 
 ``sk.ops.<name>`` is the default overload of an op; other overloads hang off it by name
 (``sk.ops.add.out``, ``sk.ops.view.dtype``). Custom ops live in namespaces
-(``sk.ops.mylib.scale``). Calling an op runs the dispatcher (PyTorch's Python key, then the
-backend kernel):
+(``sk.ops.mylib.scale``). Calling an op binds its arguments to the schema as PyTorch does
+(``OpOverload._bind``: schema names work as keywords, bad calls raise RuntimeError), then runs
+the dispatcher (PyTorch's Python key, then the backend kernel):
 
 1. composite ops (no kernel of their own) run their decomposition, so every mode sees only the
    primitives they lower to (PyTorch's CompositeImplicitAutograd);
@@ -60,6 +61,17 @@ class OpOverload:
         self._self_only = (len(self._mutated) == 1 and self._mutated[0][0] == 0
                            and schema.arguments[0].is_tensor)
         self._view_multi = schema.is_multi_output_view
+        # What ``__call__`` reads to tell a canonical call from one ``_bind`` must handle: the
+        # keyword-only names, the required ones, and per count of positional arguments whether
+        # it is valid with keywords (``_arity_kw``) or without (``_arity_ok``: never, when a
+        # keyword-only argument is required). A count past the end is too many.
+        n_pos = len(schema.positional)
+        min_pos = sum(1 for a in schema.positional if a.default is None)
+        self._max_pos = n_pos
+        self._kwonly = frozenset(a.name for a in schema.kwarg_only)
+        self._kw_required = frozenset(a.name for a in schema.kwarg_only if a.default is None)
+        self._arity_kw = tuple(n >= min_pos for n in range(n_pos + 1))
+        self._arity_ok = tuple(n >= min_pos and not self._kw_required for n in range(n_pos + 1))
         # Optional predicate over the call's arguments: bump mutated args only when it holds
         # (``resize_`` bumps only when the size changes, SEMANTICS.md §2.2).
         self.bump_if = None
@@ -74,6 +86,11 @@ class OpOverload:
         if self.is_view and schema.base_name not in ("detach", "lift_fresh"):
             from .inplace_checks import forward_name
             self._view_name = forward_name(schema.base_name)
+        # An attribute dict of its own, not one sharing the class's keys. ``define`` writes
+        # overload names into ``__dict__``, so CPython 3.11 reads ``op.x`` by a key-index hint
+        # (LOAD_ATTR_WITH_HINT), and that misses on every shared-key dict: the ops whose
+        # attributes happened to fit the shared keys paid a generic lookup per read in __call__.
+        self.__dict__ = dict(self.__dict__)
 
     def _mark_custom(self):
         """Make this a custom op (``sk.library``): its kernel runs below the version/view layer
@@ -127,7 +144,18 @@ class OpOverload:
         return list(self._overloads)
 
     # -- calling ----------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):
+        # Calls not already in canonical form (a schema name given by keyword, a wrong count)
+        # are bound to the schema first, before decompositions, modes and kernels: ``_bind``.
+        try:
+            if kwargs:
+                if not (kwargs.keys() <= self._kwonly and self._arity_kw[len(args)]
+                        and (not self._kw_required or kwargs.keys() >= self._kw_required)):
+                    args, kwargs = self._bind(args, kwargs)
+            elif not self._arity_ok[len(args)]:
+                args, kwargs = self._bind(args, kwargs)     # raises: an argument is missing
+        except IndexError:                                  # more positionals than the schema's
+            args, kwargs = self._bind(args, kwargs)         # raises
         if self.decomposition is not None:
             return self.decomposition(*args, **kwargs)
         if flags.interceptors:
@@ -154,6 +182,60 @@ class OpOverload:
                 _record_view_op(self, out)
             return out
         return self._resolve_kernel(args, kwargs)
+
+    def _bind(self, args, kwargs):
+        """Bind a call to the schema as PyTorch does before any mode sees it; returns the
+        canonical ``(args, kwargs)``: every argument before the keyword-only ones is positional
+        (a default fills a gap before one given by keyword), keyword-only ones stay keywords.
+
+        Raises RuntimeError (PyTorch's ``createStackForSchema`` checks, in its order) for too
+        many arguments, a keyword-only argument given by position, a missing required argument,
+        an unknown keyword and an argument given both by position and by keyword.
+        """
+        arguments = self.schema.arguments
+        if len(args) + len(kwargs) > len(arguments):
+            raise RuntimeError(
+                f"{self!r}() expected at most {len(arguments)} argument(s) but received "
+                f"{len(args) + len(kwargs)} argument(s). Declaration: {self.schema}")
+        if len(args) > self._max_pos:
+            raise RuntimeError(
+                f"{self!r}() takes {self._max_pos} positional argument(s) but {len(args)} "
+                f"was/were given. Declaration: {self.schema}")
+        positional = list(args)
+        skipped = []            # defaulted positionals not given (yet): a gap if one follows
+        bound_kwargs = {}
+        consumed = 0
+        for a in arguments[len(args):]:
+            if a.name in kwargs:
+                consumed += 1
+                if a.kwarg_only:
+                    bound_kwargs[a.name] = kwargs[a.name]
+                    continue
+                positional.extend(_default(d) for d in skipped)
+                skipped.clear()
+                positional.append(kwargs[a.name])
+            elif a.default is None:
+                raise RuntimeError(f"{self!r}() is missing value for argument '{a.name}'. "
+                                   f"Declaration: {self.schema}")
+            elif not a.kwarg_only:
+                skipped.append(a)
+        if consumed != len(kwargs):
+            raise RuntimeError(self._keyword_error(kwargs))
+        return tuple(positional), bound_kwargs
+
+    def _keyword_error(self, kwargs) -> str:
+        """The message for keywords ``_bind`` did not consume: an unknown name, else one that
+        was also given by position."""
+        names = [a.name for a in self.schema.arguments]
+        for key in kwargs:
+            if key not in names:
+                return (f"Unknown keyword argument '{key}' for operator '{self!r}'. "
+                        f"Schema: {self.schema}")
+        for name in names:
+            if name in kwargs:
+                return (f"Argument '{name}' specified both as positional and keyword "
+                        f"argument. Schema: {self.schema}")
+        return ""
 
     def _device_type(self, args, kwargs) -> str:
         i = self._device_arg
@@ -225,6 +307,12 @@ class OpOverload:
             else:
                 found.append(t)
         return found
+
+
+def _default(arg):
+    """The value of ``arg``'s schema default (a fresh list for list defaults)."""
+    value = arg.default_value
+    return list(value) if isinstance(value, list) else value
 
 
 def _device_type_of(dev) -> str:
