@@ -89,7 +89,8 @@ def handle_function(public, impl, args, kwargs):
     if st["function_subclass_disabled"]:
         types = ()
     else:
-        types = single_type(args if not kwargs else (*args, *kwargs.values()), FUNCTION_TYPES)
+        inputs = args if not kwargs else (*args, *kwargs.values())
+        types = single_type(inputs, FUNCTION_TYPES)
         if types is None:
             types = _function_types(args, kwargs)
         elif types and not stack:
@@ -104,7 +105,7 @@ def handle_function(public, impl, args, kwargs):
                     ret = impl(*args, **kwargs)
                 finally:
                     st["function_subclass_disabled"] = False
-                return result_as(ret, cls, args if not kwargs else (*args, *kwargs.values()))
+                return result_as(ret, cls, inputs)
     tried = []
     for i in range(len(stack) - 1, -1, -1):
         mode = stack[i]
