@@ -209,17 +209,16 @@ def _fast_dtypes(info) -> frozenset:
     return ok if info.kind.__class__ is str else frozenset()
 
 
-def _fast_operands(args, d, sizes, contiguous_only, target=None):
-    """The numpy operands of a fast-path call, or None when the call needs the full rule (also
-    when an operand other than ``target``, the in-place self, shares its storage: the full path
-    checks for partial overlap)."""
+def _fast_operands(args, d, sizes, target):
+    """The numpy operands of an in-place fast-path call on ``target``, or None when the call
+    needs the full rule (also when an operand other than ``target`` itself shares its storage:
+    the full path checks for partial overlap)."""
     arrays = []
     for a in args:
         if isinstance(a, Tensor):
             la = a._layout
             if (a._dtype is not d or la.sizes != sizes or a._storage.device is not CPU
-                    or (contiguous_only and la.strides != contig(sizes))
-                    or (target is not None and a._storage is target._storage)):
+                    or (a._storage is target._storage and a is not target)):
                 return None
             arrays.append(a._array())
         elif d.is_floating_point and (a.__class__ is float or (
@@ -314,7 +313,7 @@ def _register_inplace(op_, info, fill, fast):
         if not kwargs and d in fast:
             sizes = self._layout.sizes
             if self._layout.strides == contig(sizes) and self._storage.device is CPU:
-                arrays = _fast_operands(args, d, sizes, False, self)
+                arrays = _fast_operands(args, d, sizes, self)
                 if arrays is not None:
                     target = self._array()
                     if d.is_floating_point:
