@@ -123,11 +123,21 @@ def handle_function(public, impl, args, kwargs):
             return res
         tried.append(t)
     if tried:
+        if getattr(public, "__name__", None) in _BINARY_OPERATORS:
+            # Python then tries the other operand and raises its own "unsupported operand"
+            # TypeError (``==`` falls back to identity), as PyTorch's operators do.
+            return NotImplemented
         lines = "\n".join(f"  - {_handler_name(h)}" for h in tried)
         name = getattr(public, "__qualname__", repr(public))
         raise TypeError(f"Multiple dispatch failed for '{name}'; all __tensor_function__ "
                         f"handlers returned NotImplemented:\n\n{lines}\n")
     return impl(*args, **kwargs)
+
+
+_BINARY_OPERATORS = frozenset(
+    f"__{p}{name}__" for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+                                   "matmul", "and", "or", "xor", "lshift", "rshift")
+    for p in ("", "r", "i")) | {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"}
 
 
 def result_as(ret, cls, inputs):

@@ -488,3 +488,29 @@ def test_subclass_anywhere_in_a_list_argument_takes_part_like_torch(where, fn):
     ours = program(sk, sk.Tensor, sk.make_subclass)
     theirs = program(torch, torch.Tensor, lambda cls, t: t.as_subclass(cls))
     assert ours == theirs == ["h", "Default"]
+
+
+_OPERATOR_PROGRAMS = ["s + 1", "1 + s", "s == 1", "s != 1", "s < 1", "s @ s", "s & s", "s ** 2",
+                      "2 ** s", "s // 2", "1 - s", "s / 2", "-s", "s.add(1)"]
+
+
+@pytest.mark.parametrize("program", _OPERATOR_PROGRAMS)
+def test_operators_whose_handlers_all_decline_behave_like_torch(program):
+    """Binary and comparison operators turn "all handlers declined" into NotImplemented, so
+    Python raises its own "unsupported operand" TypeError (``==`` falls back to identity), as
+    PyTorch's operators do; methods and unary operators raise the dispatch TypeError."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib, base, make, hook):
+        declines = type("Declines", (base,), {
+            hook: classmethod(lambda cls, func, types, args=(), kwargs=None: NotImplemented)})
+        s = make(declines, lib.ones(2))
+        try:
+            return ("value", eval(program))
+        except TypeError as e:
+            return ("TypeError", str(e).replace("Declines", "D") if "operand" in str(e)
+                    or "not supported" in str(e) else "dispatch")
+
+    ours = run(sk, sk.Tensor, sk.make_subclass, "__tensor_function__")
+    theirs = run(torch, torch.Tensor, lambda cls, t: t.as_subclass(cls), "__torch_function__")
+    assert ours == theirs

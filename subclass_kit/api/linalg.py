@@ -133,6 +133,8 @@ def _rmatmul_operator(self, other):
 
 Tensor.__matmul__ = public_api(_matmul_operator)
 Tensor.__rmatmul__ = public_api(_rmatmul_operator)
+Tensor.__matmul__.__name__ = Tensor.__matmul__.__qualname__ = "__matmul__"
+Tensor.__rmatmul__.__name__ = Tensor.__rmatmul__.__qualname__ = "__rmatmul__"
 
 
 # -- einsum --------------------------------------------------------------------------------------
