@@ -1,12 +1,14 @@
 """Pytrees: nested containers of leaves (PyTorch's ``torch.utils._pytree``, JAX's tree_util).
 
-Containers: ``list``, ``tuple``, named tuples, ``dict`` (keys in insertion order) and types
-registered with :func:`register_pytree_node`; everything else (tensors, numbers, None) is a leaf.
+Containers: ``list``, ``tuple``, named tuples, ``dict``, ``OrderedDict``, ``defaultdict`` (keys
+in insertion order), ``deque`` and types registered with :func:`register_pytree_node`;
+everything else (tensors, numbers, None) is a leaf, as in PyTorch.
 Handlers flatten args of a dispatch call with ``tree_map(unwrap, args)`` and rebuild outputs.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict, defaultdict, deque
 from typing import Any, Callable, NamedTuple
 
 __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_map", "tree_map_only",
@@ -37,6 +39,22 @@ register_pytree_node(list, lambda x: (list(x), None), lambda c, _: list(c))
 register_pytree_node(tuple, lambda x: (list(x), None), lambda c, _: tuple(c))
 register_pytree_node(dict, lambda x: (list(x.values()), list(x.keys())),
                      lambda c, keys: dict(zip(keys, c)))
+register_pytree_node(OrderedDict, lambda x: (list(x.values()), list(x.keys())),
+                     lambda c, keys: OrderedDict(zip(keys, c)))
+register_pytree_node(defaultdict,
+                     lambda x: (list(x.values()), [x.default_factory, list(x.keys())]),
+                     lambda c, ctx: defaultdict(ctx[0], zip(ctx[1], c)))
+register_pytree_node(deque, lambda x: (list(x), x.maxlen),
+                     lambda c, maxlen: deque(c, maxlen=maxlen))
+
+
+def _dict_keys(spec) -> list | None:
+    """The keys of a dict-like node's spec (children are matched by key), else None."""
+    if spec.type is dict or spec.type is OrderedDict:
+        return spec.context
+    if spec.type is defaultdict:
+        return spec.context[1]
+    return None
 
 
 class TreeSpec:
@@ -163,12 +181,46 @@ def _map(fn, x):
     return node.unflatten([_map(fn, c) for c in children], ctx)
 
 
+def _flatten_up_to(spec: TreeSpec, tree, leaves: list):
+    """The leaves of ``tree`` at the positions of ``spec``'s leaves (a leaf of ``spec`` takes
+    a whole subtree); dict-like children are matched by key. Raises ValueError, with
+    PyTorch's texts, when the structure differs."""
+    if spec.type is None:
+        leaves.append(tree)
+        return
+    keys = _dict_keys(spec)
+    if keys is not None and isinstance(tree, dict):
+        if len(tree) != len(keys):
+            raise ValueError(f"Node arity mismatch; expected {len(keys)}, but got {len(tree)}.")
+        if set(tree) != set(keys):
+            raise ValueError(f"Node keys mismatch; missing key(s): {set(keys) - set(tree)}; "
+                             f"extra key(s): {set(tree) - set(keys)}.")
+        children = [tree[k] for k in keys]
+    else:
+        if type(tree) is not spec.type:
+            raise ValueError(f"Node type mismatch; expected {spec.type!r}, but got "
+                             f"{type(tree)!r}.")
+        children, _ = _node_of(tree).flatten(tree)
+        if len(children) != len(spec.children):
+            raise ValueError(f"Node arity mismatch; expected {len(spec.children)}, but got "
+                             f"{len(children)}.")
+    for child_spec, child in zip(spec.children, children):
+        _flatten_up_to(child_spec, child, leaves)
+
+
 def tree_map(fn: Callable, tree: Any, *rests: Any):
-    """Apply ``fn`` to every leaf (and the matching leaves of ``rests``), keeping the structure."""
+    """Apply ``fn`` to every leaf (and the matching leaves of ``rests``), keeping the structure
+    of ``tree`` (PyTorch's ``tree_map``). Each of ``rests`` must have ``tree``'s structure (a
+    leaf of ``tree`` may stand for a subtree there; dicts are matched by key); else ValueError
+    "Node type/arity/keys mismatch"."""
     if not rests:
         return _map(fn, tree)
     leaves, spec = tree_flatten(tree)
-    others = [spec_leaves for spec_leaves, _ in (tree_flatten(r) for r in rests)]
+    others = []
+    for r in rests:
+        rest_leaves: list = []
+        _flatten_up_to(spec, r, rest_leaves)
+        others.append(rest_leaves)
     return tree_unflatten([fn(x, *xs) for x, *xs in zip(leaves, *others)], spec)
 
 
