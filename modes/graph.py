@@ -262,6 +262,12 @@ class Graph:
         return namespace["forward"]
 
 
+# Lifted constants are copied. ``sk.tensor([...])`` inside ``fn`` reaches modes as
+# ``lift_fresh(c)`` of a constant ``c``, and ``lift_fresh`` returns ``c`` itself, which ``fn``
+# may then mutate (``d.add_(x)``). Recording ``lift_fresh(c)`` would let the capture and every
+# run mutate the stored constant. Like make_fx, the graph records ``lift_fresh_copy(c)``, and
+# ``c`` is a snapshot taken when ``lift_fresh`` ran, so each run starts from the value the
+# program made.
 class _Capture(sk.DispatchMode):
     """Records every op reaching it into a Graph, then forwards it."""
 
@@ -290,8 +296,26 @@ class _Capture(sk.DispatchMode):
     def bind(self, x, r: Ref):
         self.env[id(x)] = (x, r)
 
+    def lift(self, x):
+        """``lift_fresh(x)`` of a tensor the graph has not seen: record ``lift_fresh_copy`` of a
+        constant holding a snapshot of ``x`` (``fn`` may mutate ``x`` later), so each run starts
+        from a fresh copy of the value ``x`` had here (see the comment above the class)."""
+        with sk.no_dispatch():
+            snapshot = sk.ops.clone(x)
+        out = sk.ops.lift_fresh.default(x)
+        n = self.counts.get("_tensor_constant", 0)
+        self.counts["_tensor_constant"] = n + 1
+        const = self.graph._add("constant", f"_tensor_constant{n}", value=snapshot)
+        node = self.graph._add("call", "lift_fresh_copy", op=sk.ops.lift_fresh_copy.default,
+                               args=(Ref(const),), type=_tensor_type(out))
+        self.bind(out, Ref(node))
+        return out
+
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is sk.ops.lift_fresh.default and len(args) == 1 and not kwargs \
+                and isinstance(args[0], sk.Tensor) and id(args[0]) not in self.env:
+            return self.lift(args[0])
         g_args = sk.pytree.tree_map(self.ref, tuple(args))
         g_kwargs = sk.pytree.tree_map(self.ref, dict(kwargs))
         out = func(*args, **kwargs)

@@ -148,8 +148,8 @@ def test_make_graph_captures_factories_constants_and_inplace():
 
 def test_make_graph_tensor_literals_and_item():
     g = make_graph(lambda x: x + sk.tensor([1.0, 2.0]))(sk.zeros(2))
-    assert [repr(op) for op in g.ops] == ["sk.ops.lift_fresh.default", "sk.ops.add.Tensor"]
-    assert "sk.ops.lift_fresh.default(_tensor_constant0)" in g.code
+    assert [repr(op) for op in g.ops] == ["sk.ops.lift_fresh_copy.default", "sk.ops.add.Tensor"]
+    assert "sk.ops.lift_fresh_copy.default(_tensor_constant0)" in g.code
     assert g.run(sk.ones(2)).tolist() == [2.0, 3.0]
     g = make_graph(lambda x: x * x.sum().item())(sk.ones(2))
     assert sk.ops._local_scalar_dense.default in g.ops

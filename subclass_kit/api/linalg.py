@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import _dtype as dt
 from ..function import public_api
-from ..kernels._common import Spec, resize_out
+from ..kernels._common import Spec, resize_output
 from ..kernels.linalg import cpp_name
 from ..registry import ops
 from ..tensor import Tensor
@@ -48,12 +48,14 @@ def _export(fn, *method_names):
 
 
 def _write_out(result, out):
-    """Copy a composite's result into ``out``, resized like PyTorch's ``resize_output`` (one
-    version bump, from the ``copy_``)."""
+    """Copy a composite's result into ``out``, resized like PyTorch's ``resize_output``: a
+    dispatched ``ops.resize_`` when the shape differs (modes and graphs see it), then ``copy_``
+    (one version bump)."""
     if out.dtype is not result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result.dtype)}, but "
                            f"got {cpp_name(out.dtype)} instead")
-    resize_out(out, Spec(tuple(result.shape), result.stride(), result.dtype, result.device), "")
+    spec = Spec(tuple(result.shape), result.stride(), result.dtype, result.device)
+    resize_output(out, spec, stacklevel=5)   # the warning names the caller of ``sk.matmul``
     return ops.copy_(out, result)
 
 

@@ -127,6 +127,16 @@ def resize_out(out: Tensor, spec: Spec, op_name: str):
     Raises RuntimeError when the result dtype cannot be cast to ``out``'s dtype, or when
     ``out`` is on another device.
     """
+    if resize_output_check(out, spec, stacklevel=5):
+        resize_storage_for(out, Layout(tuple(spec.sizes), spec.strides, out._layout.offset))
+
+
+def resize_output_check(out: Tensor, spec: Spec, stacklevel: int = 3) -> bool:
+    """PyTorch's ``resize_output_check``: whether ``out`` must be resized to ``spec``'s sizes.
+
+    Raises what :func:`resize_out` raises; warns (at ``stacklevel``) when an ``out`` with
+    elements is resized. Composites then resize with the dispatched ``ops.resize_``.
+    """
     from .._dtype import can_cast
     if not can_cast(spec.dtype, out._dtype):
         raise RuntimeError(f"result type {_type_name(spec.dtype)} can't be cast to the desired "
@@ -134,17 +144,41 @@ def resize_out(out: Tensor, spec: Spec, op_name: str):
     if out._storage.device is not spec.device:
         raise RuntimeError(f"Expected out tensor to have device {spec.device.type}, but got "
                            f"{out._storage.device.type} instead")
-    if tuple(out._layout.sizes) != tuple(spec.sizes):
-        if out._layout.numel() != 0:
-            import warnings
-            warnings.warn(
-                f"An output with one or more elements was resized since it had shape "
-                f"{format_size(out._layout.sizes)}, which does not match the required output "
-                f"shape {format_size(spec.sizes)}. This behavior is deprecated, and in a future "
-                "PyTorch release outputs will not be resized unless they have zero elements. You "
-                "can explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
-                "with t.resize_(0).", UserWarning, stacklevel=4)
+    if tuple(out._layout.sizes) == tuple(spec.sizes):
+        return False
+    if out._layout.numel() != 0:
+        import warnings
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape "
+            f"{format_size(out._layout.sizes)}, which does not match the required output "
+            f"shape {format_size(spec.sizes)}. This behavior is deprecated, and in a future "
+            "PyTorch release outputs will not be resized unless they have zero elements. You "
+            "can explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+            "with t.resize_(0).", UserWarning, stacklevel=stacklevel)
+    return True
+
+
+def resize_output(out: Tensor, spec: Spec, stacklevel: int = 3):
+    """PyTorch's ``resize_output`` for composite out= paths (``matmul(out=)``, ``stack(out=)``).
+
+    The checks and warning of :func:`resize_output_check`, then, when the shape differs, a
+    dispatched ``ops.resize_`` (modes and graphs see it, so a captured graph replays it), run
+    below the version layer as inside PyTorch's out= kernels: the caller's ``copy_`` is the one
+    version bump. An ``out`` requiring grad is resized directly, since the ``resize_`` kernel
+    carries autograd's "cannot resize variables that require grad", which out kernels skip.
+    """
+    from .._state import tls
+    from ..registry import ops
+    if not resize_output_check(out, spec, stacklevel=stacklevel + 1):
+        return
+    if out.requires_grad:
         resize_storage_for(out, Layout(tuple(spec.sizes), spec.strides, out._layout.offset))
+        return
+    below, tls.below = tls.below, True
+    try:
+        ops.resize_(out, list(spec.sizes))
+    finally:
+        tls.below = below
 
 
 def resize_storage_for(t: Tensor, layout: Layout):
