@@ -13,6 +13,12 @@ TensorIterator does, so ``x.permute(2, 0, 1)[:, i]`` keeps a permuted layout. In
 checked on cpu only (meta tensors have no data, as in PyTorch): "index 5 is out of bounds for
 dimension 0 with size 2", where the dimension counts indexed dims only. ``index_put_`` checks
 everything before it writes, so a failing call leaves ``self`` unchanged.
+
+Note [Meta mask put]: on meta, ``index`` with a mask raises as PyTorch does (its result shape
+is the mask's number of True elements), but ``index_put_`` returns ``self`` whatever the data,
+so it needs no ``nonzero``. It keeps the checks that do not depend on the data (index count
+and dtypes, mask shapes, overlap, and the dtype match once the values can fit) and skips the
+shape checks that depend on the count of True elements, as PyTorch's meta kernel skips them.
 """
 
 from __future__ import annotations
@@ -80,8 +86,10 @@ def _dense_strides(t) -> tuple:
     return iterator_strides(layout.sizes, [(layout.sizes, layout.strides)])
 
 
-def _expand_masks(self, indices) -> list:
-    """PyTorch's ``expandTensors``: masks -> their nonzero columns; other indices as int64."""
+def _expand_masks(self, indices, unknown_ok=False) -> list:
+    """PyTorch's ``expandTensors``: masks -> their nonzero columns; other indices as int64.
+    A meta mask raises, or with ``unknown_ok`` gives columns of length ``-mask.numel()``: a
+    negative length is unknown, at most its absolute value (Note [Meta mask put])."""
     out = []
     for t in indices:
         if t is None:
@@ -97,7 +105,11 @@ def _expand_masks(self, indices) -> list:
                 if n != sizes[src]:
                     raise _mask_error(self, t, j, src)
             if t._storage.device is META:
-                raise NotImplementedError(_NONZERO_META)
+                if not unknown_ok:
+                    raise NotImplementedError(_NONZERO_META)
+                n = -t._layout.numel()
+                out.extend(_Index((n,), (1,), None) for _ in t._layout.sizes)
+                continue
             for col in np.nonzero(t._array()):
                 out.append(_Index((col.shape[0],), (1,), col.astype(np.int64, copy=False)))
             continue
@@ -124,17 +136,25 @@ def _expanded_strides(idx: _Index, shape) -> tuple:
     return tuple(strides)
 
 
-def make_plan(self, indices) -> Plan:
-    """Validate ``indices`` against ``self`` and compute the result layout (PyTorch's
-    ``make_info``). Raises IndexError with PyTorch's texts; NotImplementedError for a meta mask."""
+def _check_indices(self, indices):
     ndim = len(self._layout.sizes)
-    indices = list(indices)
     if len(indices) > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim} (got {len(indices)})")
     for t in indices:
         if t is not None and t._dtype not in _INDEX_DTYPES:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-    expanded = _expand_masks(self, indices)
+
+
+def make_plan(self, indices) -> Plan:
+    """Validate ``indices`` against ``self`` and compute the result layout (PyTorch's
+    ``make_info``). Raises IndexError with PyTorch's texts; NotImplementedError for a meta mask."""
+    indices = list(indices)
+    _check_indices(self, indices)
+    return _plan(self, _expand_masks(self, indices))
+
+
+def _plan(self, expanded) -> Plan:
+    ndim = len(self._layout.sizes)
     shape = _broadcast(expanded)
     expanded += [None] * (ndim - len(expanded))
     used = [d for d, i in enumerate(expanded) if i is not None]
@@ -308,7 +328,13 @@ def index_put_(self, indices, values, accumulate=False):
     for t in indices:
         if t is not None:
             _assert_no_overlap(self, t)
-    plan = make_plan(self, indices)
+    _check_indices(self, indices)
+    expanded = _expand_masks(self, indices, unknown_ok=device is META)
+    if any(i is not None and min(i.sizes, default=0) < 0 for i in expanded):
+        if _may_fit(self, expanded, values._layout.sizes):
+            _check_put_dtypes(self, values)
+        return self
+    plan = _plan(self, expanded)
     vsizes = values._layout.sizes
     try:
         ok = broadcast_shapes(vsizes, plan.sizes) == plan.sizes
@@ -317,10 +343,7 @@ def index_put_(self, indices, values, accumulate=False):
     if not ok:
         raise RuntimeError(f"shape mismatch: value tensor of shape {format_size(vsizes)} cannot "
                            f"be broadcast to indexing result of shape {format_size(plan.sizes)}")
-    if values._dtype is not self._dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{type_name(self._dtype)} for the destination and "
-                           f"{type_name(values._dtype)} for the source.")
+    _check_put_dtypes(self, values)
     if device is META or values._storage.device is META or 0 in plan.sizes:
         return self
     check_index_bounds(plan)
@@ -331,6 +354,43 @@ def index_put_(self, indices, values, accumulate=False):
     else:
         dst[_key(plan)] = vals
     return self
+
+
+def _check_put_dtypes(self, values):
+    if values._dtype is not self._dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{type_name(self._dtype)} for the destination and "
+                           f"{type_name(values._dtype)} for the source.")
+
+
+def _fits(sizes, target) -> bool:
+    """``sizes`` broadcasts to ``target`` for some value of its unknown (negative) lengths."""
+    if len(sizes) > len(target):
+        return False
+    target = target[len(target) - len(sizes):]
+    return all(n in (1, m) or 0 <= n <= -m for n, m in zip(sizes, target))
+
+
+def _may_fit(self, expanded, vsizes) -> bool:
+    """Whether a meta mask put passes the cpu shape checks for some mask data. (When it cannot,
+    the cpu error names the count of True elements, so meta raises nothing.)"""
+    shapes = [i.sizes for i in expanded if i is not None]
+    ndim = max(len(s) for s in shapes)
+    shape = []
+    for d in range(ndim):
+        column = {s[d - ndim + len(s)] for s in shapes if d - ndim + len(s) >= 0}
+        known = {n for n in column if n >= 0} - {1}
+        if len(known) > 1:
+            return False
+        shape.append(known.pop() if known else min(column))
+    sizes = self._layout.sizes
+    expanded = expanded + [None] * (len(sizes) - len(expanded))
+    used = [d for d, i in enumerate(expanded) if i is not None]
+    if used[-1] - used[0] + 1 == len(used):
+        result = sizes[:used[0]] + tuple(shape) + sizes[used[-1] + 1:]
+    else:
+        result = tuple(shape) + tuple(n for n, i in zip(sizes, expanded) if i is None)
+    return _fits(vsizes, result)
 
 
 def _masked_put(self, target, values):
