@@ -56,6 +56,10 @@ def _embedding(L):
 CASES = [
     # -- view / reshape ------------------------------------------------------------------------
     Case("view_bad_numel", _z(2, 3), lambda L, x: x.view(5, 5)),
+    Case("matmul_out_requires_grad", lambda L: (L.ones(2, 3), L.ones(1, requires_grad=True)),
+         lambda L, a, o: L.matmul(a, a.t(), out=o)),
+    Case("stack_out_requires_grad", lambda L: (L.ones(2, 3, requires_grad=True), L.empty(0)),
+         lambda L, a, o: L.stack([a, a], out=o)),
     Case("where_out_number_other", _z(2), lambda L, x: L.where(x > 0, x, 0.0, out=L.empty(2))),
     Case("where_out_number_input", _z(2), lambda L, x: L.where(x > 0, 1, x, out=L.empty(2))),
     Case("view_two_inferred", _z(2, 3), lambda L, x: x.view(-1, -1)),

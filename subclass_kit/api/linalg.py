@@ -10,7 +10,9 @@ where PyTorch has one, the ``Tensor`` method too. ``matmul``, ``einsum``, ``soft
 from __future__ import annotations
 
 from .. import _dtype as dt
+from .._state import tls
 from ..function import public_api
+from ..inplace_checks import _any_requires_grad
 from ..kernels._common import Spec, resize_output
 from ..kernels.linalg import cpp_name
 from ..registry import ops
@@ -47,10 +49,14 @@ def _export(fn, *method_names):
     return public
 
 
-def _write_out(result, out):
+def _write_out(name, inputs, result, out):
     """Copy a composite's result into ``out``, resized like PyTorch's ``resize_output``: a
     dispatched ``ops.resize_`` when the shape differs (modes and graphs see it), then ``copy_``
-    (one version bump)."""
+    (one version bump). With grad on, an argument requiring grad raises first, before ``out``
+    changes (PyTorch's autograd refuses out= ops)."""
+    if tls.grad_enabled and _any_requires_grad((inputs, out), None):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
     if out.dtype is not result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result.dtype)}, but "
                            f"got {cpp_name(out.dtype)} instead")
@@ -70,7 +76,7 @@ def matmul(input, other, *, out=None):
     [3.0, 3.0]
     """
     result = ops.matmul(input, other)
-    return result if out is None else _write_out(result, out)
+    return result if out is None else _write_out("matmul", (input, other), result, out)
 
 
 def mm(input, mat2, *, out=None):
@@ -212,7 +218,7 @@ def stack(tensors, dim=0, *, out=None):
         raise TypeError(f"stack(): argument 'tensors' (position 1) must be tuple of Tensors, "
                         f"not {type(tensors).__name__}")
     result = ops.stack(list(tensors), dim)
-    return result if out is None else _write_out(result, out)
+    return result if out is None else _write_out("stack", tensors, result, out)
 
 
 cat = _export(cat)

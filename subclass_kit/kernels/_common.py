@@ -164,15 +164,11 @@ def resize_output(out: Tensor, spec: Spec, stacklevel: int = 3):
     The checks and warning of :func:`resize_output_check`, then, when the shape differs, a
     dispatched ``ops.resize_`` (modes and graphs see it, so a captured graph replays it), run
     below the version layer as inside PyTorch's out= kernels: the caller's ``copy_`` is the one
-    version bump. An ``out`` requiring grad is resized directly, since the ``resize_`` kernel
-    carries autograd's "cannot resize variables that require grad", which out kernels skip.
+    version bump, and autograd's checks (``resize_`` of a tensor requiring grad) do not apply.
     """
     from .._state import tls
     from ..registry import ops
     if not resize_output_check(out, spec, stacklevel=stacklevel + 1):
-        return
-    if out.requires_grad:
-        resize_storage_for(out, Layout(tuple(spec.sizes), spec.strides, out._layout.offset))
         return
     below, tls.below = tls.below, True
     try:

@@ -450,10 +450,10 @@ def as_strided_(self, size, stride, storage_offset=None):
 @both_devices(ops.resize_)
 def resize_(self, size, *, memory_format=None):
     size = tuple(size)
-    # PyTorch's autograd-level check: it runs under no_grad too, but not inside inference mode
-    # nor on inference tensors (no autograd there). With grad on and a new size, check_inplace
-    # raises it first.
-    if self.requires_grad and not (tls.inference or self._inference):
+    # PyTorch's autograd-level check: it runs under no_grad too, but not inside inference mode,
+    # on inference tensors or below autograd (inside out= kernels and handlers). With grad on
+    # and a new size, check_inplace raises it first.
+    if self.requires_grad and not (tls.inference or self._inference or tls.below):
         raise RuntimeError("cannot resize variables that require grad")
     checked_numel(size)  # a negative size only passes next to a 0, as in PyTorch
     if size == self._layout.sizes:
