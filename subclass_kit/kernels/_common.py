@@ -88,7 +88,7 @@ def check_no_internal_overlap(t: Tensor):
             "operation.")
 
 
-_PARTIAL_OVERLAP = (
+PARTIAL_OVERLAP = (
     "unsupported operation: some elements of the input tensor and the written-to tensor refer "
     "to a single memory location. Please clone() the tensor before performing the operation.")
 
@@ -97,28 +97,38 @@ def check_no_partial_overlap(out: Tensor, inputs):
     """Refuse a write into ``out`` from an input that shares only part of its memory, or the
     same bytes in another element order (PyTorch's ``assert_no_partial_overlap`` as
     TensorIterator and ``copy_`` run it before writing). ``inputs``: the op's arguments; only
-    tensors on ``out``'s storage are examined. Layouts that are not dense count as "too hard
-    to tell", as in PyTorch's ``get_overlap_status``. Raises RuntimeError."""
+    tensors on ``out``'s storage are examined. Raises RuntimeError."""
     storage = out._storage
     for t in inputs:
         if isinstance(t, Tensor) and t._storage is storage and t is not out:
-            if _partial_overlap(out, t):
-                raise RuntimeError(_PARTIAL_OVERLAP)
+            if overlap_status(out, t) == "partial":
+                raise RuntimeError(PARTIAL_OVERLAP)
 
 
-def _partial_overlap(a: Tensor, b: Tensor) -> bool:
+def check_no_overlap(out: Tensor, t: Tensor):
+    """Refuse a write into ``out`` from ``t`` sharing any of its memory, ``out`` itself
+    included (PyTorch's ``assert_no_overlap``: ``index_put_`` values and indices, ``cat``
+    inputs). Raises RuntimeError."""
+    if t._storage is out._storage and overlap_status(out, t) is not None:
+        raise RuntimeError(PARTIAL_OVERLAP)
+
+
+def overlap_status(a: Tensor, b: Tensor):
+    """PyTorch's ``get_overlap_status`` for two tensors on one storage: "full" (the same bytes
+    in the same order), "partial", or None (disjoint, empty, or not dense: "too hard to
+    tell", which PyTorch lets pass)."""
     la, lb = a._layout, b._layout
     na, nb = la.numel(), lb.numel()
     if not na or not nb:
-        return False
+        return None
     if not (la.is_non_overlapping_and_dense() and lb.is_non_overlapping_and_dense()):
-        return False
+        return None
     ia, ib = a._dtype.itemsize, b._dtype.itemsize
     a_begin, b_begin = la.offset * ia, lb.offset * ib
     a_end, b_end = a_begin + na * ia, b_begin + nb * ib
     if a_begin == b_begin and a_end == b_end:
-        return la.strides != lb.strides
-    return a_begin < b_end and b_begin < a_end
+        return "full" if la.strides == lb.strides else "partial"
+    return "partial" if a_begin < b_end and b_begin < a_end else None
 
 
 def resize_out(out: Tensor, spec: Spec, op_name: str):

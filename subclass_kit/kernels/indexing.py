@@ -40,15 +40,12 @@ from ..layout import (
 from ..registry import ops
 from ..storage import META
 from . import factories
-from ._common import (Spec, both_devices, check_no_internal_overlap, new_tensor, register_rule,
-                      type_name)
+from ._common import (Spec, both_devices, check_no_internal_overlap, check_no_overlap,
+                      new_tensor, register_rule, type_name)
 from ._iter_layout import iter_strides
 from .shape import _NONZERO_META
 
 _INDEX_DTYPES = (dt.int64, dt.int32, dt.uint8, dt.bool_)
-_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor "
-            "refer to a single memory location. Please clone() the tensor before performing the "
-            "operation.")
 
 
 class _Index(NamedTuple):
@@ -258,27 +255,6 @@ def index(self, indices):
 
 
 # -- index_put ---------------------------------------------------------------------------------
-def _extent(t):
-    """Byte range [lo, hi) of a non-overlapping-and-dense tensor, or None when it is too hard to
-    tell (PyTorch's ``get_overlap_status`` gives up the same way)."""
-    layout = t._layout
-    if layout.numel() == 0 or not layout.is_non_overlapping_and_dense():
-        return None
-    item = t._dtype.itemsize
-    lo = layout.offset * item
-    return lo, lo + layout.numel() * item
-
-
-def _assert_no_overlap(a, b):
-    if a._storage is not b._storage:
-        return
-    ra, rb = _extent(a), _extent(b)
-    if ra is None or rb is None:
-        return
-    if ra[0] < rb[1] and rb[0] < ra[1]:
-        raise RuntimeError(_OVERLAP)
-
-
 def _mask_fill_target(self, indices, values):
     """PyTorch's ``canDispatchToMaskedFill``: a lone mask with a one-element cpu value becomes
     ``masked_fill_`` (no dtype check). Returns the mask broadcastable to ``self`` or None."""
@@ -324,10 +300,10 @@ def index_put_(self, indices, values, accumulate=False):
     device = _index_device(self, indices)
     if values._storage.device is META and device is not META:
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-    _assert_no_overlap(self, values)
+    check_no_overlap(self, values)
     for t in indices:
         if t is not None:
-            _assert_no_overlap(self, t)
+            check_no_overlap(self, t)
     _check_indices(self, indices)
     expanded = _expand_masks(self, indices, unknown_ok=device is META)
     if any(i is not None and min(i.sizes, default=0) < 0 for i in expanded):

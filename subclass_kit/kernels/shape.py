@@ -18,7 +18,8 @@ from ..layout import Layout, channels_last_strides, contiguous_strides, format_s
 from ..registry import ops, register_kernel
 from ..storage import Storage
 from ..tensor import make_tensor
-from ._common import Spec, common_device, register_inplace, register_rule, resize_out, type_name
+from ._common import (Spec, check_no_overlap, common_device, register_inplace, register_rule,
+                      resize_out, type_name)
 
 
 def _fresh(sizes, dtype, device) -> Spec:
@@ -129,10 +130,7 @@ def _cat_out(tensors, dim=0, *, out):
         raise TypeError(f"sk.cat(): input types can't be cast to the desired output type "
                         f"{type_name(out._dtype)}")
     for t in tensors:
-        if t._storage is out._storage and t._layout.numel() and out._layout.numel():
-            raise RuntimeError("unsupported operation: some elements of the input tensor and "
-                               "the written-to tensor refer to a single memory location. Please "
-                               "clone() the tensor before performing the operation.")
+        check_no_overlap(out, t)
     resize_out(out, spec._replace(dtype=out._dtype), "cat")
     if out._storage.device.type != "meta":
         _cat_fill([out._array()], spec, tensors, dim)
