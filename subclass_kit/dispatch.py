@@ -21,7 +21,8 @@ from typing import NamedTuple
 
 from ._state import count_interceptor, flags, tls
 
-__all__ = ["dispatch", "dispatch_trace", "DispatchEvent", "is_below_autograd", "DISPATCH_TYPES"]
+__all__ = ["dispatch", "dispatch_trace", "DispatchEvent", "is_below_autograd", "below_autograd",
+           "DISPATCH_TYPES"]
 
 # Tensor subclasses that override __tensor_dispatch__ (filled by Tensor.__init_subclass__).
 DISPATCH_TYPES: set = set()
@@ -285,6 +286,21 @@ class dispatch_trace:
     def __exit__(self, *exc):
         tls.trace = self._prev
         count_interceptor(-1)
+        return False
+
+
+class below_autograd:
+    """Run the block below the version/view layer (PyTorch's
+    ``AutoDispatchBelowADInplaceOrView``), as inside an out= kernel: ops still dispatch (modes
+    see them) but neither bump versions, track views nor run autograd's checks."""
+
+    def __enter__(self):
+        self._prev = tls.below
+        tls.below = True
+        return self
+
+    def __exit__(self, *exc):
+        tls.below = self._prev
         return False
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..layout import Layout, contiguous_strides, format_size
-from ..registry import register_kernel
+from ..dispatch import below_autograd
+from ..registry import ops, register_kernel
 from ..storage import CPU, META
 from ..storage import device as _device
 from ..tensor import Tensor
@@ -176,15 +177,10 @@ def resize_output(out: Tensor, spec: Spec, stacklevel: int = 3):
     below the version layer as inside PyTorch's out= kernels: the caller's ``copy_`` is the one
     version bump, and autograd's checks (``resize_`` of a tensor requiring grad) do not apply.
     """
-    from .._state import tls
-    from ..registry import ops
     if not resize_output_check(out, spec, stacklevel=stacklevel + 1):
         return
-    below, tls.below = tls.below, True
-    try:
+    with below_autograd():
         ops.resize_(out, list(spec.sizes))
-    finally:
-        tls.below = below
 
 
 def resize_storage_for(t: Tensor, layout: Layout):
