@@ -142,18 +142,20 @@ def test_mask_from_comparison_on_meta():
     assert x._version == 3
 
 
-@pytest.mark.parametrize("value", [0.0, Arr(0.0, "float32"), Arr([1.0], "float32"),
-                                   Arr([1.0, 2.0, 3.0], "float32")])
-@pytest.mark.parametrize("form", ["setitem", "index_put_", "index_put"])
-@pytest.mark.parametrize("accumulate", [False, True])
+_VALUES = [0.0, Arr(0.0, "float32"), Arr([1.0], "float32"), Arr([1.0, 2.0, 3.0], "float32")]
+# setitem takes numbers and has no accumulate; index_put(_) take tensors only
+_ONE_DIM = ([(v, "setitem", False) for v in _VALUES]
+            + [(v, form, acc) for v in _VALUES[1:] for form in ("index_put_", "index_put")
+               for acc in (False, True)])
+
+
+@pytest.mark.parametrize("value, form, accumulate", _ONE_DIM)
 def test_one_dim_mask(value, form, accumulate):
-    if form == "setitem" and accumulate or not isinstance(value, Arr) and form != "setitem":
-        pytest.skip("not a distinct program")
     index = _mask(3) if form == "setitem" else (_mask(3),)
     assert check((3,), index, value, form, accumulate) is None
 
 
-@pytest.mark.parametrize("sizes, index, value", [
+_LAYOUTS = [
     ((3, 4), _mask(3), Arr(np.ones(4), "float32")),                      # mask over leading dim
     ((3, 4, 5), _mask((3, 4)), Arr(np.ones(5), "float32")),              # 2-d mask, leading dims
     ((3, 4, 5), _mask((3, 4)), Arr(np.ones((12, 5)), "float32")),
@@ -164,11 +166,13 @@ def test_one_dim_mask(value, form, accumulate):
     ((3, 4, 5), (_mask(3), slice(None), Arr([1, 2, 3])), 1.0),          # non-adjacent: moved
     ((2, 0), (slice(None), _mask(0)), Arr(np.ones(3), "float32")),       # empty mask: known count
     ((3,), Arr([True, False, True]), Arr([5.0, 6.0], "float32")),
-])
-@pytest.mark.parametrize("transpose", [False, True])
+]
+
+
+@pytest.mark.parametrize("sizes, index, value, transpose",
+                         [(*case, t) for case in _LAYOUTS for t in (False, True)
+                          if not t or len(case[0]) == 2])      # t() needs 2 dims
 def test_mask_layouts(sizes, index, value, transpose):
-    if transpose and len(sizes) != 2:
-        pytest.skip("t() needs 2 dims")
     check(sizes, index, value, transpose=transpose)
 
 
