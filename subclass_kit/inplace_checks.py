@@ -12,7 +12,7 @@ from ._state import tls
 from .registry import ops
 from .tensor import CreationMeta
 
-__all__ = ["check_inplace", "view_rebase_message", "forward_name"]
+__all__ = ["check_inplace", "view_rebase_message", "forward_name", "any_requires_grad"]
 
 
 def forward_name(op_name: str) -> str:
@@ -62,7 +62,9 @@ def view_rebase_message(view, direct: bool) -> str:
     return head + _SUFFIX.get(meta, "")
 
 
-def _any_requires_grad(args, kwargs) -> bool:
+def any_requires_grad(args, kwargs) -> bool:
+    """Whether a tensor among ``args`` (lists and tuples looked into) or ``kwargs`` requires
+    grad: the condition of autograd's in-place and out= refusals."""
     for a in args:
         if isinstance(a, (list, tuple)):
             if any(getattr(x, "requires_grad", False) for x in a):
@@ -79,7 +81,7 @@ def _any_requires_grad(args, kwargs) -> bool:
 def check_inplace(op, mutated, args, kwargs):
     """Refuse an in-place or out= op as PyTorch's autograd does; no-op unless grad mode is on
     and some tensor argument requires grad."""
-    if not tls.grad_enabled or not _any_requires_grad(args, kwargs):
+    if not tls.grad_enabled or not any_requires_grad(args, kwargs):
         return
     if op.is_out:
         raise RuntimeError(f"{op.schema.base_name}(): functions with out=... arguments don't "

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import _dtype as dt
 from .._state import tls
 from ..function import public_api
-from ..inplace_checks import _any_requires_grad
+from ..inplace_checks import any_requires_grad
 from ..kernels._common import Spec, resize_output
 from ..kernels.linalg import cpp_name
 from ..registry import ops
@@ -54,7 +54,7 @@ def _write_out(name, inputs, result, out):
     dispatched ``ops.resize_`` when the shape differs (modes and graphs see it), then ``copy_``
     (one version bump). With grad on, an argument requiring grad raises first, before ``out``
     changes (PyTorch's autograd refuses out= ops)."""
-    if tls.grad_enabled and _any_requires_grad((inputs, out), None):
+    if tls.grad_enabled and any_requires_grad((inputs, out), None):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     if out.dtype is not result.dtype:
