@@ -283,6 +283,9 @@ def resize_(self, *size, memory_format=None):
 
 @method("resize_as_")
 def resize_as_(self, the_template, memory_format=None):
+    """Resize in place to ``the_template``'s shape (contiguous, or ``memory_format``); bumps
+    ``_version`` only when the shape changes. RuntimeError "cannot resize variables that
+    require grad" for a tensor requiring grad (PyTorch's ``resize_as_``)."""
     return ops.resize_as_(self, the_template, memory_format=memory_format)
 
 
