@@ -17,14 +17,18 @@ from ._state import flags, tls
 from .dispatch import (DISPATCH_TYPES, _handler_name, _order_types, _record_view_op, dispatch,
                        single_type)
 
-__all__ = ["public_api", "op_method", "FUNCTION_TYPES", "DEFAULT_FUNCTION_TYPES", "handle_function"]
+__all__ = ["public_api", "op_method", "FUNCTION_TYPES", "DEFAULT_FUNCTION_TYPES",
+           "INLINE_FUNCTION_TYPES", "handle_function"]
 
 # Tensor subclasses taking part in the function level (all subclasses, unless they set
 # ``__tensor_function__ = sk.disabled_tensor_function``). Filled by Tensor.__init_subclass__.
 FUNCTION_TYPES: set = set()
 # The subclasses among them whose ``__tensor_function__`` is Tensor's default (the class
-# survives ops); handle_function and op_method run that default inline for them.
+# survives ops); handle_function runs that default inline for them.
 DEFAULT_FUNCTION_TYPES: set = set()
+# Those among them that also keep Tensor's ``__tensor_dispatch__``: op_method runs both levels
+# inline for them (one set lookup on its hot path).
+INLINE_FUNCTION_TYPES: set = set()
 
 
 def public_api(impl):
@@ -105,6 +109,17 @@ def handle_function(public, impl, args, kwargs):
                     ret = impl(*args, **kwargs)
                 finally:
                     st["function_subclass_disabled"] = False
+                if ret.__class__ is _tensor:
+                    # result_as's common case: a fresh plain result takes the class in place
+                    for a in inputs:
+                        if a is ret:
+                            break
+                    else:
+                        try:
+                            ret.__class__ = cls
+                            return ret
+                        except TypeError:
+                            pass
                 return result_as(ret, cls, inputs)
     tried = []
     for i in range(len(stack) - 1, -1, -1):
@@ -223,8 +238,8 @@ def op_method(op, impl, name: str, reflected: bool = False):
                                 return op(other, self)
                             return dispatch(op, (other, self), {}, ())
                     return resolve((other, self), _NO_KWARGS)
-                if (cls in DEFAULT_FUNCTION_TYPES and cls not in DISPATCH_TYPES
-                        and not flags.interceptors and not tls.function_subclass_disabled):
+                if (cls in INLINE_FUNCTION_TYPES and not flags.interceptors
+                        and not tls.function_subclass_disabled):
                     # the default __tensor_function__, inline (as handle_function runs it)
                     return result_as(resolve((other, self), _NO_KWARGS), cls, (self, other))
             if cls in FUNCTION_TYPES:     # a subclass: its handler decides
@@ -253,8 +268,8 @@ def op_method(op, impl, name: str, reflected: bool = False):
             elif cls in FUNCTION_TYPES:
                 # A subclass: its handler decides, unless it keeps the default
                 # __tensor_function__, which then runs here (as handle_function runs it).
-                if (cls not in DEFAULT_FUNCTION_TYPES or cls in DISPATCH_TYPES
-                        or flags.interceptors or tls.function_subclass_disabled):
+                if (cls not in INLINE_FUNCTION_TYPES or flags.interceptors
+                        or tls.function_subclass_disabled):
                     return handle_function(method, impl, (self,) + args, kwargs)
                 for a in args:
                     c = a.__class__
@@ -270,8 +285,20 @@ def op_method(op, impl, name: str, reflected: bool = False):
                     _record_view_op(view_op, out)
             else:
                 out = resolve((self,) + args, _NO_KWARGS)
-            if cls is tensor_cls:
+            rc = out.__class__
+            if rc is cls:
                 return out
+            if rc is tensor_cls and out is not self:
+                # result_as's common case: a fresh plain result takes the class in place
+                for a in args:
+                    if a is out:
+                        break
+                else:
+                    try:
+                        out.__class__ = cls
+                        return out
+                    except TypeError:
+                        pass
             return result_as(out, cls, (self,) + args)
     method.__wrapped_impl__ = impl
     method.__name__ = method.__qualname__ = name

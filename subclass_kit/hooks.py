@@ -7,7 +7,9 @@ sets instead of looking the hooks up on every call:
 - ``function.FUNCTION_TYPES``: subclasses taking part in the function level (all, unless
   ``__tensor_function__ = sk.disabled_tensor_function``);
 - ``function.DEFAULT_FUNCTION_TYPES``: those among them keeping Tensor's default
-  ``__tensor_function__`` (results keep the subclass), which the hot paths run inline.
+  ``__tensor_function__`` (results keep the subclass), which the hot paths run inline;
+- ``function.INLINE_FUNCTION_TYPES``: those among them also keeping Tensor's
+  ``__tensor_dispatch__`` (``op_method`` runs both levels inline for them).
 
 PyTorch looks ``__torch_function__`` / ``__torch_dispatch__`` up at each call; Tensor's
 metaclass gives the same answers by refiling a class (and its subclasses) whenever one of the
@@ -17,7 +19,7 @@ two hooks is assigned or deleted on it after the class was made.
 from __future__ import annotations
 
 from .dispatch import DISPATCH_TYPES
-from .function import DEFAULT_FUNCTION_TYPES, FUNCTION_TYPES
+from .function import DEFAULT_FUNCTION_TYPES, FUNCTION_TYPES, INLINE_FUNCTION_TYPES
 
 __all__ = ["TensorType", "register_hooks", "file_new_class"]
 
@@ -85,7 +87,8 @@ def register_hooks(cls):
     td = getattr(cls.__tensor_dispatch__, "__func__", None)
     for registry, member in ((DISPATCH_TYPES, td is not default_td),
                              (FUNCTION_TYPES, tf is not disabled_tf),
-                             (DEFAULT_FUNCTION_TYPES, tf is default_tf)):
+                             (DEFAULT_FUNCTION_TYPES, tf is default_tf),
+                             (INLINE_FUNCTION_TYPES, tf is default_tf and td is default_td)):
         if member:
             registry.add(cls)
         else:
