@@ -512,17 +512,6 @@ class Tensor(metaclass=TensorType):
         self._grad_fn = None
         return self
 
-    def as_subclass(self, cls) -> "Tensor":
-        """An alias of this tensor of class ``cls`` sharing storage and version counter."""
-        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
-            raise TypeError("Creating a Tensor subclass from a class that does not inherit "
-                            "from Tensor is not possible. Make sure your class inherits from "
-                            "Tensor.")
-        t = _new(cls)
-        t.__dict__.update(self.__dict__)
-        t._np_buf = None
-        return t
-
 
 def _wrap(dim, ndim):
     from .layout import wrap_dim
@@ -534,11 +523,11 @@ def _convert(ret, cls, args):
         if isinstance(ret, cls):
             return ret
         if any(ret is a for a in args):
-            return ret.as_subclass(cls)
+            return ret._alias_as(cls)
         try:
             ret.__class__ = cls
         except TypeError:
-            return ret.as_subclass(cls)
+            return ret._alias_as(cls)
         return ret
     if isinstance(ret, (list, tuple)) and not isinstance(ret, Size):
         items = [_convert(r, cls, args) for r in ret]
