@@ -72,6 +72,7 @@ def _propagate_creation_meta(parent: CreationMeta, new: CreationMeta) -> Creatio
 
 
 _new = object.__new__
+_ONE_ELEMENT = "only one element tensors can be converted to Python scalars"
 
 
 def make_tensor(storage: Storage, layout: Layout, dtype, cls=None) -> "Tensor":
@@ -386,8 +387,9 @@ class Tensor(metaclass=TensorType):
         return arr if dtype is None else arr.astype(dtype)
 
     def __bool__(self):
-        if self._storage._buffer is None:
-            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        """The element count first (for meta and wrapper tensors too), then ``item()`` (which
+        dispatches, so wrappers answer it; meta raises there), as PyTorch. Raises
+        RuntimeError for zero or several elements."""
         n = self._layout.numel()
         if n != 1:
             if n == 0:
@@ -397,9 +399,15 @@ class Tensor(metaclass=TensorType):
         return bool(self.item())
 
     def __float__(self):
+        """Raises ValueError unless the tensor has one element (PyTorch's text)."""
+        if self._layout.numel() != 1:
+            raise ValueError(_ONE_ELEMENT)
         return float(self.item())
 
     def __int__(self):
+        """Raises ValueError unless the tensor has one element (PyTorch's text)."""
+        if self._layout.numel() != 1:
+            raise ValueError(_ONE_ELEMENT)
         return int(self.item())
 
     def __index__(self):

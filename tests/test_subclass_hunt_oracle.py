@@ -156,3 +156,21 @@ def p_as_subclass_is_a_view(L, log):
                                      p_as_subclass_of_wrapper, p_as_subclass_is_a_view])
 def test_make_subclass_and_as_subclass_like_torch(program):
     same(program)
+
+
+# -- 3. bool / float / int ------------------------------------------------------------------------
+SCALAR_OF = {"bool": bool, "float": float, "int": int, "item": lambda t: t.item(),
+             "index": operator.index}
+
+
+@pytest.mark.parametrize("kind", ["wrapper", "meta", "meta_wrapper", "plain"])
+@pytest.mark.parametrize("n", [0, 1, 2])
+@pytest.mark.parametrize("how", list(SCALAR_OF))
+def test_python_scalars_of_wrappers_and_meta_like_torch(kind, n, how):
+    def program(L, log):
+        device = "meta" if kind.startswith("meta") else "cpu"
+        t = L.ones(n, dtype=L.int64, device=device)
+        if kind.endswith("wrapper"):
+            t = wrap(L, t)
+        log.append(SCALAR_OF[how](t))
+    same(program)
