@@ -199,6 +199,9 @@ def op_method(op, impl, name: str, reflected: bool = False):
     kernels = op._kernels
     direct = op._plain and op.decomposition is None and op._device_arg == 0
     view_op = op if op._view_name is not None else None
+    # Binary operators turn a TypeError of the dispatcher (every mode declined) into
+    # NotImplemented, as PyTorch's do; ``impl`` does the same on the other paths.
+    redispatch = _dispatch_operator if name in _BINARY_OPERATORS else dispatch
 
     def slow(args, kwargs):
         if tls.function_modes:
@@ -221,7 +224,7 @@ def op_method(op, impl, name: str, reflected: bool = False):
                         if st["dispatch_modes"] or st["trace"] is not None:
                             if op.decomposition is not None:
                                 return op(other, self)
-                            return dispatch(op, (other, self), {}, ())
+                            return redispatch(op, (other, self), {}, ())
                     return resolve((other, self), _NO_KWARGS)
                 if (cls in DEFAULT_FUNCTION_TYPES and cls not in DISPATCH_TYPES
                         and not flags.interceptors and not tls.function_subclass_disabled):
@@ -249,7 +252,7 @@ def op_method(op, impl, name: str, reflected: bool = False):
                     if st["dispatch_modes"] or st["trace"] is not None:
                         if op.decomposition is not None:
                             return op(self, *args)
-                        return dispatch(op, (self,) + args, {}, ())
+                        return redispatch(op, (self,) + args, {}, ())
             elif cls in FUNCTION_TYPES:
                 # A subclass: its handler decides, unless it keeps the default
                 # __tensor_function__, which then runs here (as handle_function runs it).
@@ -277,6 +280,13 @@ def op_method(op, impl, name: str, reflected: bool = False):
     method.__name__ = method.__qualname__ = name
     method.__doc__ = impl.__doc__
     return method
+
+
+def _dispatch_operator(op, args, kwargs, types):
+    try:
+        return dispatch(op, args, kwargs, types)
+    except TypeError:
+        return NotImplemented
 
 
 def _tensor_cls():

@@ -174,3 +174,61 @@ def test_python_scalars_of_wrappers_and_meta_like_torch(kind, n, how):
             t = wrap(L, t)
         log.append(SCALAR_OF[how](t))
     same(program)
+
+
+# -- 4. binary operators whose handlers decline ---------------------------------------------------
+def _declining(L):
+    if L is sk:
+        class Declines(sk.Tensor):
+            @classmethod
+            def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+                return NotImplemented
+        return sk.make_wrapper_subclass(Declines, (2,))
+
+    class Declines(torch.Tensor):
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            return NotImplemented
+    return torch.Tensor._make_wrapper_subclass(Declines, (2,))
+
+
+def _declining_mode(L):
+    base = sk.DispatchMode if L is sk else torch.utils._python_dispatch.TorchDispatchMode
+
+    class DeclinesAll(base):
+        def handle(self, func, types, args=(), kwargs=None):
+            return NotImplemented
+        __tensor_dispatch__ = __torch_dispatch__ = handle
+    return DeclinesAll()
+
+
+OPERATORS = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_",
+             "xor", "eq", "ne", "lt", "ge", "iadd", "imul"]
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_operator_with_declining_wrapper_raises_like_torch(name):
+    def program(L, log):
+        a = _declining(L)
+        f = getattr(operator, name)
+        for x, y in ((a, 1), (1, a), (a, L.ones(2)), (L.ones(2), a), (a, a)):
+            try:
+                r = f(x, y)
+                log.append(r if isinstance(r, bool) else type(r).__name__)
+            except TypeError as e:
+                log.append(str(e))
+    same(program)
+
+
+@pytest.mark.no_debug_asserts  # its mode would answer the ops the declining mode passes on
+@pytest.mark.parametrize("name", ["add", "rsub", "eq", "lt", "matmul", "iadd"])
+def test_operator_under_declining_mode_raises_like_torch(name):
+    def program(L, log):
+        x = L.ones(2)
+        f = (lambda a, b: b - a) if name == "rsub" else getattr(operator, name)
+        with _declining_mode(L):
+            try:
+                log.append(repr(f(x, 1 if name not in ("matmul", "eq") else x)))
+            except TypeError as e:
+                log.append(str(e))
+    same(program)
