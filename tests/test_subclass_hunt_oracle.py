@@ -232,3 +232,14 @@ def test_operator_under_declining_mode_raises_like_torch(name):
             except TypeError as e:
                 log.append(str(e))
     same(program)
+
+
+# -- 5. repr --------------------------------------------------------------------------------------
+def test_repr_of_subclasses_names_the_class_like_torch():
+    def program(L, log):
+        Sub, make = _sub(L)
+        log.append(repr(make(Sub, L.arange(3.0))))
+        log.append(repr(make(Sub, L.ones(2, 2), True)))
+        log.append(repr(wrap(L, L.empty(2, 3, device="meta"))).replace("TorchWrapper", "Wrapper"))
+        log.append(repr(L.ones(1)))
+    same(program)
