@@ -243,3 +243,107 @@ def test_repr_of_subclasses_names_the_class_like_torch():
         log.append(repr(wrap(L, L.empty(2, 3, device="meta"))).replace("TorchWrapper", "Wrapper"))
         log.append(repr(L.ones(1)))
     same(program)
+
+
+# -- 6. lift_fresh, and a pass-through wrapper over the op samples --------------------------------
+
+
+def _wrap_tensors(args, kwargs, L, only_first):
+    """Wrap the tensor arguments (the same object once); ``only_first``: just the first one."""
+    seen = {}
+
+    def w(x):
+        if isinstance(x, (list, tuple)):
+            return type(x)(w(y) for y in x)
+        if not isinstance(x, (sk.Tensor, torch.Tensor)):
+            return x
+        if id(x) not in seen:
+            if only_first and seen:
+                return x
+            seen[id(x)] = wrap(L, x)
+        return seen[id(x)]
+    return w(args), {k: w(v) for k, v in kwargs.items()}, list(seen.values())
+
+
+def _observe(out, wrapped):
+    """Per output: (wrapped?, is which input, shares which input's storage, _base is which
+    input, sizes, strides, offset, version)."""
+    rows = []
+    for o in sweep._flat_outputs(out):
+        if not sweep._is_tensor(o):
+            rows.append(("value", type(o).__name__))
+            continue
+        key = sweep._storage_key(o.untyped_storage())
+        rows.append((type(o) in (Wrapper, TorchWrapper),
+                     next((i for i, t in enumerate(wrapped) if o is t), -1),
+                     next((i for i, t in enumerate(wrapped)
+                           if sweep._storage_key(t.untyped_storage()) == key), -1),
+                     next((i for i, t in enumerate(wrapped) if o._base is t), -1),
+                     tuple(o.shape), tuple(o.stride()), o.storage_offset(), version(o)))
+    return rows
+
+
+def _inner(x):
+    return x.elem if type(x) in (Wrapper, TorchWrapper) else x
+
+
+def wrapped_sweep_problems(op, sample, only_first) -> list:
+    targs, tkw, _ = build(sample, "torch", "cpu", op)
+    _, t_exc = sweep.run(sweep.call_torch, op, targs, tkw)
+    if isinstance(t_exc, sweep.NoTorchOverload) or sweep._binding_error(t_exc):
+        return []
+    targs, tkw, _ = build(sample, "torch", "cpu", op)     # fresh: the call may have written
+    twa, twk, twrapped = _wrap_tensors(targs, tkw, torch, only_first)
+    t_out, t_exc = sweep.run(sweep.call_torch, op, twa, twk)
+    sargs, skw, _ = build(sample, "sk", "cpu", op)
+    swa, swk, swrapped = _wrap_tensors(sargs, skw, sk, only_first)
+    s_out, s_exc = sweep.run(op, *swa, **swk)
+    if t_exc is not None or s_exc is not None:
+        if t_exc is None or s_exc is None or sweep.exc_kind(t_exc) != sweep.exc_kind(s_exc):
+            return [f"sk {s_exc!r} vs torch {t_exc!r}"]
+        return []
+    problems = []
+    a, b = _observe(s_out, swrapped), _observe(t_out, twrapped)
+    if a != b:
+        problems.append(f"outputs {a} vs torch {b}")
+    values = sample.values and not entry_for(op).random
+    problems += sweep.result_diffs([_inner(o) for o in sweep._flat_outputs(s_out)],
+                                   [_inner(o) for o in sweep._flat_outputs(t_out)],
+                                   check_values=values, check_strides=False)
+    after = [(tuple(w.shape), w.stride(), w.storage_offset(), version(w))
+             for w in swrapped], [(tuple(w.shape), w.stride(), w.storage_offset(), version(w))
+                                  for w in twrapped]
+    if after[0] != after[1]:
+        problems.append(f"wrapped inputs after the call {after[0]} vs torch {after[1]}")
+    problems += sweep.result_diffs([w.elem for w in swrapped], [w.elem for w in twrapped],
+                                   check_values=sample.values, check_strides=False)
+    return problems
+
+
+def test_lift_fresh_of_a_wrapper_is_no_view_like_torch():
+    def program(L, log):
+        w = wrap(L, L.zeros(3))
+        out = (sk.ops if L is sk else torch.ops.aten).lift_fresh(w)
+        log.append((out is w, out._base is w, shares(L, out, w)))
+        out.add_(1)
+        log.append((version(out), version(w)))
+    same(program)
+
+
+def _sweep_ops():
+    # Factories take no tensor to wrap; ``requires_grad=`` is applied by torch's Python binding
+    # (outside the op), so those samples are left to the op sweep.
+    return [pytest.param(op, id=qualified(op)) for op in sweep.ALL_OPS
+            if entry_for(op) is not None and "requires_grad" not in
+            [a.name for a in op.schema.arguments]]
+
+
+@pytest.mark.parametrize("op", _sweep_ops())
+def test_pass_through_wrapper_matches_torch_wrapper(op):
+    problems = []
+    pairs = sweep.expanded_samples(op, entry_for(op))[:3]
+    for sample, _ in pairs:
+        for only_first in (False, True):
+            found = wrapped_sweep_problems(op, sample, only_first)
+            problems += [f"{sample!r} (only first wrapped: {only_first}): {p}" for p in found]
+    assert not problems, f"{op}:\n  " + "\n  ".join(problems[:8])
