@@ -347,3 +347,59 @@ def test_pass_through_wrapper_matches_torch_wrapper(op):
             found = wrapped_sweep_problems(op, sample, only_first)
             problems += [f"{sample!r} (only first wrapped: {only_first}): {p}" for p in found]
     assert not problems, f"{op}:\n  " + "\n  ".join(problems[:8])
+
+
+# -- 7. the example zoo against dense references --------------------------------------------------
+def test_diagonal_tensor_matches_dense_and_raises_like_it():
+    from diagonal_tensor import diag_matrix
+    diag = [1.0, -2.0, math.inf, math.nan]
+    ours = diag_matrix(sk.tensor(diag)).to_dense()
+    np.testing.assert_array_equal(np.array(ours.tolist()), torch.diag(torch.tensor(diag)).numpy())
+    assert str(ours.tolist()[0][1]) == "0.0"                    # no -0.0 beside -2.0
+    d, td = diag_matrix(sk.tensor([1.0, 2.0])), torch.diag(torch.tensor([1.0, 2.0]))
+    for ours, theirs in ((lambda: d.transpose(0, 5), lambda: td.transpose(0, 5)),
+                         (lambda: d @ sk.ones(2, 2, dtype=sk.float64),
+                          lambda: td @ torch.ones(2, 2, dtype=torch.float64)),
+                         (lambda: d @ diag_matrix(sk.ones(2, dtype=sk.float64)),
+                          lambda: td @ torch.eye(2, dtype=torch.float64))):
+        with pytest.raises(Exception) as want:
+            theirs()
+        with pytest.raises(type(want.value), match=None) as got:
+            ours()
+        assert str(got.value) == normalize_message(str(want.value))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "int32", "bool"])
+@pytest.mark.parametrize("reduction", ["sum", "amax", "amin"])
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_masked_reductions_keep_the_plain_dtype(dtype, reduction, dim):
+    from masked_tensor import masked_tensor
+    data = np.array([[1, -3, 2], [4, 0, -5]]).astype(dtype)
+    mask = np.array([[True, False, True], [False, False, True]])
+    m = masked_tensor(sk.tensor(data), sk.tensor(mask))
+    args = () if dim is None else (dim,)
+    out = getattr(m, reduction)(*args)
+    plain = getattr(torch.from_numpy(data), reduction)(*args)
+    assert out.dtype.name == str(plain.dtype).replace("torch.", "")
+    ref = getattr(np.ma, {"sum": "sum", "amax": "max", "amin": "min"}[reduction])(
+        np.ma.array(data, mask=~mask), axis=dim)
+    present = np.array(out.mask.tolist())
+    assert (present == ~np.ma.getmaskarray(ref)).all()
+    assert (np.array(out.data_.tolist())[present] == np.ma.getdata(ref)[present]).all()
+
+
+def test_traced_program_with_device_and_infinite_literals_replays():
+    from tracing_tensor import trace
+
+    def f(x):
+        return x.masked_fill(x > 2, -math.inf).to(sk.float64)
+
+    x = sk.arange(4.0)
+    tracer, (out,) = trace(f, x)
+    assert "float('-inf')" in tracer.code()
+    assert tracer.run(sk.arange(4.0))[0].tolist() == out.tolist() == [0.0, 1.0, 2.0, -math.inf]
+    tracer, _ = trace(lambda t: t.to("meta").sum(), sk.ones(2))
+    assert "sk.device('meta')" in tracer.code()
+    assert tracer.run(sk.ones(2))[0].device == "meta"
+    with pytest.raises(TypeError, match="output 0 is a Tensor, not a traced value"):
+        trace(lambda t: sk.add(t, 1, out=sk.empty(0)), sk.ones(2))
