@@ -128,10 +128,24 @@ def handle_function(public, impl, args, kwargs):
             # TypeError (``==`` falls back to identity), as PyTorch's operators do.
             return NotImplemented
         lines = "\n".join(f"  - {_handler_name(h)}" for h in tried)
-        name = getattr(public, "__qualname__", repr(public))
-        raise TypeError(f"Multiple dispatch failed for '{name}'; all __tensor_function__ "
-                        f"handlers returned NotImplemented:\n\n{lines}\n")
+        raise TypeError(f"Multiple dispatch failed for '{_public_name(public)}'; all "
+                        f"__tensor_function__ handlers returned NotImplemented:\n\n{lines}\n")
     return impl(*args, **kwargs)
+
+
+def _public_name(public) -> str:
+    """``sk.cat``, ``sk.Tensor.__setitem__``: where ``public`` is reachable (PyTorch's
+    ``resolve_name``); a function that is also a method is named as the function."""
+    import subclass_kit
+    name = getattr(public, "__name__", None)
+    if name is None:
+        return repr(public)
+    if getattr(subclass_kit, name, None) is public:
+        return f"sk.{name}"
+    attr = subclass_kit.Tensor.__dict__.get(name)
+    if attr is public or getattr(attr, "fget", None) is public:
+        return f"sk.Tensor.{name}"
+    return getattr(public, "__qualname__", name)
 
 
 _BINARY_OPERATORS = frozenset(

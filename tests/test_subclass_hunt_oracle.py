@@ -9,7 +9,8 @@ same program runs on subclass_kit and on torch and the observations are compared
 6. ``lift_fresh`` through a wrapper, and a pass-through wrapper over the op samples (all tensor
    arguments wrapped, or only the first) against its torch twin: results, aliasing, ``_base``,
    versions, inputs after;
-7. the example zoo against dense references.
+7. the example zoo against dense references;
+8. the names the function level reports (``func.__name__``, the all-declined error).
 """
 
 import math
@@ -403,3 +404,45 @@ def test_traced_program_with_device_and_infinite_literals_replays():
     assert tracer.run(sk.ones(2))[0].device == "meta"
     with pytest.raises(TypeError, match="output 0 is a Tensor, not a traced value"):
         trace(lambda t: sk.add(t, 1, out=sk.empty(0)), sk.ones(2))
+
+
+# -- 8. names the function level reports ----------------------------------------------------------
+CALLS = {"getitem": lambda L, x: x[0], "setitem": lambda L, x: x.__setitem__(0, 1.0),
+         "float": lambda L, x: x.float(), "long": lambda L, x: x.long(),
+         "where": lambda L, x: x.where(L.ones(3, dtype=L.bool), 0.0),
+         "cat": lambda L, x: L.cat([x, x])}
+
+
+@pytest.mark.parametrize("call", list(CALLS))
+def test_function_level_names_like_torch(call):
+    """The ``func`` a function mode sees has PyTorch's ``__name__``; when every subclass
+    handler declines, the error names it as PyTorch's ``resolve_name`` does."""
+    def program(L, log):
+        base = sk.FunctionMode if L is sk else torch.overrides.TorchFunctionMode
+
+        class Names(base):
+            def handle(self, func, types, args=(), kwargs=None):
+                if func.__name__ not in ("__get__", "__set__"):      # attribute access
+                    log.append(func.__name__)
+                return func(*args, **(kwargs or {}))
+            __tensor_function__ = __torch_function__ = handle
+
+        with Names():
+            CALLS[call](L, L.arange(3.0))
+        hook = "__tensor_function__" if L is sk else "__torch_function__"
+        decline = {hook: classmethod(lambda cls, func, types, args=(), kwargs=None:
+                                     NotImplemented)}
+        A, B = type("A", (L.Tensor,), dict(decline)), type("B", (L.Tensor,), dict(decline))
+        make = sk.make_subclass if L is sk else torch.Tensor._make_subclass
+        x = make(A, L.arange(3.0))
+        x.tag = make(B, L.ones(3))
+        try:
+            if call == "setitem":
+                x[0] = x.tag[0]
+            elif call == "cat":
+                L.cat([x, x.tag])
+            else:
+                CALLS[call](L, x)
+        except TypeError as e:
+            log.append(normalize_message(str(e)).split(";")[0])
+    same(program)

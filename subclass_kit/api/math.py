@@ -363,6 +363,7 @@ def _where_method(self, condition, other):
 
 _export("where", where, method=False)
 Tensor.where = public_api(_where_method)
+Tensor.where.__name__ = Tensor.where.__qualname__ = "where"
 
 
 def masked_fill(input, mask, value):
