@@ -177,8 +177,10 @@ def _grad_suffix(t) -> list:
 
 
 def tensor_repr(t) -> str:
-    """``repr(t)`` in PyTorch's format; see the module docstring."""
-    prefix = "tensor("
+    """``repr(t)`` in PyTorch's format; see the module docstring. A subclass instance prints
+    its class name instead of ``tensor`` (``Sub([0., 1.])``), as PyTorch's ``_str_intern``."""
+    from .tensor import Tensor      # tensor.py imports this module lazily
+    prefix = "tensor(" if type(t) is Tensor else f"{type(t).__name__}("
     indent = len(prefix)
     suffixes = []
     sizes = tuple(t._layout.sizes)

@@ -354,6 +354,8 @@ _INFERENCE_VC = "Cannot set version_counter for inference tensor"
 
 def _track_view_outputs(op, args, kwargs, res):
     """Record outputs of a view op resolved by a subclass handler as views of its input."""
+    if "returns_input" in op.tags:
+        return      # lift_fresh: an alias in its schema, but no view for autograd (PyTorch)
     i = op._view_input
     base = args[i] if i < len(args) else kwargs.get(op.schema.arguments[i].name)
     outs = res if isinstance(res, (list, tuple)) else (res,)

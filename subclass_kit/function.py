@@ -143,10 +143,24 @@ def handle_function(public, impl, args, kwargs):
             # TypeError (``==`` falls back to identity), as PyTorch's operators do.
             return NotImplemented
         lines = "\n".join(f"  - {_handler_name(h)}" for h in tried)
-        name = getattr(public, "__qualname__", repr(public))
-        raise TypeError(f"Multiple dispatch failed for '{name}'; all __tensor_function__ "
-                        f"handlers returned NotImplemented:\n\n{lines}\n")
+        raise TypeError(f"Multiple dispatch failed for '{_public_name(public)}'; all "
+                        f"__tensor_function__ handlers returned NotImplemented:\n\n{lines}\n")
     return impl(*args, **kwargs)
+
+
+def _public_name(public) -> str:
+    """``sk.cat``, ``sk.Tensor.__setitem__``: where ``public`` is reachable (PyTorch's
+    ``resolve_name``); a function that is also a method is named as the function."""
+    import subclass_kit
+    name = getattr(public, "__name__", None)
+    if name is None:
+        return repr(public)
+    if getattr(subclass_kit, name, None) is public:
+        return f"sk.{name}"
+    attr = subclass_kit.Tensor.__dict__.get(name)
+    if attr is public or getattr(attr, "fget", None) is public:
+        return f"sk.Tensor.{name}"
+    return getattr(public, "__qualname__", name)
 
 
 _BINARY_OPERATORS = frozenset(
@@ -214,6 +228,9 @@ def op_method(op, impl, name: str, reflected: bool = False):
     kernels = op._kernels
     direct = op._plain and op.decomposition is None and op._device_arg == 0
     view_op = op if op._view_name is not None else None
+    # Binary operators turn a TypeError of the dispatcher (every mode declined) into
+    # NotImplemented, as PyTorch's do; ``impl`` does the same on the other paths.
+    redispatch = _dispatch_operator if name in _BINARY_OPERATORS else dispatch
 
     def slow(args, kwargs):
         if tls.function_modes:
@@ -236,7 +253,7 @@ def op_method(op, impl, name: str, reflected: bool = False):
                         if st["dispatch_modes"] or st["trace"] is not None:
                             if op.decomposition is not None:
                                 return op(other, self)
-                            return dispatch(op, (other, self), {}, ())
+                            return redispatch(op, (other, self), {}, ())
                     return resolve((other, self), _NO_KWARGS)
                 if (cls in INLINE_FUNCTION_TYPES and not flags.interceptors
                         and not tls.function_subclass_disabled):
@@ -264,7 +281,7 @@ def op_method(op, impl, name: str, reflected: bool = False):
                     if st["dispatch_modes"] or st["trace"] is not None:
                         if op.decomposition is not None:
                             return op(self, *args)
-                        return dispatch(op, (self,) + args, {}, ())
+                        return redispatch(op, (self,) + args, {}, ())
             elif cls in FUNCTION_TYPES:
                 # A subclass: its handler decides, unless it keeps the default
                 # __tensor_function__, which then runs here (as handle_function runs it).
@@ -304,6 +321,13 @@ def op_method(op, impl, name: str, reflected: bool = False):
     method.__name__ = method.__qualname__ = name
     method.__doc__ = impl.__doc__
     return method
+
+
+def _dispatch_operator(op, args, kwargs, types):
+    try:
+        return dispatch(op, args, kwargs, types)
+    except TypeError:
+        return NotImplemented
 
 
 def _tensor_cls():

@@ -8,17 +8,19 @@
   computes and rewraps (PyTorch's ``_make_wrapper_subclass``). A wrapper must fix storage
   aliasing of view outputs and return ``self`` from in-place ops: :func:`return_and_correct_aliasing`
   does both from the op's schema (SEMANTICS.md §5.3-5.5).
+
+``Tensor.as_subclass`` (an aliasing view of another class) is defined here too.
 """
 
 from __future__ import annotations
 
-from .layout import Layout, contiguous_strides
+from .layout import Layout, checked_numel, contiguous_strides, resolve_negative_strides
 from . import _dtype as dt
 from .registry import get_kernel
 from .storage import Storage, device as _device
 from ._state import tls
 from .dispatch import DISPATCH_TYPES
-from .tensor import Size, Tensor
+from .tensor import Size, Tensor, make_view
 
 __all__ = ["make_subclass", "make_wrapper_subclass", "return_and_correct_aliasing",
            "is_traceable_wrapper_subclass", "transform_subclass"]
@@ -35,11 +37,23 @@ def _check_cls(cls):
 def make_subclass(cls, data: Tensor, requires_grad: bool = False) -> Tensor:
     """A direct ("is-a") subclass instance aliasing ``data``: same Storage and version counter,
     its own sizes/strides (later metadata changes of ``data`` do not reach it), a leaf with
-    ``requires_grad`` set from the flag. Raises TypeError when ``cls`` is not a Tensor subclass.
+    ``requires_grad`` set from the flag (PyTorch's ``_make_subclass``, a detached alias).
+
+    Like ``data.detach()``, an inference ``data`` made outside inference mode gets a fresh,
+    enabled version counter there (PyTorch's loophole, SEMANTICS.md §4.2).
+
+    Raises TypeError when ``cls`` is not a Tensor subclass or ``data`` is not a Tensor;
+    RuntimeError when ``data`` is a wrapper subclass of a class ``cls`` does not derive from
+    (PyTorch: its TensorImpl already belongs to that Python object), and for ``requires_grad``
+    on a non-floating dtype.
     """
     _check_cls(cls)
     if not isinstance(data, Tensor):
-        raise TypeError(f"make_subclass(): data must be a Tensor, not {type(data).__name__}")
+        raise TypeError(f"make_subclass(): argument 'data' (position 2) must be Tensor, not "
+                        f"{type(data).__name__}")
+    _check_not_wrapper(cls, data)
+    if requires_grad:
+        _check_requires_grad(data._dtype)
     t = _new(cls)
     t._storage = data._storage
     t._layout = data._layout
@@ -47,17 +61,82 @@ def make_subclass(cls, data: Tensor, requires_grad: bool = False) -> Tensor:
     t._vc = data._vc
     if data._inference:
         t._inference = True
+        if not tls.inference:
+            t._vc = [0]
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
+def as_subclass(self, cls) -> Tensor:
+    """``Tensor.as_subclass``: a ``cls`` alias of this tensor (PyTorch's ``as_subclass``, which
+    wraps ``self.alias()``): it shares storage and version counter and is a tracked view
+    (``_base`` is this tensor's root base), made without dispatching an op. Attributes set on
+    this object are not carried over.
+
+    Raises TypeError when ``cls`` is not a Tensor subclass; RuntimeError for a wrapper subclass
+    instance and a ``cls`` not derived from its class (as PyTorch)."""
+    _check_cls(cls)
+    _check_not_wrapper(cls, self)
+    view = make_view(self, self._layout)
+    t = _new(cls)
+    t.__dict__.update(view.__dict__)
+    return t
+
+
+def _alias_as(self, cls) -> Tensor:
+    """A ``cls`` object for this tensor's state (storage, layout, version counter, view and
+    grad state) without its user attributes: how the default ``__tensor_function__`` turns a
+    returned input or an object whose class cannot be swapped into the subclass
+    (docs/differences.md, "Results of a direct subclass")."""
+    t = _new(cls)
+    d = t.__dict__
+    for k, v in self.__dict__.items():
+        if k in _TENSOR_STATE:
+            d[k] = v
+    t._np_buf = None
+    return t
+
+
+# Instance attributes that are tensor state (set by constructors, views, in-place metadata
+# ops); anything else in an instance's __dict__ is a user attribute.
+_TENSOR_STATE = frozenset({"_storage", "_layout", "_dtype", "_vc", "grad"}) | frozenset(
+    k for k, v in vars(Tensor).items() if k.startswith("_") and not k.startswith("__")
+    and not callable(v) and not isinstance(v, property))
+Tensor.as_subclass = as_subclass
+Tensor._alias_as = _alias_as
+
+
+def _check_not_wrapper(cls, data):
+    # A wrapper's data-less TensorImpl is owned by its Python object: PyTorch refuses to give
+    # it a second one of an unrelated class (an instance of it would hold no data at all).
+    if data._storage._dataless and not issubclass(cls, type(data)):
+        raise RuntimeError(
+            f"Creating a new Tensor subclass {cls.__name__} but the raw Tensor object is already "
+            f"associated to a python object of type {type(data).__name__} which is not a "
+            "subclass of the requested type")
+
+
+def _check_requires_grad(dtype):
+    if not dtype.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
+
+
 def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None, device=None,
                           requires_grad=False) -> Tensor:
     """A wrapper ("has-a") subclass instance: metadata only, over a data-less Storage of the
-    geometry's ``nbytes``; ``data_ptr()`` is 0 and data access raises. ``cls`` must define
-    ``__tensor_dispatch__`` (TypeError otherwise, as PyTorch). Inside inference mode the wrapper
-    is an inference tensor.
+    geometry's ``nbytes``; ``data_ptr()`` is 0 and data access raises. Inside inference mode the
+    wrapper is an inference tensor.
+
+    Geometry as PyTorch's ``_make_wrapper_subclass`` stores it: a negative stride is kept only
+    where it cannot matter and otherwise becomes the row-major stride of its position, and the
+    storage ``nbytes`` is computed from the strides as given.
+
+    Raises TypeError when ``cls`` does not define ``__tensor_dispatch__`` or ``size``/``strides``
+    are not sequences of ints; RuntimeError for a negative size ("numel: integer multiplication
+    overflow", PyTorch's text), strides of another length than ``size``, a non-zero
+    ``storage_offset`` without ``strides``, and ``requires_grad`` on a non-floating dtype.
     """
     if cls not in DISPATCH_TYPES:
         _check_cls(cls)
@@ -71,6 +150,8 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
         dtype = dt.get_default_dtype()
     elif dtype.__class__ is not dt.dtype:
         dtype = dt.to_dtype(dtype)
+    if requires_grad:
+        _check_requires_grad(dtype)
     if device.__class__ is not _device:
         device = _device(device or "cpu")
     # Storage(nbytes, device, dataless=True) and make_tensor(storage, layout, dtype, cls),
@@ -99,24 +180,48 @@ _GEOMETRY: dict = {}
 
 
 def _geometry(size, strides, storage_offset):
-    """``(Layout, storage extent in elements)`` of a wrapper; memoised when every number is a
-    Python int."""
+    """``(Layout, storage extent in elements)`` of a wrapper, checked as PyTorch's
+    ``_make_wrapper_subclass`` checks it; memoised when every number is a Python int."""
     key = (size, strides, storage_offset)
-    if type(size) is not tuple and type(size) is not Size:
-        size = tuple(int(s) for s in size)
+    size = _int_tuple(size, "size", " (position 2)")
+    if storage_offset is None:
+        storage_offset = 0
+    elif isinstance(storage_offset, bool) or not hasattr(storage_offset, "__index__"):
+        raise TypeError(f"make_wrapper_subclass(): argument 'storage_offset' must be int, not "
+                        f"{type(storage_offset).__name__}")
     if strides is None:
+        # PyTorch sets contiguous sizes and refuses any offset then; 0 is our default.
+        if storage_offset:
+            raise RuntimeError("setting storage offset without stride not supported")
+        checked_numel(size)
         strides = contiguous_strides(size)
-    elif type(strides) is not tuple:
-        strides = tuple(int(s) for s in strides)
-    if len(strides) != len(size):
-        raise RuntimeError("mismatch in length of strides and shape")
-    layout = Layout(tuple(size), strides, int(storage_offset or 0))
-    extent = layout.storage_extent()
+    else:
+        strides = _int_tuple(strides, "strides", "")
+        if len(strides) != len(size):
+            raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match "
+                               f"dimensionality of strides ({len(strides)})")
+        checked_numel(size)
+    # The storage is sized from the strides as given (signed, as PyTorch's wrapper does), then
+    # the strides are stored as TensorImpl::set_sizes_and_strides stores them.
+    extent = Layout(size, strides, int(storage_offset)).storage_extent()
+    layout = Layout(size, resolve_negative_strides(size, strides), int(storage_offset))
     if (len(_GEOMETRY) < 4096 and type(key[0]) in (tuple, Size)
             and type(key[1]) in (tuple, type(None)) and type(key[2]) in (int, type(None))
             and all(type(s) is int for s in layout.sizes + layout.strides)):
         _GEOMETRY[key] = (layout, extent)
     return layout, extent
+
+
+def _int_tuple(value, name, position) -> tuple:
+    """``value`` as a tuple of ints, or PyTorch's argument-parser TypeError."""
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"make_wrapper_subclass(): argument '{name}'{position} must be tuple of "
+                        f"ints, not {type(value).__name__}")
+    for i, s in enumerate(value):
+        if s.__class__ is not int and (isinstance(s, bool) or not hasattr(s, "__index__")):
+            raise TypeError(f"make_wrapper_subclass(): argument '{name}'{position} must be tuple "
+                            f"of ints, but found element of type {type(s).__name__} at pos {i}")
+    return tuple(s.__index__() for s in value)
 
 
 def is_traceable_wrapper_subclass(t) -> bool:

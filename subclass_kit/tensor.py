@@ -72,6 +72,7 @@ def _propagate_creation_meta(parent: CreationMeta, new: CreationMeta) -> Creatio
 
 
 _new = object.__new__
+_ONE_ELEMENT = "only one element tensors can be converted to Python scalars"
 
 
 def make_tensor(storage: Storage, layout: Layout, dtype, cls=None) -> "Tensor":
@@ -386,8 +387,9 @@ class Tensor(metaclass=TensorType):
         return arr if dtype is None else arr.astype(dtype)
 
     def __bool__(self):
-        if self._storage._buffer is None:
-            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        """The element count first (for meta and wrapper tensors too), then ``item()`` (which
+        dispatches, so wrappers answer it; meta raises there), as PyTorch. Raises
+        RuntimeError for zero or several elements."""
         n = self._layout.numel()
         if n != 1:
             if n == 0:
@@ -397,9 +399,15 @@ class Tensor(metaclass=TensorType):
         return bool(self.item())
 
     def __float__(self):
+        """Raises ValueError unless the tensor has one element (PyTorch's text)."""
+        if self._layout.numel() != 1:
+            raise ValueError(_ONE_ELEMENT)
         return float(self.item())
 
     def __int__(self):
+        """Raises ValueError unless the tensor has one element (PyTorch's text)."""
+        if self._layout.numel() != 1:
+            raise ValueError(_ONE_ELEMENT)
         return int(self.item())
 
     def __index__(self):
@@ -512,17 +520,6 @@ class Tensor(metaclass=TensorType):
         self._grad_fn = None
         return self
 
-    def as_subclass(self, cls) -> "Tensor":
-        """An alias of this tensor of class ``cls`` sharing storage and version counter."""
-        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
-            raise TypeError("Creating a Tensor subclass from a class that does not inherit "
-                            "from Tensor is not possible. Make sure your class inherits from "
-                            "Tensor.")
-        t = _new(cls)
-        t.__dict__.update(self.__dict__)
-        t._np_buf = None
-        return t
-
 
 def _wrap(dim, ndim):
     from .layout import wrap_dim
@@ -534,11 +531,11 @@ def _convert(ret, cls, args):
         if isinstance(ret, cls):
             return ret
         if any(ret is a for a in args):
-            return ret.as_subclass(cls)
+            return ret._alias_as(cls)
         try:
             ret.__class__ = cls
         except TypeError:
-            return ret.as_subclass(cls)
+            return ret._alias_as(cls)
         return ret
     if isinstance(ret, (list, tuple)) and not isinstance(ret, Size):
         items = [_convert(r, cls, args) for r in ret]

@@ -99,7 +99,7 @@ def test_wrapper_geometry_memo_gives_fresh_storage_and_counter():
     w3 = sk.make_wrapper_subclass(Wrapper, [2, 3], [1, 2], 1)
     assert (w3.shape, w3.stride(), w3.storage_offset()) == ((2, 3), (1, 2), 1)
     assert w3.untyped_storage().nbytes() == 4 * 7
-    with pytest.raises(RuntimeError, match="mismatch in length of strides and shape"):
+    with pytest.raises(RuntimeError, match=r"dimensionality of sizes \(2\) must match"):
         sk.make_wrapper_subclass(Wrapper, (2, 3), (1,))
     with sk.inference_mode():
         w4 = sk.make_wrapper_subclass(Wrapper, size, stride, 0)

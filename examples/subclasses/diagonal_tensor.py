@@ -18,8 +18,14 @@ How it works
     makes it share the input's Storage. Mutating ops are refused (RuntimeError) unless a rule
     keeps the matrix diagonal (``mul_`` by a number, ``add_`` of a DiagonalTensor).
 
+    A rule declines (and the dense op raises PyTorch's error) when the dense op would fail:
+    ``D @ A`` of two dtypes, ``D.transpose(0, 5)``.
+
 Tradeoffs
     + O(n) memory and O(n) or O(n^2) ops instead of O(n^2) / O(n^3) (``D @ A`` scales rows).
+    - Off-diagonal entries are *structural* zeros, never multiplied (as ``torch.sparse``
+      treats unstored entries): ``D @ A`` and ``D * A`` with an inf or NaN in ``A`` have 0
+      off the diagonal where the dense product has NaN (``0 * inf``).
     - Every op not in the table pays a densification: the table is the whole optimisation.
     - Other view ops (``D[0]``, ``D.view(-1)``) fall back to a dense temporary: their results
       are copies, not views, so writing to them does not reach ``D``.
@@ -48,8 +54,12 @@ class DiagonalTensor(sk.Tensor):
         return w
 
     def to_dense(self) -> sk.Tensor:
+        # Written onto the diagonal of zeros, not ``eye(n) * diag``: that gives NaN off the
+        # diagonal for an inf or NaN on it (0 * inf), and -0.0 beside negative entries.
         n = self.diag.shape[0]
-        return sk.eye(n, dtype=self.diag.dtype, device=self.diag.device) * self.diag
+        out = sk.zeros(n, n, dtype=self.diag.dtype, device=self.diag.device)
+        out.diagonal().copy_(self.diag)
+        return out
 
     def __repr__(self):
         return f"DiagonalTensor(diag={self.diag!r})"
@@ -109,7 +119,7 @@ def _mul(a, b):
 
 
 def _mm(a, b):
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype:
         return NotImplemented                  # the dense mm raises PyTorch's error
     if _same_diag_pair(a, b):
         return DiagonalTensor.wrap(a.diag * b.diag)
@@ -123,6 +133,8 @@ def _neg(a):
 
 
 def _transpose(a, *dims):
+    if not all(-2 <= d < 2 for d in dims):
+        return NotImplemented                   # the dense transpose raises the IndexError
     return DiagonalTensor.wrap(a.diag)          # symmetric: same diagonal, aliasing
 
 

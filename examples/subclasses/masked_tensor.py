@@ -17,9 +17,11 @@ How it works
       the ``logical_and`` of the masks of MaskedTensor arguments, broadcast to the output;
       in-place pointwise ops update ``data`` in place and narrow ``mask`` in place;
     - **reductions** (``sum``, ``mean``, ``amax``, ``amin``) fill missing elements with the
-      operation's identity (0, -inf, +inf) via ``sk.where`` and reduce; the output mask says
-      whether any element was present (``any`` over the same dims); ``mean`` divides by the
-      count of present elements;
+      operation's identity in the data's dtype (0; the lowest / highest value: -inf / +inf for
+      floats, the integer range's ends, False / True for bool) via ``sk.where`` and reduce,
+      so the result has the dtype the plain reduction has; the output mask says whether any
+      element was present (``any`` over the same dims); ``mean`` divides by the count of
+      present elements;
     - **anything else** returns ``NotImplemented``, so the dispatcher raises TypeError naming
       the op: an op whose masked semantics are not defined must not silently treat missing
       values as data.
@@ -34,6 +36,8 @@ Tradeoffs
 
 from __future__ import annotations
 
+import numpy as np
+
 import subclass_kit as sk
 
 ops = sk.ops
@@ -46,9 +50,24 @@ _POINTWISE = {
     ops.maximum.default, ops.minimum.default, ops.eq.Tensor, ops.ne.Tensor, ops.lt.Tensor,
     ops.le.Tensor, ops.gt.Tensor, ops.ge.Tensor, ops._to_copy.default, ops.clone.default,
 }
-# reduction -> value that leaves it unchanged
-_REDUCTIONS = {ops.sum.dim_IntList: 0.0, ops.mean.dim: 0.0,
-               ops.amax.default: float("-inf"), ops.amin.default: float("inf")}
+# reduction -> does the fill value have to be the largest value (amin) or the lowest (amax)?
+# None: the fill is 0 (sum, mean).
+_REDUCTIONS = {ops.sum.dim_IntList: None, ops.mean.dim: None,
+               ops.amax.default: False, ops.amin.default: True}
+
+
+def _identity(func, dtype):
+    """The value ``func`` ignores, as a Python number of ``dtype``'s kind, so ``sk.where``
+    keeps the dtype (a float fill would promote integer data to float)."""
+    largest = _REDUCTIONS[func]
+    if largest is None:
+        return False if dtype == sk.bool else 0
+    if dtype.is_floating_point:
+        return float("inf") if largest else float("-inf")
+    if dtype == sk.bool:
+        return largest
+    info = np.iinfo(dtype.numpy)
+    return int(info.max if largest else info.min)
 
 
 def _bind(func, args, kwargs) -> dict:
@@ -135,7 +154,7 @@ def _pointwise(cls, func, args, kwargs):
 
 def _reduce(cls, func, x, args, kwargs):
     bound = _bind(func, args, kwargs)
-    filled = sk.where(x.mask, x.data_, _REDUCTIONS[func])
+    filled = sk.where(x.mask, x.data_, _identity(func, x.data_.dtype))
     data = func(filled, *args[1:], **kwargs)
     dim = bound.get("dim")
     dims = None if dim is None or list(dim) == [] else list(dim)

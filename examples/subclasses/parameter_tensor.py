@@ -40,7 +40,9 @@ class Parameter(sk.Tensor):
         return sk.make_subclass(cls, data, requires_grad)
 
     def __repr__(self):
-        return f"{type(self).__name__} containing:\n{super().__repr__()}"
+        # As nn.Parameter: the plain tensor's repr under a header (a subclass would print
+        # its class name in place of ``tensor``).
+        return f"{type(self).__name__} containing:\n{self.as_subclass(sk.Tensor)!r}"
 
 
 class FrozenParameter(Parameter):

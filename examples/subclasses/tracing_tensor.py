@@ -29,6 +29,8 @@ Tradeoffs (subclass vs mode)
 
 from __future__ import annotations
 
+import math
+
 import subclass_kit as sk
 
 
@@ -55,14 +57,19 @@ class Tracer:
         return TracingTensor.wrap(t, name, self)
 
     def output(self, *values) -> None:
-        """Mark the graph outputs (TracingTensors)."""
+        """Mark the graph outputs. Raises TypeError for a value that is not a TracingTensor
+        (e.g. a plain tensor written by ``out=``: it is a constant of the graph)."""
+        for i, v in enumerate(values):
+            if not isinstance(v, TracingTensor):
+                raise TypeError(f"output {i} is a {type(v).__name__}, not a traced value: only "
+                                "results computed from the traced inputs can be outputs")
         self.outputs = [v.name for v in values]
 
     def code(self) -> str:
         """The recorded program as Python source."""
         lines = [f"def traced({', '.join(self.inputs)}):"]
         for name, op, args, kwargs in self.nodes:
-            parts = [str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()]
+            parts = [_source(a) for a in args] + [f"{k}={_source(v)}" for k, v in kwargs.items()]
             lines.append(f"    {name} = {op!r}({', '.join(parts)})")
         lines.append(f"    return ({', '.join(self.outputs)},)")
         return "\n".join(lines) + "\n"
@@ -79,6 +86,21 @@ class _Name(str):
 
     def __repr__(self):
         return str(self)
+
+
+def _source(value) -> str:
+    """Python source evaluating to ``value`` in ``Tracer.run``'s namespace: graph values by
+    name, literals by ``repr`` -- except those whose ``repr`` is not source (a device prints
+    ``device(type='meta')``, an infinite float ``inf``)."""
+    if isinstance(value, sk.device):
+        return f"sk.device({value.type!r})"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_source(v) for v in value) + "]"
+    if isinstance(value, tuple) and not isinstance(value, sk.Size):
+        return "(" + "".join(_source(v) + ", " for v in value) + ")"
+    return repr(value)
 
 
 class TracingTensor(sk.Tensor):

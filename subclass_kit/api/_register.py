@@ -12,6 +12,9 @@ def method(*names, op=None):
     path to the kernel when nothing can intercept the call."""
     def deco(fn):
         public = public_api(fn) if op is None else op_method(op, fn, (names or (fn.__name__,))[0])
+        if names:
+            # Handlers see ``func.__name__`` as PyTorch's: "__getitem__", "float".
+            public.__name__ = public.__qualname__ = names[0]
         for name in names or (fn.__name__,):
             setattr(Tensor, name, public)
         return public

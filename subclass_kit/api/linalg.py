@@ -128,15 +128,23 @@ mv = _export(mv, "mv")
 
 
 def _matmul_operator(self, other):
+    # A TypeError (all handlers declined) becomes NotImplemented, as for the other binary
+    # operators (api/math.py ``_binary_operator``).
     if not isinstance(other, Tensor):
         return NotImplemented
-    return ops.matmul(self, other)
+    try:
+        return ops.matmul(self, other)
+    except TypeError:
+        return NotImplemented
 
 
 def _rmatmul_operator(self, other):
     if not isinstance(other, Tensor):
         return NotImplemented
-    return ops.matmul(other, self)
+    try:
+        return ops.matmul(other, self)
+    except TypeError:
+        return NotImplemented
 
 
 Tensor.__matmul__ = public_api(_matmul_operator)

@@ -363,6 +363,7 @@ def _where_method(self, condition, other):
 
 _export("where", where, method=False)
 Tensor.where = public_api(_where_method)
+Tensor.where.__name__ = Tensor.where.__qualname__ = "where"
 
 
 def masked_fill(input, mask, value):
@@ -418,22 +419,33 @@ def _operator(name, impl, op=None, reflected=False):
 
 def _binary_operator(name, op, reflected=False, **kwargs):
     """``Tensor.__add__`` and friends: NotImplemented for operands that are neither tensors nor
-    numbers, so Python raises its usual TypeError."""
+    numbers, and for a TypeError raised while dispatching (every subclass handler or mode
+    declined, or one raised it), so Python raises its usual "unsupported operand" TypeError
+    (``==``/``!=`` compare identity), as PyTorch's ``TypeError_to_NotImplemented_`` does."""
     if reflected:
         def impl(self, other):
             if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
                 return NotImplemented
-            return op(other, self, **kwargs)
+            try:
+                return op(other, self, **kwargs)
+            except TypeError:
+                return NotImplemented
     elif kwargs:
         def impl(self, other):
             if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
                 return NotImplemented
-            return op(self, other, **kwargs)
+            try:
+                return op(self, other, **kwargs)
+            except TypeError:
+                return NotImplemented
     else:
         def impl(self, other):
             if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
                 return NotImplemented
-            return op(self, other)
+            try:
+                return op(self, other)
+            except TypeError:
+                return NotImplemented
     _operator(name, impl, None if kwargs else op, reflected)
 
 
