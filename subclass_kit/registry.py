@@ -57,10 +57,16 @@ class OpOverload:
                 first = i
                 break
         self._device_arg = first
-        self._view_input = schema.view_pairs[0][0] if schema.view_pairs else None
+        # (argument index, return index, list return?) for each return that is a view: of the
+        # first argument sharing its alias set. What the dispatcher tracks for views resolved
+        # by a subclass handler or a custom kernel (``dispatch._track_view_outputs``).
+        views: dict = {}
+        for ai, ri in schema.view_pairs:
+            views.setdefault(ri, ai)
+        self._view_outputs = tuple((ai, ri, schema.returns[ri].is_tensor_list)
+                                   for ri, ai in sorted(views.items()))
         self._self_only = (len(self._mutated) == 1 and self._mutated[0][0] == 0
                            and schema.arguments[0].is_tensor)
-        self._view_multi = schema.is_multi_output_view
         # What ``__call__`` reads to tell a canonical call from one ``_bind`` must handle: the
         # keyword-only names, the required ones, and per count of positional arguments whether
         # it is valid with keywords (``_arity_kw``) or without (``_arity_ok``: never, when a
