@@ -1,10 +1,12 @@
 """Custom ops from schema strings (PyTorch's ``torch.library``): ``define``, ``impl`` and
 ``register_autograd``.
 
-A custom op is an ``OpOverload`` like the built-in ones: it carries its parsed schema (alias
-annotations included), reaches modes and subclass handlers, gets version bumps for its ``(a!)``
-arguments and view tracking for its ``(a)`` returns. Its kernels run below the version/view layer
-(they may call other ops freely; Note [Version counters]).
+A custom op is an ``OpOverload`` like the built-in ones (a ``CustomOp``): it carries its parsed
+schema (alias annotations included), reaches function modes, dispatch modes and subclass
+handlers, gets version bumps for its ``(a!)`` arguments and view tracking for its ``(a)``
+returns. A call converts its arguments to the schema types as ``torch.ops`` does
+(``custom_op.py``). Its kernels run below the version/view layer (they may call other ops
+freely; Note [Version counters]).
 
     op = sk.library.define("mylib::scale(Tensor self, float k) -> Tensor")
     @sk.library.impl(op, "cpu")
@@ -15,6 +17,7 @@ arguments and view tracking for its ``(a)`` returns. Its kernels run below the v
 from __future__ import annotations
 
 from . import registry
+from .custom_op import CustomOp
 from .registry import OpOverload
 
 __all__ = ["define", "impl", "register_autograd", "get_autograd", "register_fake"]
@@ -32,9 +35,7 @@ def define(schema: str) -> OpOverload:
     """
     if "::" not in schema.split("(")[0]:
         raise ValueError(f"custom op schemas need a namespace, e.g. 'mylib::{schema}'")
-    op = registry.define(schema)
-    op._mark_custom()
-    return op
+    return registry.define(schema, CustomOp)
 
 
 def _resolve(op) -> OpOverload:

@@ -84,7 +84,7 @@ class OpOverload:
         # Custom ops (sk.library): their kernels may call other ops, so they run "below"
         # (Note [Version counters]) and the dispatcher tracks their view outputs.
         self._custom = False
-        # Neither mutating nor custom (``_mark_custom``): the kernel runs with no version
+        # Neither mutating nor custom (``custom_op.CustomOp``): the kernel runs with no version
         # layer around it.
         self._plain = not self._mutated
         # Forward name printed by view+in-place errors ("Output 0 of Unbind ...").
@@ -97,12 +97,6 @@ class OpOverload:
         # (LOAD_ATTR_WITH_HINT), and that misses on every shared-key dict: the ops whose
         # attributes happened to fit the shared keys paid a generic lookup per read in __call__.
         self.__dict__ = dict(self.__dict__)
-
-    def _mark_custom(self):
-        """Make this a custom op (``sk.library``): its kernel runs below the version/view layer
-        (Note [Version counters]), so it never takes the plain-kernel shortcut."""
-        self._custom = True
-        self._plain = False
 
     # -- naming -----------------------------------------------------------------------------
     @property
@@ -373,8 +367,9 @@ def _lookup(name: str):
     return ops._packets.get(name)
 
 
-def define(schema_text: str) -> OpOverload:
-    """Register an op from its schema string; returns the new ``OpOverload``.
+def define(schema_text: str, cls=OpOverload) -> OpOverload:
+    """Register an op from its schema string; returns the new ``cls`` (an ``OpOverload``;
+    ``sk.library`` passes ``CustomOp``).
 
     A name with ``ns::`` goes into ``sk.ops.ns``. Raises ValueError for a malformed schema and
     RuntimeError when the overload already exists.
@@ -389,7 +384,7 @@ def define(schema_text: str) -> OpOverload:
         namespace = f"sk.ops.{ns_name}"
     else:
         space, base, namespace = ops, schema.name, ""
-    op = OpOverload(schema, namespace)
+    op = cls(schema, namespace)
     packet = space._packets.get(base)
     if packet is None:
         op._overloads = {op.overload: op}

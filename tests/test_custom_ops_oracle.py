@@ -10,11 +10,15 @@ text). Where we differ on purpose the test says so and ``docs/differences.md`` e
 from __future__ import annotations
 
 import itertools
+import re
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch (the test oracle) is not installed")
-from oracle import Wrapper
+from oracle import Wrapper, dtype_name
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import subclass_kit as sk
 
@@ -113,3 +117,261 @@ def test_view_outputs_of_wrapper_subclasses(define, case):
         assert o._base is expected
         assert (o._vc is expected._vc) if expected is not None else \
             all(o._vc is not x._vc for x in inputs)
+
+
+# -- arguments: converted to their schema type, or rejected, before any mode sees them --------
+ARG_TYPES = ["int", "SymInt", "float", "bool", "str", "Scalar", "int[]", "int[2]", "SymInt[]",
+             "float?", "int?", "Tensor", "Tensor?", "Tensor[]", "Tensor?[]", "ScalarType",
+             "ScalarType?", "float[]", "bool[]", "Device", "int[]?", "Scalar?", "str?"]
+
+# name -> value built in library L
+ARG_VALUES = {
+    "int": lambda L: 3, "float": lambda L: 2.5, "whole_float": lambda L: 2.0,
+    "bool": lambda L: True, "str": lambda L: "s", "list_int": lambda L: [1, 2],
+    "tuple_int": lambda L: (1, 2), "size": lambda L: L.ones(1, 2).shape,
+    "list_float": lambda L: [1.5, 2.0], "list_bool": lambda L: [True, False],
+    "list_mixed": lambda L: [1, 2.5], "none": lambda L: None, "complex": lambda L: 1 + 2j,
+    "tensor": lambda L: L.ones(2), "tensor_0d_int": lambda L: L.tensor(3),
+    "tensor_1_int": lambda L: L.tensor([4]), "tensor_0d_float": lambda L: L.tensor(3.5),
+    "list_tensor": lambda L: [L.ones(2), L.zeros(1)], "list_tensor_none": lambda L: [None, L.ones(2)],
+    "dtype": lambda L: L.float64, "np_int": lambda L: np.int64(3), "np_float": lambda L: np.float32(3.5),
+    "np_float64": lambda L: np.float64(1.5), "device": lambda L: L.device("cpu"),
+    "device_str": lambda L: "cpu", "device_meta_str": lambda L: "meta",
+    "bad_device_str": lambda L: "gpu",
+}
+
+# Where PyTorch reinterprets a value instead of rejecting it, we reject it with the type error
+# (docs/differences.md, "Custom ops: argument types"). (schema type, value) pairs.
+REJECTED_ON_PURPOSE = {
+    ("int", "tensor_0d_float"), ("SymInt", "tensor_0d_float"), ("int?", "tensor_0d_float"),
+    ("int", "np_float"), ("SymInt", "np_float"), ("int?", "np_float"),
+    ("int", "dtype"), ("int?", "dtype"), ("Scalar", "dtype"),
+    ("Scalar?", "dtype"), ("bool", "none"), ("Tensor?[]", "tensor"), ("Tensor?[]", "tensor_1_int"),
+    ("SymInt[]", "tensor_1_int"),
+} | {(t, v) for t in ("ScalarType", "ScalarType?")
+     for v in ("int", "bool", "tensor_0d_int", "tensor_1_int", "tensor_0d_float", "np_int",
+               "np_float")}
+
+
+def _seen(value):
+    """A library-neutral form of what a kernel received."""
+    if isinstance(value, (sk.Tensor, torch.Tensor)):
+        return ("tensor", value.tolist())
+    if isinstance(value, (sk.dtype, torch.dtype)):
+        return ("dtype", dtype_name(value))
+    if isinstance(value, (sk.device, torch.device)):
+        return ("device", value.type)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_seen(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def _first_lines(message: str) -> str:
+    """torch's text without the pybind11 details it appends."""
+    return message.split("\nCast error details")[0].split("\n Python error details")[0]
+
+
+@pytest.fixture(scope="module")
+def typed_ops(torch_lib):
+    """Per schema type ``T``: ``(sk op, torch op, seen)`` for ``(Tensor x, T k) -> Tensor``
+    whose kernel records the ``k`` it receives in ``seen[library name]``."""
+    ops = {}
+    for i, typ in enumerate(ARG_TYPES):
+        seen = {}
+
+        def kernel(x, k, seen=seen):
+            seen["torch" if isinstance(x, torch.Tensor) else "sk"] = _seen(k)
+            return x.clone()
+        name, schema = f"typed{i}", f"(Tensor x, {typ} k) -> Tensor"
+        ours = sk.library.define(f"{NS}::{name}{schema}")
+        sk.library.impl(ours, "cpu")(kernel)
+        torch_lib.define(name + schema)
+        torch_lib.impl(name, kernel, "CPU")
+        ops[typ] = (ours, getattr(getattr(torch.ops, NS), name).default, seen)
+    return ops
+
+
+@pytest.mark.parametrize("typ", ARG_TYPES)
+def test_argument_conversion_matches_torch(typed_ops, typ):
+    """Every value kind for one schema type: accepted and converted to the same value (int for
+    a float argument becomes a float, ``int[2]`` takes one int, a Device a string...), or
+    rejected with PyTorch's RuntimeError and message."""
+    ours, theirs, seen = typed_ops[typ]
+    for value_name, make in ARG_VALUES.items():
+        seen.clear()
+        results = {}
+        for L, op in ((sk, ours), (torch, theirs)):
+            try:
+                op(L.ones(2), make(L))
+                results[L] = seen["sk" if L is sk else "torch"]
+            except RuntimeError as e:
+                results[L] = e
+        ours_got, theirs_got = results[sk], results[torch]
+        where = f"{typ} <- {value_name}"
+        if (typ, value_name) in REJECTED_ON_PURPOSE:
+            assert not isinstance(theirs_got, Exception), where   # torch reinterprets it
+            assert "Expected a value of type" in str(ours_got), where
+        elif isinstance(theirs_got, Exception):
+            assert isinstance(ours_got, RuntimeError), f"{where}: accepted {ours_got}"
+            expected = _first_lines(str(theirs_got)).replace(
+                f"{theirs._schema.name}()", f"{ours!r}()").replace(
+                f"{theirs._schema.name}(", f"{ours.schema.name}(")
+            expected = expected.replace(repr(make(torch)), repr(make(sk)))
+            if typ.startswith("ScalarType"):        # torch names its enum by its C++ type
+                expected = expected.replace("type 'int' for", "type 'ScalarType' for").replace(
+                    "type 'Optional[int]' for", "type 'Optional[ScalarType]' for")
+            # our devices are cpu and meta
+            expected = re.sub("Expected one of .* device type", "Expected one of cpu, meta "
+                              "device type", expected)
+            assert str(ours_got) == expected, where
+        else:
+            assert ours_got == theirs_got, where
+
+
+BAD_ORDER_CALLS = {
+    # PyTorch converts positionals first, then the rest of the schema in order: a type error
+    # before a missing argument, unless the missing one comes first.
+    "positional_type_error_before_missing": lambda op, L: op(L.ones(2), "s"),
+    "keyword_type_error_before_missing": lambda op, L: op(L.ones(2), k="s"),
+    "missing_before_keyword_type_error": lambda op, L: op(L.ones(2), j="s"),
+    "type_error_before_unknown_keyword": lambda op, L: op(L.ones(2), 1.0, "s", foo=1),
+    "kwarg_only_type_error": lambda op, L: op(L.ones(2), 1.0, 2, z="s"),
+    "list_element_type_error": lambda op, L: op(L.ones(2), 1.0, 2, z=[1, "a"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ORDER_CALLS))
+def test_bad_calls_report_what_torch_reports(define, case):
+    ours, theirs = define("(Tensor x, float k, int j, *, int[] z=[]) -> Tensor",
+                          lambda x, k, j, z=(): x.clone())
+    call = BAD_ORDER_CALLS[case]
+    with pytest.raises(RuntimeError) as theirs_err:
+        call(theirs, torch)
+    with pytest.raises(RuntimeError) as ours_err:
+        call(ours, sk)
+    expected = _first_lines(str(theirs_err.value)).replace(
+        f"{theirs._schema.name}()", f"{ours!r}()").replace(
+        f"operator '{theirs._schema.name}'", f"operator '{ours!r}'")
+    expected = expected.replace(f"{theirs._schema.name}(", f"{ours.schema.name}(").replace(
+        "int[] z=[]) ", "int[] z=[]) ").replace(".  ", ". ")
+    assert str(ours_err.value) == expected
+
+
+class _TorchRecorder(TorchDispatchMode):
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.namespace == NS:
+            self.log.append(([_seen(a) for a in args], {k: _seen(v) for k, v in
+                                                         (kwargs or {}).items()}))
+        return func(*args, **(kwargs or {}))
+
+
+class _SkRecorder(sk.DispatchMode):
+    def __init__(self, log):
+        self.log = log
+
+    def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.name.startswith(NS):
+            self.log.append(([_seen(a) for a in args], {k: _seen(v) for k, v in
+                                                         (kwargs or {}).items()}))
+        return func(*args, **(kwargs or {}))
+
+
+MODE_CALLS = {
+    "int_for_float": lambda op, L: op(L.ones(2), 2, [1, 2], "cpu", z=1),
+    "keywords": lambda op, L: op(x=L.ones(2), k=2, s=3, d="meta", z=True),
+    "tuple_for_list": lambda op, L: op(L.ones(2), 1.5, (4, 5), L.device("cpu"), z=0),
+}
+
+
+@pytest.mark.parametrize("case", list(MODE_CALLS))
+def test_dispatch_mode_sees_converted_arguments(define, case):
+    ours, theirs = define("(Tensor x, float k, int[2] s, Device d, *, int z) -> Tensor",
+                          lambda x, k, s, d, *, z: x.clone())
+    logs = {}
+    for L, op, rec in ((sk, ours, _SkRecorder), (torch, theirs, _TorchRecorder)):
+        log = logs[L] = []
+        with rec(log):
+            MODE_CALLS[case](op, L)
+    assert logs[sk] == logs[torch] and len(logs[sk]) == 1
+
+
+# -- the function level: a custom op is its own public API -------------------------------------
+class _TorchFnRecorder(TorchFunctionMode):
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.log.append(("op" if "skcustomoracle" in str(func) else str(func),
+                         [_seen(a) for a in args[1:]]))
+        return func(*args, **(kwargs or {}))
+
+
+class _SkFnRecorder(sk.FunctionMode):
+    def __init__(self, log):
+        self.log = log
+
+    def __tensor_function__(self, func, types, args=(), kwargs=None):
+        self.log.append(("op" if isinstance(func, sk.OpOverload) else str(func),
+                         [_seen(a) for a in args[1:]]))
+        return func(*args, **(kwargs or {}))
+
+
+class _TorchSub(torch.Tensor):
+    pass
+
+
+class _SkSub(sk.Tensor):
+    pass
+
+
+def test_function_mode_sees_the_call_not_the_kernel(define):
+    """The mode sees the custom op once, with the arguments as written (``2``, not ``2.0``);
+    the ops its kernel runs happen below the mode."""
+    ours, theirs = define("(Tensor x, float k) -> Tensor", lambda x, k: (x * k).sin())
+    logs = {}
+    for L, op, rec in ((sk, ours, _SkFnRecorder), (torch, theirs, _TorchFnRecorder)):
+        x = L.ones(2)
+        log = logs[L] = []
+        with rec(log):
+            op(x, 2)
+    assert logs[sk] == logs[torch] == [("op", [("int", 2)])]
+
+
+@pytest.mark.parametrize("schema,kernel", [
+    ("(Tensor x, float k) -> Tensor", lambda x, k: x * k),
+    ("(Tensor x, float k) -> (Tensor, Tensor)", lambda x, k: (x * k, x + k)),
+    ("(Tensor(a!) x, float k) -> Tensor(a!)", lambda x, k: x.mul_(k)),
+    ("(Tensor(a) x, float k) -> Tensor(a)", lambda x, k: x[1:]),
+])
+def test_direct_subclass_results_keep_the_class(define, schema, kernel):
+    """A subclass with the default ``__tensor_function__`` gets its class back from a custom
+    op (PyTorch's default ``__torch_function__``), values as computed by the kernel."""
+    ours, theirs = define(schema, kernel)
+    results = {}
+    for L, op, make in ((sk, ours, lambda: sk.make_subclass(_SkSub, sk.arange(3.0))),
+                        (torch, theirs, lambda: torch.arange(3.0).as_subclass(_TorchSub))):
+        x = make()
+        res = op(x, 2)
+        outs = res if isinstance(res, tuple) else (res,)
+        results[L] = ([type(o).__name__.lstrip("_").replace("Sk", "").replace("Torch", "")
+                       for o in outs], [o.tolist() for o in outs], x._version, res is x)
+    assert results[sk] == results[torch]
+
+
+def test_subclass_tensor_function_sees_custom_ops(define):
+    seen = []
+
+    class Seen(sk.Tensor):
+        @classmethod
+        def __tensor_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return super().__tensor_function__(func, types, args, kwargs)
+
+    ours, _ = define("(Tensor x) -> Tensor", lambda x: x + 1)
+    out = ours(sk.make_subclass(Seen, sk.zeros(2)))
+    assert seen[0] is ours and type(out) is Seen and out.tolist() == [1.0, 1.0]
