@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _dtype
 from ._state import flags, tls
+from .dispatch import _run_below
 from .function import _function_types, handle_function
 from .registry import OpOverload
 from .storage import device
@@ -51,6 +52,7 @@ class CustomOp(OpOverload):
         self._plain = False
         self._converters = tuple(_converter(a.type) for a in schema.arguments)
         self._defaults = tuple(self._default_of(i, a) for i, a in enumerate(schema.arguments))
+        self._return_converters = tuple((_converter(r.type)[0], r.type) for r in schema.returns)
 
     def __call__(self, /, *args, **kwargs):
         if (flags.interceptors and tls.function_modes) or _function_types(args, kwargs):
@@ -94,6 +96,42 @@ class CustomOp(OpOverload):
             raise RuntimeError(self._keyword_error(kwargs))
         return tuple(positional), bound_kwargs
 
+    # -- the kernel and its returns ------------------------------------------------------------
+    def _resolve_kernel(self, args, kwargs):
+        """Run the kernel below the version/view layer (``_run_below``: one bump per mutated
+        argument, view tracking of annotated returns), its result checked against the
+        schema's returns first."""
+        return _run_below(self, self._run_kernel, args, kwargs)
+
+    def _run_kernel(self, *args, **kwargs):
+        try:
+            kernel = self._kernels[args[self._device_arg]._storage.device.type]
+        except (AttributeError, IndexError, TypeError, KeyError):
+            kernel = self._find_kernel(args, kwargs)
+        return self._check_returns(kernel(*args, **kwargs))
+
+    def _check_returns(self, res):
+        """What the kernel returned, as PyTorch hands it on: ``None`` for ``-> ()``, a tuple for
+        several returns, a list for ``Tensor[]``, numbers converted (``-> float`` gives a
+        float). Raises RuntimeError (TypeError when several returns are not a sequence) for a
+        result that does not fit, as PyTorch does."""
+        returns = self._return_converters
+        if not returns:
+            if res is not None:
+                raise RuntimeError(f"Expected the kernel of {self.name} to return None but it "
+                                   "returned something else instead.")
+            return None
+        if len(returns) == 1:
+            return _convert_return(returns[0], res)
+        if not isinstance(res, (tuple, list)):
+            raise TypeError(f"Object of type '{type(res).__name__}' is not an instance of "
+                            "'sequence'")
+        if len(res) != len(returns):
+            raise RuntimeError(f"Expected the kernel of {self.name} to return {len(returns)} "
+                               f"values ({self.schema}) but it returned {len(res)}.")
+        return tuple(_convert_return(r, v) for r, v in zip(returns, res))
+
+    # -- arguments ------------------------------------------------------------------------------
     def _convert(self, i, value):
         conv, type_name = self._converters[i]
         try:
@@ -124,6 +162,15 @@ class CustomOp(OpOverload):
             return self._converters[i][0](value)
         except (_Mismatch, RuntimeError):
             return value
+
+
+def _convert_return(converter, value):
+    conv, type_text = converter
+    try:
+        return conv(value)
+    except _Mismatch:
+        pass
+    raise RuntimeError(f"Unable to cast {value!r} to {type_text}")
 
 
 class _Mismatch(Exception):

@@ -375,3 +375,53 @@ def test_subclass_tensor_function_sees_custom_ops(define):
     ours, _ = define("(Tensor x) -> Tensor", lambda x: x + 1)
     out = ours(sk.make_subclass(Seen, sk.zeros(2)))
     assert seen[0] is ours and type(out) is Seen and out.tolist() == [1.0, 1.0]
+
+
+# -- returns: checked against the schema and normalised, as PyTorch hands them on --------------
+RETURN_CASES = {
+    # schema, kernel (either library)
+    "tensor": ("(Tensor x) -> Tensor", lambda x: x + 1),
+    "tuple_for_tensor": ("(Tensor x) -> Tensor", lambda x: (x + 1, x + 2)),
+    "int_for_tensor": ("(Tensor x) -> Tensor", lambda x: 3),
+    "none_for_tensor": ("(Tensor x) -> Tensor", lambda x: None),
+    "list_for_two": ("(Tensor x) -> (Tensor, Tensor)", lambda x: [x + 1, x + 2]),
+    "tensor_for_two": ("(Tensor x) -> (Tensor, Tensor)", lambda x: x + 1),
+    "tensor_for_nothing": ("(Tensor x) -> ()", lambda x: x + 1),
+    "none_for_nothing": ("(Tensor x) -> ()", lambda x: None),
+    "int_for_float": ("(Tensor x) -> float", lambda x: 3),
+    "bool_for_int": ("(Tensor x) -> int", lambda x: True),
+    "tuple_for_list": ("(Tensor x) -> Tensor[]", lambda x: (x + 1, x + 2)),
+    "tensor_for_list": ("(Tensor x) -> Tensor[]", lambda x: x + 1),
+    "numbers": ("(Tensor x) -> (int, float, Tensor)", lambda x: [1, 2, x + 1]),
+}
+
+
+def _returned(L, op):
+    try:
+        return _seen(op(L.ones(2)))
+    except (RuntimeError, TypeError) as e:
+        return type(e).__name__, str(e)
+
+
+@pytest.mark.parametrize("case", list(RETURN_CASES))
+def test_returns_are_checked_and_normalised(define, case):
+    ours, theirs = define(*RETURN_CASES[case])
+    got, expected = _returned(sk, ours), _returned(torch, theirs)
+    if isinstance(expected[1], str) and "Unable to cast Python instance" in expected[1]:
+        # pybind11's text names no type; ours names the value and the schema's return type
+        assert got[0] == expected[0] and got[1].startswith("Unable to cast ")
+        assert got[1].endswith(f" to {ours.schema.returns[0].type}")
+    elif isinstance(expected[1], str):
+        assert got == (expected[0], expected[1].replace("PythonKernelHolder for",
+                                                        "the kernel of"))
+    else:
+        assert got == expected
+
+
+def test_returning_too_few_values_raises(define):
+    """PyTorch hands on the first value alone when a kernel returns fewer values than the
+    schema declares (docs/differences.md); we raise."""
+    ours, theirs = define("(Tensor x) -> (Tensor, Tensor)", lambda x: (x + 1,))
+    assert isinstance(theirs(torch.ones(2)), torch.Tensor)
+    with pytest.raises(RuntimeError, match=r"to return 2 values .* but it returned 1"):
+        ours(sk.ones(2))
