@@ -257,7 +257,8 @@ class OpOverload:
 
     def _find_kernel(self, args, kwargs):
         device = self._device_type(args, kwargs)
-        kernel = self._kernels.get(device)
+        # "default": a custom kernel for every device (sk.library.impl(op, "default")).
+        kernel = self._kernels.get(device) or self._kernels.get("default")
         if kernel is None:
             raise _missing_kernel(self, device)
         return kernel
@@ -324,7 +325,9 @@ def _missing_kernel(op, device):
         return NotImplementedError(
             f"{op.name}: attempted to run this operator with Meta tensors, but there was no fake "
             "impl or Meta kernel registered.")
-    return NotImplementedError(f"{op.name}: no kernel registered for device '{device}'")
+    return NotImplementedError(
+        f"Could not run '{op.name}' with arguments from the '{device.upper()}' backend. This "
+        "could be because the operator doesn't exist for this backend.")
 
 
 class _Namespace:
@@ -372,18 +375,29 @@ def define(schema_text: str, cls=OpOverload) -> OpOverload:
     ``sk.library`` passes ``CustomOp``).
 
     A name with ``ns::`` goes into ``sk.ops.ns``. Raises ValueError for a malformed schema and
-    RuntimeError when the overload already exists.
+    for a namespace or op name that would shadow a name of ``sk.ops`` (a built-in op such as
+    ``t``) or of the namespace object; RuntimeError when the overload already exists
+    (PyTorch's message).
     """
     schema = parse_schema(schema_text)
+    new_space = None
     if "::" in schema.name:
         ns_name, _, base = schema.name.partition("::")
         space = ops._packets.get(ns_name)
         if space is None:
-            space = _Namespace(f"sk.ops.{ns_name}")
-            ops._publish(ns_name, space)
+            _check_free(ops, ns_name, "namespace")
+            space = new_space = _Namespace(f"sk.ops.{ns_name}")
+        elif not isinstance(space, _Namespace):
+            # Built-in ops live in sk.ops itself (PyTorch's live in torch.ops.aten).
+            raise ValueError(f"namespace '{ns_name}' is taken by the built-in op "
+                             f"sk.ops.{ns_name}; choose another namespace")
         namespace = f"sk.ops.{ns_name}"
     else:
         space, base, namespace = ops, schema.name, ""
+    if base not in space._packets:
+        _check_free(space, base, "op name")
+    if space is new_space:
+        ops._publish(ns_name, space)    # only now: a name error leaves no empty namespace
     op = cls(schema, namespace)
     packet = space._packets.get(base)
     if packet is None:
@@ -391,7 +405,10 @@ def define(schema_text: str, cls=OpOverload) -> OpOverload:
         space._publish(base, op)
     else:
         if op.overload in packet._overloads:
-            raise RuntimeError(f"op {schema.qualified_name} is already defined")
+            raise RuntimeError(
+                f"Tried to register an operator ({schema}) with the same name and overload "
+                "name multiple times. Each overload's schema should only be registered with a "
+                "single call to def().")
         op._overloads = packet._overloads
         packet._overloads[op.overload] = op
         if op.overload == "default":
@@ -403,6 +420,13 @@ def define(schema_text: str, cls=OpOverload) -> OpOverload:
             if ov_name not in holder.__dict__ and not hasattr(type(holder), ov_name):
                 holder.__dict__[ov_name] = ov
     return op
+
+
+def _check_free(space, name: str, what: str):
+    """Raise ValueError when ``name`` would shadow an attribute of ``space`` (``_packets``...):
+    ops and namespaces are published as attributes."""
+    if name in space.__dict__ or hasattr(type(space), name):
+        raise ValueError(f"{what} '{name}' is reserved in {space!r}; choose another name")
 
 
 def register_kernel(op: OpOverload, device: str):
@@ -423,7 +447,7 @@ def register_decomposition(op: OpOverload):
 
 def get_kernel(op: OpOverload, device: str):
     """The kernel of ``op`` for ``device`` ("cpu" or "meta"). Raises NotImplementedError."""
-    kernel = op._kernels.get(device)
+    kernel = op._kernels.get(device) or op._kernels.get("default")
     if kernel is None:
         raise _missing_kernel(op, device)
     return kernel

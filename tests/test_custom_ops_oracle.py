@@ -425,3 +425,103 @@ def test_returning_too_few_values_raises(define):
     assert isinstance(theirs(torch.ones(2)), torch.Tensor)
     with pytest.raises(RuntimeError, match=r"to return 2 values .* but it returned 1"):
         ours(sk.ones(2))
+
+
+# -- define / impl / register_fake ---------------------------------------------------------
+def _error(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 (the exception is the result compared)
+        return type(e), str(e)
+    return None
+
+
+def test_define_errors_match_torch(torch_lib):
+    name = f"op{next(_names)}"
+    sk.library.define(f"{NS}::{name}(Tensor x) -> Tensor")
+    torch_lib.define(f"{name}(Tensor x) -> Tensor")
+    cases = [
+        # (our call, torch's call, how many sentences of torch's message we repeat)
+        (lambda: sk.library.define(f"{NS}::{name}(Tensor y) -> Tensor"),
+         lambda: torch_lib.define(f"{name}(Tensor y) -> Tensor"), 2),
+        (lambda: sk.library.define(f"{NS}::{name}x.default(Tensor y) -> Tensor"),
+         lambda: torch_lib.define(f"{name}x.default(Tensor y) -> Tensor"), 1),
+        (lambda: sk.library.register_fake(f"{NS}::undefined_{name}")(lambda x: x),
+         lambda: torch.library.register_fake(f"{NS}::undefined_{name}")(lambda x: x), 1),
+    ]
+    for ours, theirs, sentences in cases:
+        (our_cls, our_msg), (their_cls, their_msg) = _error(ours), _error(theirs)
+        assert our_cls is their_cls is RuntimeError
+        expected = ". ".join(their_msg.split(". ")[:sentences])
+        assert our_msg.startswith(expected.rstrip(".")), (our_msg, expected)
+    # no namespace: ValueError on both sides
+    assert _error(lambda: sk.library.define("plain(Tensor x) -> Tensor"))[0] is ValueError
+    assert _error(lambda: torch.library.define("plain", "(Tensor x) -> Tensor"))[0] is ValueError
+
+
+@pytest.mark.parametrize("types", ["gpu", ["cpu", "bogus"]])
+def test_impl_rejects_unknown_devices_like_torch(define, types):
+    ours, theirs = define("(Tensor x) -> Tensor", lambda x: x + 1)
+    (our_cls, our_msg) = _error(lambda: sk.library.impl(ours, types, lambda x: x))
+    (their_cls, their_msg) = _error(lambda: torch.library.impl(theirs._schema.name, types,
+                                                               lambda x: x))
+    assert our_cls is their_cls is RuntimeError
+    assert re.sub("Expected one of .* device type", "", our_msg) == \
+        re.sub("Expected one of .* device type", "", their_msg)
+
+
+@pytest.mark.parametrize("types", ["default", ["cpu", "meta"], ("CPU", "Meta")])
+def test_impl_for_several_devices(torch_lib, types):
+    """``"default"`` (every device), a sequence of device types and PyTorch's dispatch-key
+    spellings register the kernel for cpu and meta, as ``torch.library.impl`` does."""
+    name = f"op{next(_names)}"
+    ours = sk.library.define(f"{NS}::{name}(Tensor x) -> Tensor")
+    sk.library.impl(ours, types, lambda x: x * 2)
+    torch_lib.define(f"{name}(Tensor x) -> Tensor")
+    torch.library.impl(f"{NS}::{name}", types, lambda x: x * 2, lib=torch_lib)
+    theirs = getattr(getattr(torch.ops, NS), name).default
+    for device in ("cpu", "meta"):
+        got = [op(L.ones(2, 3, device=device).t()) for L, op in ((sk, ours), (torch, theirs))]
+        assert [(tuple(g.shape), g.stride(), g.device.type) for g in got] == \
+            [(tuple(got[1].shape), got[1].stride(), device)] * 2
+    assert ours(sk.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_a_kernel_for_one_device_wins_over_default(define):
+    ours, _ = define("(Tensor x) -> Tensor", lambda x: x + 1)
+    sk.library.impl(ours, "default", lambda x: x * 10)
+    assert ours(sk.ones(1)).tolist() == [2.0]
+    assert ours(sk.ones(1, device="meta")).device.type == "meta"
+
+
+def test_missing_kernels_raise_like_torch(torch_lib):
+    name = f"op{next(_names)}"
+    ours = sk.library.define(f"{NS}::{name}(Tensor x) -> Tensor")
+    torch_lib.define(f"{name}(Tensor x) -> Tensor")
+    theirs = getattr(getattr(torch.ops, NS), name).default
+    for device in ("cpu", "meta"):
+        (our_cls, our_msg) = _error(lambda: ours(sk.ones(2, device=device)))
+        (their_cls, their_msg) = _error(lambda: theirs(torch.ones(2, device=device)))
+        assert our_cls is their_cls is NotImplementedError
+        first = their_msg.split(". ")[0] if device == "cpu" else their_msg.split(" You may")[0]
+        assert our_msg.startswith(first)
+
+
+def test_impl_of_an_unknown_overload_raises():
+    op = sk.library.define(f"{NS}::op{next(_names)}(Tensor x) -> Tensor")
+    with pytest.raises(RuntimeError, match="does not exist"):
+        sk.library.impl(f"{op.name}.nope", "cpu", lambda x: x)
+    assert op._kernels == {}
+
+
+@pytest.mark.parametrize("text", ["t::f(Tensor x) -> Tensor", "_packets::f(Tensor x) -> Tensor",
+                                  f"{NS}x::_publish(Tensor x) -> Tensor"])
+def test_names_that_would_shadow_sk_ops_are_rejected(text):
+    """Built-in ops live in ``sk.ops`` itself, so a namespace named like one (``t``) cannot
+    exist (docs/differences.md); nor names of the namespace objects' own attributes. The
+    error leaves nothing behind."""
+    before = set(sk.ops.__dict__)
+    with pytest.raises(ValueError, match="choose another"):
+        sk.library.define(text)
+    assert set(sk.ops.__dict__) == before
+    assert callable(sk.ops.t) and sk.ops.t(sk.ones(2, 3)).shape == (3, 2)
