@@ -9,6 +9,7 @@ text). Where we differ on purpose the test says so and ``docs/differences.md`` e
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 
@@ -525,3 +526,144 @@ def test_names_that_would_shadow_sk_ops_are_rejected(text):
         sk.library.define(text)
     assert set(sk.ops.__dict__) == before
     assert callable(sk.ops.t) and sk.ops.t(sk.ones(2, 3)).shape == (3, 2)
+
+
+# -- versions: one bump per (a!) argument (docs/differences.md) --------------------------------
+def _numpy_write(x):
+    x.numpy()[:] += 1
+
+
+def _two_add(x):
+    x.add_(1)
+    x.add_(1)
+
+
+@pytest.mark.parametrize("kernel,torch_define,torch_custom_op", [
+    (_numpy_write, 0, 1), (_two_add, 2, 3)])
+def test_mutable_arguments_bump_once(define, kernel, torch_define, torch_custom_op):
+    """PyTorch's two custom-op APIs count kernel internals (table in docs/differences.md); we
+    bump each mutated argument once, as ``custom_op`` does for a kernel writing through numpy."""
+    ours, theirs = define("(Tensor(a!) x) -> ()", kernel)
+    name = f"cop{next(_names)}"
+
+    def custom(x: torch.Tensor) -> None:
+        kernel(x)
+    custom = torch.library.custom_op(f"{NS}::{name}", mutates_args=("x",))(custom)
+    versions = []
+    for op, L in ((theirs, torch), (custom, torch), (ours, sk)):
+        x = L.zeros(2)
+        assert op(x) is None
+        versions.append((x._version, x.tolist()))
+    expected_values = versions[2][1]
+    assert versions == [(torch_define, expected_values), (torch_custom_op, expected_values),
+                        (1, expected_values)]
+
+
+def test_same_tensor_for_two_mutable_arguments_bumps_twice(define):
+    """One bump per mutated argument: the same tensor passed twice moves by two, as PyTorch's
+    per-argument increment does for built-in ops."""
+    ours, _ = define("(Tensor(a!) x, Tensor(b!) y) -> ()", lambda x, y: None)
+    x = sk.zeros(2)
+    ours(x, x)
+    assert x._version == 2
+    lst, _ = define("(Tensor(a!)[] xs) -> ()", lambda xs: None)
+    x, y = sk.zeros(1), sk.zeros(1)
+    lst([x, y, x])
+    assert (x._version, y._version) == (2, 1)
+
+
+# -- errors leave no trace -----------------------------------------------------------------------
+def _raising(x, y):
+    x.add_(1)                   # a write below the version layer, then a failure
+    raise ValueError("kernel failed")
+
+
+@pytest.mark.parametrize("context", ["none", "no_grad", "inference_mode", "logging", "debug",
+                                     "meta_mode"])
+@pytest.mark.parametrize("wrap", [False, True])
+def test_raising_kernel_leaves_versions_and_modes(define, context, wrap):
+    from modes import DebugAssertMode, LoggingMode, MetaMode
+    contexts = {"none": contextlib.nullcontext, "no_grad": sk.no_grad, "inference_mode": sk.inference_mode,
+                "logging": LoggingMode, "debug": DebugAssertMode, "meta_mode": MetaMode}
+    ours, _ = define("(Tensor(a!) x, Tensor(b!) y) -> ()", _raising, meta=_raising)
+    x, y = sk.zeros(2), sk.zeros(2)
+    args = (Wrapper.wrap(x), y) if wrap else (x, y)
+    modes, grad = sk.get_mode_stack(), sk.is_grad_enabled()
+    with pytest.raises(ValueError, match="kernel failed"):
+        with contexts[context]():
+            ours(*args)
+    assert [a._version for a in args] == [0, 0] and x._version == 0
+    assert sk.get_mode_stack() == modes and sk.is_grad_enabled() == grad
+    assert not sk.is_below_autograd() and not sk.is_inference_mode_enabled()
+
+
+def test_bad_argument_raises_before_any_mode(define):
+    ours, _ = define("(Tensor(a!) x, int k) -> ()", lambda x, k: None)
+    log = []
+    x = sk.zeros(2)
+    with _SkRecorder(log), pytest.raises(RuntimeError, match="Expected a value of type 'int'"):
+        ours(x, 1.5)
+    assert log == [] and x._version == 0
+
+
+# -- the user modes ------------------------------------------------------------------------------
+SCHEMA_BUGS = {
+    # schema, kernel, the rule DebugAssertMode reports (None: a correct kernel)
+    "correct_functional": ("(Tensor x) -> Tensor", lambda x: x * 2, None),
+    "correct_inplace": ("(Tensor(a!) x) -> Tensor(a!)", lambda x: x.mul_(2), None),
+    "correct_view": ("(Tensor(a) x) -> Tensor(a)", lambda x: x[1:], None),
+    "correct_two_views": ("(Tensor(a) x, Tensor(b) y) -> (Tensor(a), Tensor(b))",
+                          lambda x, y: (x[1:], y[1:]), None),
+    "correct_out": ("(Tensor x, *, Tensor(a!) out) -> Tensor(a!)",
+                    lambda x, out: out.copy_(x), None),
+    "unannotated_alias": ("(Tensor x) -> Tensor", lambda x: x.view(-1), "output_aliases_input"),
+    "returns_input": ("(Tensor x) -> Tensor", lambda x: x, "output_not_fresh"),
+    "undeclared_mutation": ("(Tensor x) -> Tensor", lambda x: x.add_(1).clone(),
+                            "unexpected_mutation"),
+    "view_not_aliased": ("(Tensor(a) x) -> Tensor(a)", lambda x: x.clone(), "view_not_aliased"),
+    "inplace_returns_copy": ("(Tensor(a!) x) -> Tensor(a!)", lambda x: x.clone(),
+                             "inplace_not_self"),
+}
+
+
+@pytest.mark.parametrize("case", list(SCHEMA_BUGS))
+@pytest.mark.no_debug_asserts
+def test_debug_assert_mode_checks_custom_kernels(define, case):
+    from modes import DebugAssertMode
+    schema, kernel, rule = SCHEMA_BUGS[case]
+    ours, _ = define(schema, kernel)
+    args = [sk.arange(4.0), sk.arange(3.0)][:len(ours.schema.positional)]
+    kwargs = {"out": sk.zeros(4)} if ours.schema.kwarg_only else {}
+    mode = DebugAssertMode(raise_on_violation=False, check_data=True)
+    with mode:
+        ours(*args, **kwargs)
+    assert [v.rule for v in mode.violations] == ([rule] if rule else [])
+
+
+def test_graph_capture_and_replay_of_custom_ops(define):
+    from modes import make_graph
+    scale, _ = define("(Tensor x, float k) -> Tensor", lambda x, k: x * k)
+    view, _ = define("(Tensor(a) x) -> Tensor(a)", lambda x: x[1:])
+    inc, _ = define("(Tensor(a!) x) -> Tensor(a!)", lambda x: x.add_(1))
+
+    def program(x):
+        y = scale(x, 3)
+        inc(view(y))
+        return y
+    graph = make_graph(program)(sk.arange(4.0))
+    assert f"{scale!r}(x, 3.0)" in graph.code       # arguments as converted for the kernel
+    x = sk.arange(4.0) * 2
+    assert graph.run(x).tolist() == graph.compile()(x).tolist() == program(x).tolist()
+
+
+def test_meta_mode_runs_fake_kernels(define):
+    from modes import MetaMode
+    ours, _ = define("(Tensor x, int[2] s) -> Tensor", lambda x, s: x.reshape(s).clone(),
+                     meta=lambda x, s: sk.empty(s, dtype=x.dtype, device=x.device))
+    nometa, _ = define("(Tensor x) -> Tensor", lambda x: x + 1)
+    with MetaMode():
+        out = ours(sk.arange(4.0), 2)
+        with pytest.raises(NotImplementedError, match="no fake impl or Meta kernel"):
+            nometa(sk.ones(2))
+    assert out.device.type == "meta" and tuple(out.shape) == (2, 2)
+    assert MetaMode.device_of(out) == "cpu"
