@@ -667,3 +667,57 @@ def test_meta_mode_runs_fake_kernels(define):
             nometa(sk.ones(2))
     assert out.device.type == "meta" and tuple(out.shape) == (2, 2)
     assert MetaMode.device_of(out) == "cpu"
+
+
+# -- schema strings: what PyTorch's parser accepts, ours accepts ---------------------------------
+SCHEMA_TEXTS = [
+    # accepted by both
+    "f(Tensor(a) x) -> Tensor(a)", "f(Tensor(a!) x) -> Tensor(a!)",
+    "f(Tensor(a -> *) x) -> Tensor(a)[]", "f(Tensor[] xs, Tensor? y, Tensor?[] z) -> Tensor",
+    "f(Scalar s, int[] a, int[2] b, SymInt[] c, float? f, bool g=False, str h=\"mean\", "
+    "ScalarType? d=None) -> Tensor",
+    "f(Tensor x, *, int k) -> (Tensor, Tensor)", "f(Tensor x) -> ()",
+    "f(Tensor x, int[] dims=[], Scalar alpha=1, str reduce=\"mean\") -> Tensor",
+    "f(Tensor(A) x) -> Tensor(A)", "f(Tensor(a1) x, Tensor(a_b!) y) -> Tensor(a1)",
+    "f(int? [] x, int [] y, Tensor ? z, int[ 2 ] w) -> Tensor", "f(int[2] x=1) -> Tensor",
+    "f(int[]? x=1) -> Tensor", "f(bool[] x=[True]) -> Tensor", "f(Tensor x=None) -> Tensor",
+    "f(Layout? l=strided, MemoryFormat m=contiguous_format) -> Tensor", "f(int x=-1) -> Tensor",
+    "f.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)", "f(int x=True, str s=None) -> Tensor",
+    # rejected by both
+    "f(int[] x=1) -> Tensor", "f(float[] x=1) -> Tensor", "f(int[] x=None) -> Tensor",
+    "f(float k=inf) -> Tensor", "f(float k=-inf) -> Tensor", "f(float k=nan) -> Tensor",
+    "f(Tensor x, int as) -> Tensor", "f(Tensor x, int None) -> Tensor", "as(Tensor x) -> Tensor",
+    "f.in(int a=0) -> Tensor", "f(Tensor x=1) -> Tensor", "f(int x=[1]) -> Tensor",
+    "f(str x=abc) -> Tensor", "f(int x=abc) -> Tensor", "f(Device d=cpu) -> Tensor",
+    "f(int x=+1) -> Tensor", "f(Tensor[] x=[]) -> Tensor", "f(int?[] x=[None]) -> Tensor",
+    "f(bool x=true) -> Tensor", "f(Tensor x -> Tensor", "f(Foo x) -> Tensor",
+    "f(Tensor x) -> Foo", "f(Tensor x, int a=1, int b) -> Tensor", "f(Tensor(a b) x) -> Tensor",
+]
+
+
+@pytest.mark.parametrize("text", SCHEMA_TEXTS)
+def test_schema_strings_parse_like_torch(text):
+    """Accepted and rejected alike; accepted ones agree on names, types' kwarg-only flags and
+    alias annotations. Rejections are ValueError here (PyTorch's parser raises RuntimeError:
+    docs/differences.md)."""
+    try:
+        theirs = torch._C.parse_schema(text)
+    except RuntimeError:
+        theirs = None
+    if theirs is None:
+        with pytest.raises(ValueError):
+            sk.parse_schema(text)
+        return
+    ours = sk.parse_schema(text)
+
+    def alias(info):
+        return None if info is None else (sorted(info.before_set), info.is_write)
+    assert [(a.name, a.kwarg_only, alias(a.alias_info)) for a in theirs.arguments] == \
+        [(a.name, a.kwarg_only, None if a.alias is None else
+          (sorted(a.alias.alias_sets), a.alias.is_write)) for a in ours.arguments]
+    # (torch keeps the annotation of ``Tensor(a)[]`` on the element type: not compared)
+    assert [alias(t.alias_info) for t, r in zip(theirs.returns, ours.returns)
+            if not r.is_tensor_list] == \
+        [None if r.alias is None else (sorted(r.alias.alias_sets), r.alias.is_write)
+         for r in ours.returns if not r.is_tensor_list]
+    assert sk.parse_schema(str(ours)) == ours       # the canonical text round-trips
