@@ -32,7 +32,7 @@ import numpy as np
 from . import _dtype
 from ._state import flags, tls
 from .dispatch import _run_below
-from .function import _function_types, handle_function
+from .function import FUNCTION_TYPES, _function_types, handle_function
 from .registry import OpOverload
 from .storage import device
 from .tensor import Tensor, channels_last, contiguous_format, preserve_format
@@ -53,14 +53,30 @@ class CustomOp(OpOverload):
         self._converters = tuple(_converter(a.type) for a in schema.arguments)
         self._defaults = tuple(self._default_of(i, a) for i, a in enumerate(schema.arguments))
         self._return_converters = tuple((_converter(r.type)[0], r.type) for r in schema.returns)
+        self._conv = tuple(c for c, _ in self._converters)
 
     def __call__(self, /, *args, **kwargs):
-        if (flags.interceptors and tls.function_modes) or _function_types(args, kwargs):
-            return handle_function(self, self._parse_and_dispatch, args, kwargs)
+        if (flags.interceptors and tls.function_modes) or kwargs:
+            if (flags.interceptors and tls.function_modes) or _function_types(args, kwargs):
+                return handle_function(self, self._parse_and_dispatch, args, kwargs)
+        else:
+            for a in args:      # the check of public_api, inline
+                t = type(a)
+                if t in FUNCTION_TYPES or ((t is list or t is tuple)
+                                           and _function_types((a,), None)):
+                    return handle_function(self, self._parse_and_dispatch, args, kwargs)
         return self._parse_and_dispatch(*args, **kwargs)
 
     def _parse_and_dispatch(self, /, *args, **kwargs):
-        args, kwargs = self._parse(args, kwargs)
+        n = len(args)
+        if kwargs or n > self._max_pos or not self._arity_ok[n]:
+            args, kwargs = self._parse(args, kwargs)
+        else:
+            # all arguments positional, none missing: convert each (errors by _parse)
+            try:
+                args = tuple([conv(v) for conv, v in zip(self._conv, args)])
+            except _Mismatch:
+                args, kwargs = self._parse(args, kwargs)
         return OpOverload.__call__(self, *args, **kwargs)
 
     def _parse(self, args, kwargs):
