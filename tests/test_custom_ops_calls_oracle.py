@@ -371,3 +371,21 @@ def test_schema_strings_parse_like_torch(text):
         [None if r.alias is None else (sorted(r.alias.alias_sets), r.alias.is_write)
          for r in ours.returns if not r.is_tensor_list]
     assert sk.parse_schema(str(ours)) == ours       # the canonical text round-trips
+
+
+def test_defaults_filling_a_gap_arrive_converted(define):
+    """Defaults before an argument given by keyword reach the kernel as PyTorch passes them:
+    converted to their type (``float k=1`` is 1.0, ``int[2] s=1`` is ``[1, 1]``, a dtype name is
+    the dtype, a memory format name the memory format)."""
+    got = {}
+
+    def kernel(x, dt, s, k, m, j):
+        got["torch" if isinstance(x, torch.Tensor) else "sk"] = [neutral(v) for v in
+                                                                 (dt, s, k, str(m), j)]
+        return x.clone()
+    ours, theirs = define("(Tensor x, ScalarType dt=long, int[2] s=1, float k=1, "
+                          "MemoryFormat m=contiguous_format, int j=0) -> Tensor", kernel)
+    ours(sk.ones(1), j=5)
+    theirs(torch.ones(1), j=5)
+    assert got["sk"] == [n if i != 3 else ("str", n[1].replace("torch.", "sk."))
+                         for i, n in enumerate(got["torch"])]
