@@ -353,25 +353,35 @@ _INFERENCE_VC = "Cannot set version_counter for inference tensor"
 
 
 def _track_view_outputs(op, args, kwargs, res):
-    """Record outputs of a view op resolved by a subclass handler as views of its input."""
+    """Record the outputs of a view op resolved by a subclass handler or a custom kernel as
+    views: each return annotated ``Tensor(a)`` (or ``Tensor(a)[]``) becomes a view of the
+    argument sharing its alias set (``op._view_outputs``); other returns are left alone, so
+    ``(Tensor(a) x, Tensor(b) y) -> (Tensor(a), Tensor(b))`` gives views of ``x`` and of ``y``
+    and a fresh ``Tensor`` return next to a view stays fresh (PyTorch tracks each return by its
+    own annotation)."""
     if "returns_input" in op.tags:
         return      # lift_fresh: an alias in its schema, but no view for autograd (PyTorch)
-    i = op._view_input
-    base = args[i] if i < len(args) else kwargs.get(op.schema.arguments[i].name)
-    outs = res if isinstance(res, (list, tuple)) else (res,)
-    for out in outs:
-        if out is base:
-            raise RuntimeError(_VIEW_RETURNED_INPUT)
-        if hasattr(out, "_storage") and hasattr(base, "_storage"):
-            if base._inference or (tls.inference and "alias_in_autograd" in op.tags):
-                continue    # untracked: views of inference tensors, view(dtype) in the mode
-            if out._inference:
-                raise RuntimeError(_INFERENCE_VC)
-            if "not_a_view_for_autograd" in op.tags:
-                # detach, view(dtype): share the version counter, but are no views (no _base)
-                out._vc = base._vc
-                continue
-            out._set_view_of(base, multi_output=op._view_multi)
+    single = len(op.schema.returns) == 1
+    for ai, ri, is_list in op._view_outputs:
+        base = args[ai] if ai < len(args) else kwargs.get(op.schema.arguments[ai].name)
+        out = res if single else res[ri]
+        for o in (out if isinstance(out, (list, tuple)) else (out,)):
+            _track_view_output(op, base, o, is_list)
+
+
+def _track_view_output(op, base, out, multi_output):
+    if out is base:
+        raise RuntimeError(_VIEW_RETURNED_INPUT)
+    if hasattr(out, "_storage") and hasattr(base, "_storage"):
+        if base._inference or (tls.inference and "alias_in_autograd" in op.tags):
+            return      # untracked: views of inference tensors, view(dtype) in the mode
+        if out._inference:
+            raise RuntimeError(_INFERENCE_VC)
+        if "not_a_view_for_autograd" in op.tags:
+            # detach, view(dtype): share the version counter, but are no views (no _base)
+            out._vc = base._vc
+            return
+        out._set_view_of(base, multi_output=multi_output)
 
 
 # -- registration --------------------------------------------------------------------------------

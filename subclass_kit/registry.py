@@ -57,10 +57,16 @@ class OpOverload:
                 first = i
                 break
         self._device_arg = first
-        self._view_input = schema.view_pairs[0][0] if schema.view_pairs else None
+        # (argument index, return index, list return?) for each return that is a view: of the
+        # first argument sharing its alias set. What the dispatcher tracks for views resolved
+        # by a subclass handler or a custom kernel (``dispatch._track_view_outputs``).
+        views: dict = {}
+        for ai, ri in schema.view_pairs:
+            views.setdefault(ri, ai)
+        self._view_outputs = tuple((ai, ri, schema.returns[ri].is_tensor_list)
+                                   for ri, ai in sorted(views.items()))
         self._self_only = (len(self._mutated) == 1 and self._mutated[0][0] == 0
                            and schema.arguments[0].is_tensor)
-        self._view_multi = schema.is_multi_output_view
         # What ``__call__`` reads to tell a canonical call from one ``_bind`` must handle: the
         # keyword-only names, the required ones, and per count of positional arguments whether
         # it is valid with keywords (``_arity_kw``) or without (``_arity_ok``: never, when a
@@ -78,7 +84,7 @@ class OpOverload:
         # Custom ops (sk.library): their kernels may call other ops, so they run "below"
         # (Note [Version counters]) and the dispatcher tracks their view outputs.
         self._custom = False
-        # Neither mutating nor custom (``_mark_custom``): the kernel runs with no version
+        # Neither mutating nor custom (``custom_op.CustomOp``): the kernel runs with no version
         # layer around it.
         self._plain = not self._mutated
         # Forward name printed by view+in-place errors ("Output 0 of Unbind ...").
@@ -91,12 +97,6 @@ class OpOverload:
         # (LOAD_ATTR_WITH_HINT), and that misses on every shared-key dict: the ops whose
         # attributes happened to fit the shared keys paid a generic lookup per read in __call__.
         self.__dict__ = dict(self.__dict__)
-
-    def _mark_custom(self):
-        """Make this a custom op (``sk.library``): its kernel runs below the version/view layer
-        (Note [Version counters]), so it never takes the plain-kernel shortcut."""
-        self._custom = True
-        self._plain = False
 
     # -- naming -----------------------------------------------------------------------------
     @property
@@ -257,7 +257,8 @@ class OpOverload:
 
     def _find_kernel(self, args, kwargs):
         device = self._device_type(args, kwargs)
-        kernel = self._kernels.get(device)
+        # "default": a custom kernel for every device (sk.library.impl(op, "default")).
+        kernel = self._kernels.get(device) or self._kernels.get("default")
         if kernel is None:
             raise _missing_kernel(self, device)
         return kernel
@@ -324,7 +325,9 @@ def _missing_kernel(op, device):
         return NotImplementedError(
             f"{op.name}: attempted to run this operator with Meta tensors, but there was no fake "
             "impl or Meta kernel registered.")
-    return NotImplementedError(f"{op.name}: no kernel registered for device '{device}'")
+    return NotImplementedError(
+        f"Could not run '{op.name}' with arguments from the '{device.upper()}' backend. This "
+        "could be because the operator doesn't exist for this backend.")
 
 
 class _Namespace:
@@ -367,30 +370,45 @@ def _lookup(name: str):
     return ops._packets.get(name)
 
 
-def define(schema_text: str) -> OpOverload:
-    """Register an op from its schema string; returns the new ``OpOverload``.
+def define(schema_text: str, cls=OpOverload) -> OpOverload:
+    """Register an op from its schema string; returns the new ``cls`` (an ``OpOverload``;
+    ``sk.library`` passes ``CustomOp``).
 
     A name with ``ns::`` goes into ``sk.ops.ns``. Raises ValueError for a malformed schema and
-    RuntimeError when the overload already exists.
+    for a namespace or op name that would shadow a name of ``sk.ops`` (a built-in op such as
+    ``t``) or of the namespace object; RuntimeError when the overload already exists
+    (PyTorch's message).
     """
     schema = parse_schema(schema_text)
+    new_space = None
     if "::" in schema.name:
         ns_name, _, base = schema.name.partition("::")
         space = ops._packets.get(ns_name)
         if space is None:
-            space = _Namespace(f"sk.ops.{ns_name}")
-            ops._publish(ns_name, space)
+            _check_free(ops, ns_name, "namespace")
+            space = new_space = _Namespace(f"sk.ops.{ns_name}")
+        elif not isinstance(space, _Namespace):
+            # Built-in ops live in sk.ops itself (PyTorch's live in torch.ops.aten).
+            raise ValueError(f"namespace '{ns_name}' is taken by the built-in op "
+                             f"sk.ops.{ns_name}; choose another namespace")
         namespace = f"sk.ops.{ns_name}"
     else:
         space, base, namespace = ops, schema.name, ""
-    op = OpOverload(schema, namespace)
+    if base not in space._packets:
+        _check_free(space, base, "op name")
+    if space is new_space:
+        ops._publish(ns_name, space)    # only now: a name error leaves no empty namespace
+    op = cls(schema, namespace)
     packet = space._packets.get(base)
     if packet is None:
         op._overloads = {op.overload: op}
         space._publish(base, op)
     else:
         if op.overload in packet._overloads:
-            raise RuntimeError(f"op {schema.qualified_name} is already defined")
+            raise RuntimeError(
+                f"Tried to register an operator ({schema}) with the same name and overload "
+                "name multiple times. Each overload's schema should only be registered with a "
+                "single call to def().")
         op._overloads = packet._overloads
         packet._overloads[op.overload] = op
         if op.overload == "default":
@@ -402,6 +420,13 @@ def define(schema_text: str) -> OpOverload:
             if ov_name not in holder.__dict__ and not hasattr(type(holder), ov_name):
                 holder.__dict__[ov_name] = ov
     return op
+
+
+def _check_free(space, name: str, what: str):
+    """Raise ValueError when ``name`` would shadow an attribute of ``space`` (``_packets``...):
+    ops and namespaces are published as attributes."""
+    if name in space.__dict__ or hasattr(type(space), name):
+        raise ValueError(f"{what} '{name}' is reserved in {space!r}; choose another name")
 
 
 def register_kernel(op: OpOverload, device: str):
@@ -422,7 +447,7 @@ def register_decomposition(op: OpOverload):
 
 def get_kernel(op: OpOverload, device: str):
     """The kernel of ``op`` for ``device`` ("cpu" or "meta"). Raises NotImplementedError."""
-    kernel = op._kernels.get(device)
+    kernel = op._kernels.get(device) or op._kernels.get("default")
     if kernel is None:
         raise _missing_kernel(op, device)
     return kernel

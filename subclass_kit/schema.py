@@ -18,6 +18,7 @@ Raises ``ValueError`` with the position for malformed schema strings.
 
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -219,9 +220,11 @@ _NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)?"
 _HEAD = re.compile(rf"\s*({_NAME})(?:\.([A-Za-z0-9_]+))?\s*\((.*)\)\s*->\s*(.+?)\s*$", re.S)
 _TYPE = re.compile(
     r"\s*([A-Za-z_][A-Za-z0-9_]*)"          # base type
-    r"(\(\s*([a-z*|\s]+?)\s*(!?)\s*(?:->\s*([a-z*|\s]+?))?\s*\))?"  # alias annotation
-    r"((?:\?|\[\d*\])*)"                   # optional / list suffixes
-)
+    r"(\(\s*([^()!>-]+?)\s*(!?)\s*(?:->\s*([^()]+?))?\s*\))?"  # alias annotation
+    r"((?:\s*(?:\?|\[\s*\d*\s*\]))*)"        # optional / list suffixes (PyTorch's parser
+)                                          # reads tokens: ``int? []`` is ``int?[]``)
+# An alias set: any identifier (``a``, ``A``, ``a1``) or the wildcard ``*``.
+_ALIAS_SETS = re.compile(r"\s*(?:[A-Za-z_]\w*|\*)\s*(?:\|\s*(?:[A-Za-z_]\w*|\*)\s*)*")
 
 
 _KNOWN_TYPES = frozenset({
@@ -269,13 +272,43 @@ def _parse_type(text: str, where: str):
     if base not in _KNOWN_TYPES:
         raise ValueError(f"unknown type {base!r} in {where!r}")
     for group in (sets, after):
-        if group and not re.fullmatch(r"\s*[a-z*]+\s*(\|\s*[a-z*]+\s*)*", group):
+        if group and not _ALIAS_SETS.fullmatch(group):
             raise ValueError(f"bad alias annotation in {where!r}")
     alias = None
     if ann:
         alias = AliasInfo(frozenset(s.strip() for s in sets.split("|")), bool(bang),
                           frozenset(s.strip() for s in after.split("|")) if after else frozenset())
-    return base + (suffix or ""), alias, text[m.end():].strip()
+    return base + re.sub(r"\s", "", suffix or ""), alias, text[m.end():].strip()
+
+
+# Types whose defaults are written as bare names (``ScalarType dtype=float``).
+_ENUM_TYPES = frozenset({"ScalarType", "Layout", "MemoryFormat"})
+# Element types whose lists may have a list default (PyTorch: "lists are only supported for
+# float, int and complex types"; bool lists are accepted too).
+_LIST_DEFAULT_TYPES = frozenset({"int", "SymInt", "float", "complex", "bool"})
+
+
+def _check_default(type_str: str, default: str, where: str):
+    """Raise ValueError for a default PyTorch's schema parser rejects for ``type_str``: a
+    non-list default of an unsized list (``int[] x=1``), a list default of a non-list or of
+    an element type other than numbers (``int x=[1]``, ``Tensor[] x=[]``), a bare name that
+    is no enum value (``int x=abc``, ``float x=inf``, ``Device d=cpu``), a leading ``+``, and
+    anything but None for a Tensor."""
+    base = re.match(r"[A-Za-z_]\w*", type_str).group(0)
+    suffix = type_str[len(base):]
+    optional = suffix.endswith("?")
+    if default.startswith("["):
+        ok = suffix.startswith("[") and base in _LIST_DEFAULT_TYPES
+    elif suffix.endswith("[]") and not optional:
+        ok = False
+    elif default in ("None", "True", "False"):
+        ok = default == "None" or base != "Tensor" or optional
+    elif re.fullmatch(r"-?[A-Za-z_]\w*", default):
+        ok = base in _ENUM_TYPES and not default.startswith("-")
+    else:
+        ok = not default.startswith("+") and (base != "Tensor" or optional)
+    if not ok:
+        raise ValueError(f"invalid default value {default!r} for a {type_str} in {where!r}")
 
 
 def _parse_default(text):
@@ -306,6 +339,9 @@ def parse_schema(text: str) -> OpSchema:
     if not m:
         raise ValueError(f"not a schema string: {text!r}")
     name, overload, arg_text, ret_text = m.groups()
+    if any(keyword.iskeyword(n) for n in name.split("::") + [overload or ""]):
+        raise ValueError(f"a Python keyword is no name (PyTorch's lexer reads it as the "
+                         f"keyword): {text!r}")
     args = []
     kwarg_only = False
     for part in _split_top(arg_text):
@@ -318,7 +354,9 @@ def parse_schema(text: str) -> OpSchema:
             rest, default = (s.strip() for s in rest.split("=", 1))
             if not default:
                 raise ValueError(f"empty default in {part!r} of {text!r}")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest):
+            _check_default(type_str, default, text)
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest) or keyword.iskeyword(rest):
+            # PyTorch's lexer reads Python keywords (``as``, ``def``, ``None``) as keywords
             raise ValueError(f"bad argument name in {part!r} of {text!r}")
         if (default is None and not kwarg_only and args and args[-1].default is not None
                 and not args[-1].kwarg_only):
