@@ -229,8 +229,9 @@ def op_method(op, impl, name: str, reflected: bool = False):
     direct = op._plain and op.decomposition is None and op._device_arg == 0
     view_op = op if op._view_name is not None else None
     # Binary operators turn a TypeError of the dispatcher (every mode declined) into
-    # NotImplemented, as PyTorch's do; ``impl`` does the same on the other paths.
-    redispatch = _dispatch_operator if name in _BINARY_OPERATORS else dispatch
+    # NotImplemented, as PyTorch's do; ``impl`` does the same on the other paths. (Reflected
+    # methods are all binary operators.)
+    binary = name in _BINARY_OPERATORS
 
     def slow(args, kwargs):
         if tls.function_modes:
@@ -253,7 +254,10 @@ def op_method(op, impl, name: str, reflected: bool = False):
                         if st["dispatch_modes"] or st["trace"] is not None:
                             if op.decomposition is not None:
                                 return op(other, self)
-                            return redispatch(op, (other, self), {}, ())
+                            try:
+                                return dispatch(op, (other, self), {}, ())
+                            except TypeError:
+                                return NotImplemented
                     return resolve((other, self), _NO_KWARGS)
                 if (cls in INLINE_FUNCTION_TYPES and not flags.interceptors
                         and not tls.function_subclass_disabled):
@@ -281,7 +285,12 @@ def op_method(op, impl, name: str, reflected: bool = False):
                     if st["dispatch_modes"] or st["trace"] is not None:
                         if op.decomposition is not None:
                             return op(self, *args)
-                        return redispatch(op, (self,) + args, {}, ())
+                        if binary:
+                            try:
+                                return dispatch(op, (self,) + args, {}, ())
+                            except TypeError:
+                                return NotImplemented
+                        return dispatch(op, (self,) + args, {}, ())
             elif cls in FUNCTION_TYPES:
                 # A subclass: its handler decides, unless it keeps the default
                 # __tensor_function__, which then runs here (as handle_function runs it).
@@ -321,13 +330,6 @@ def op_method(op, impl, name: str, reflected: bool = False):
     method.__name__ = method.__qualname__ = name
     method.__doc__ = impl.__doc__
     return method
-
-
-def _dispatch_operator(op, args, kwargs, types):
-    try:
-        return dispatch(op, args, kwargs, types)
-    except TypeError:
-        return NotImplemented
 
 
 def _tensor_cls():
