@@ -5,6 +5,10 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
 - storage-size overflow: a fresh storage past the int64 byte range raises PyTorch's
   "Storage size calculation overflowed" (and an expanded view "numel: integer multiplication
   overflow"), so shape inference of a too-large model fails as the real run would;
+- ``out=`` on another device than the computation: PyTorch's out= wrapper text ("Attempting to
+  copy from device cpu to device meta, ...") and its order (the first argument's device is
+  checked before shapes and dtypes); its C++ structured kernels keep "Expected out tensor to
+  have device ...";
 """
 
 from __future__ import annotations
@@ -114,3 +118,65 @@ def test_resize_past_int64_bytes_raises_as_torch_cpu(device, size):
         x.resize_(size)
     assert str(ours.value) == str(theirs.value)
     assert x.shape == (3,) and x._version == 0 and x.untyped_storage().nbytes() == 12
+
+
+# -- out= on another device ------------------------------------------------------------------------
+def _out_calls(L, dev):
+    """name -> call(out): one out= call per op family, inputs on ``dev``."""
+    z = lambda *s, **k: L.zeros(*s, device=dev, **k)  # noqa: E731
+    b = lambda *s: L.zeros(*s, dtype=L.bool, device=dev)  # noqa: E731
+    i = lambda *s: L.zeros(*s, dtype=L.int64, device=dev)  # noqa: E731
+    return {
+        "abs": lambda o: L.abs(z(3), out=o), "add": lambda o: L.add(z(3), z(3), out=o),
+        "add shape error": lambda o: L.add(z(3), z(4), out=o),
+        "div mode": lambda o: L.div(z(3), 2, rounding_mode="floor", out=o),
+        "eq": lambda o: L.eq(z(3), z(3), out=o), "clamp": lambda o: L.clamp(z(3), 0, 1, out=o),
+        "bitwise_and": lambda o: L.bitwise_and(i(3), i(3), out=o),
+        "pow": lambda o: L.pow(z(3), z(3), out=o), "maximum": lambda o: L.maximum(z(3), z(3), out=o),
+        "all": lambda o: L.all(b(3, 2), 0, out=o), "amax": lambda o: L.amax(z(3, 2), 0, out=o),
+        "sum": lambda o: L.sum(z(3, 2), 0, out=o), "mean": lambda o: L.mean(z(3, 2), 0, out=o),
+        "prod": lambda o: L.prod(z(3, 2), 0, out=o), "var": lambda o: L.var(z(3, 2), 0, out=o),
+        "logsumexp": lambda o: L.logsumexp(z(3, 2), 0, out=o),
+        "norm": lambda o: L.norm(z(3, 2), dim=0, out=o), "cumsum": lambda o: L.cumsum(z(3), 0, out=o),
+        "argmax": lambda o: L.argmax(z(3, 2), 0, out=o),
+        "argmin": lambda o: L.argmin(z(3, 2), 0, out=o),
+        "max dim": lambda o: L.max(z(3, 2), 0, out=(o, L.empty(2, dtype=L.int64, device=o.device))),
+        "mm": lambda o: L.mm(z(3, 3), z(3, 3), out=o),
+        "mm shape error": lambda o: L.mm(z(3, 3), z(4, 3), out=o),
+        "bmm": lambda o: L.bmm(z(1, 3, 3), z(1, 3, 3), out=o),
+        "matmul": lambda o: L.matmul(z(3, 3), z(3, 3), out=o),
+        "cat": lambda o: L.cat([z(3), z(3)], out=o), "stack": lambda o: L.stack([z(3)], out=o),
+        "where": lambda o: L.where(b(3), z(3), z(3), out=o),
+        "masked_fill": lambda o: (sk.ops if L is sk else torch.ops.aten).masked_fill.Scalar_out(
+            z(3), b(3), 1.0, out=o),
+    }
+
+
+OUT_NAMES = sorted(_out_calls(sk, "cpu"))
+
+
+@pytest.mark.parametrize("out_dtype", ["float32", "int64", "bool"])
+@pytest.mark.parametrize("in_device,out_device", [("cpu", "meta"), ("meta", "cpu")])
+@pytest.mark.parametrize("name", OUT_NAMES)
+def test_out_on_another_device(name, in_device, out_device, out_dtype):
+    """Every out= family with ``out`` on the other device, with a wrong and a right dtype (the
+    device error comes first in PyTorch) -- and a 0-element ``out`` so nothing is resized."""
+    def program(L):
+        out = L.empty(0, dtype=getattr(L, out_dtype), device=out_device)
+        return _out_calls(L, in_device)[name](out)
+    result = same(program)
+    assert result[0] == "raised"
+
+
+@pytest.mark.parametrize("program", [
+    lambda L: L.add(L.tensor(1.0), L.zeros(3, **META), out=L.empty(3, **META)),
+    lambda L: L.add(L.zeros(3, **META), L.tensor(1.0), out=L.empty(3, **META)),
+    lambda L: L.where(L.zeros(3, dtype=L.bool), L.zeros(3, **META), L.zeros(3, **META),
+                      out=L.empty(3, **META)),
+    lambda L: L.cat([L.zeros(3), L.zeros(3, **META)], out=L.empty(6, **META)),
+    lambda L: L.clamp(L.zeros(3), L.zeros(3, **META), out=L.empty(3, **META)),
+], ids=["0-d cpu first", "0-d cpu second", "where cpu condition", "cat mixed", "clamp mixed"])
+def test_out_device_follows_the_first_argument(program):
+    """PyTorch compares ``out`` with the *first* argument's device: a 0-d cpu tensor there
+    raises even though the functional op would accept it."""
+    same(program)
