@@ -18,8 +18,8 @@ What it is
       FakeTensor's ``from_tensor``; ``t.to("meta")`` would instead give a fresh tensor at
       offset 0 with dense strides, e.g. a ``[1:]`` slice of a permuted tensor loses its
       offset and its strides change). Real tensors are never read or written
-      (``real.add_(1)`` mutates the twin only); twins' version counters start where the
-      conversion left them (they count writes during the mode, not the real history).
+      (``real.add_(1)`` mutates the twin only); a twin's version counter starts at the real
+      tensor's ``_version`` and then counts the writes during the mode.
 
     **The device label (a design choice).** PyTorch's ``FakeTensor`` is a subclass whose
     ``.device`` lies ("cpu") while it holds a meta tensor. Here results are *plain meta
@@ -115,6 +115,11 @@ class MetaMode(sk.DispatchMode):
         m = sk.empty(0, dtype=t.dtype, device="meta")
         m.set_(self._meta_storage(t.untyped_storage()), t.storage_offset(), t.shape,
                t.stride())
+        if m._vc is not None:
+            # The twin's counter continues the real one (set_ bumped it): a view the program
+            # takes inside the mode reports the version eager execution would (FakeTensor's
+            # views of real inputs do too). Views of ``t`` share it through the base twin.
+            m._vc[0] = t._vc[0] if t._vc is not None else 0
         if t.requires_grad:
             m.requires_grad_(True)
         return m

@@ -9,14 +9,20 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
   copy from device cpu to device meta, ...") and its order (the first argument's device is
   checked before shapes and dtypes); its C++ structured kernels keep "Expected out tensor to
   have device ...";
+- ``MetaMode`` against ``FakeTensorMode(allow_non_fake_inputs=True)``: programs on real
+  (non-contiguous, already mutated) cpu inputs give the same metadata and ``_version``s (a twin's
+  counter continues the real tensor's);
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import pytest
 from oracle import normalize_message
 
 import subclass_kit as sk
+from modes import MetaMode
 
 torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
 
@@ -180,3 +186,41 @@ def test_out_device_follows_the_first_argument(program):
     """PyTorch compares ``out`` with the *first* argument's device: a 0-d cpu tensor there
     raises even though the functional op would accept it."""
     same(program)
+
+
+# -- MetaMode vs FakeTensorMode on real inputs -------------------------------------------------------
+def _fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+VIEWS = {"t": lambda x: x.t(), "slice": lambda x: x[1:], "flat": lambda x: x.reshape(-1),
+         "diagonal": lambda x: x.diagonal(), "expand": lambda x: x[:1].expand(4, 3)}
+BASES = {"fresh": lambda L: L.ones(3, 3),
+         "bumped": lambda L: L.ones(3, 3).add_(1).mul_(2),
+         "view of bumped": lambda L: L.ones(4, 3).add_(1)[1:],
+         "transposed": lambda L: L.ones(3, 3).t()}
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_meta_mode_views_of_real_inputs_match_fake_tensor_mode(base, view):
+    """Views a program takes of real inputs inside the mode report the version eager execution
+    (and FakeTensorMode) would: the twin's counter continues the real tensor's."""
+    def program(L, mode):
+        x = BASES[base](L)
+        before = x._version
+        with mode:
+            v = VIEWS[view](x)
+            log = [observe(v)]
+            if view != "expand":
+                v.mul_(2)
+                log.append(observe(v))
+            log.append(observe(v[0:]))
+            log.append(observe(v + 1))
+        log = [{k: o[k] for k in o if k not in ("device", "nbytes")} for o in log]
+        return log, x._version - before
+    ours, real_writes = program(sk, MetaMode())
+    assert real_writes == 0         # the real input is never written (its twin is)
+    assert ours == program(torch, _fake_mode())[0]
+    assert ours == program(torch, contextlib.nullcontext())[0]
