@@ -12,6 +12,8 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
 - ``MetaMode`` against ``FakeTensorMode(allow_non_fake_inputs=True)``: programs on real
   (non-contiguous, already mutated) cpu inputs give the same metadata and ``_version``s (a twin's
   counter continues the real tensor's);
+- ``data_ptr()``: a meta view reports its byte offset from the (null) storage address, and a
+  tensor or storage without elements reports 0, on both devices;
 """
 
 from __future__ import annotations
@@ -224,3 +226,22 @@ def test_meta_mode_views_of_real_inputs_match_fake_tensor_mode(base, view):
     assert real_writes == 0         # the real input is never written (its twin is)
     assert ours == program(torch, _fake_mode())[0]
     assert ours == program(torch, contextlib.nullcontext())[0]
+
+
+# -- data_ptr ------------------------------------------------------------------------------------------
+DATA_PTRS = {
+    "meta factory": lambda L: [L.empty(2, 3, **META).data_ptr()],
+    "meta views": lambda L: [v.data_ptr() for x in [L.empty(4, 6, dtype=L.float64, **META)]
+                             for v in (x[1], x[2:, 3], x.t()[1:], x.view(-1)[7:], x[4:])],
+    "meta storage": lambda L: [L.empty(4, **META)[2:].untyped_storage().data_ptr()],
+    "cpu empty": lambda L: [L.empty(0).data_ptr(), L.empty(0).untyped_storage().data_ptr(),
+                            L.empty(2, 0).data_ptr()],
+    "cpu view offsets": lambda L: [(lambda x: [v.data_ptr() - x.data_ptr()
+                                               for v in (x[1], x[2:, 3])])(L.empty(4, 6))],
+    "cpu view without elements": lambda L: [L.empty(3)[3:].data_ptr()],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DATA_PTRS))
+def test_data_ptr(name):
+    same(DATA_PTRS[name])
