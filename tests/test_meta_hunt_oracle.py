@@ -14,11 +14,13 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
   counter continues the real tensor's);
 - ``data_ptr()``: a meta view reports its byte offset from the (null) storage address, and a
   tensor or storage without elements reports 0, on both devices;
+- ``sk.tensor(t)`` copies a meta tensor to a meta tensor (the source's device is the default);
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import pytest
 from oracle import normalize_message
@@ -245,3 +247,19 @@ DATA_PTRS = {
 @pytest.mark.parametrize("name", sorted(DATA_PTRS))
 def test_data_ptr(name):
     same(DATA_PTRS[name])
+
+
+# -- tensor(t) of a meta tensor -----------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs", [{}, {"dtype": "float64"}, {"device": "cpu"},
+                                    {"device": "meta"}, {"requires_grad": True}])
+@pytest.mark.parametrize("source", ["meta transposed", "meta slice", "cpu transposed"])
+def test_tensor_of_a_tensor_keeps_its_device(source, kwargs):
+    def program(L):
+        src = {"meta transposed": lambda: L.empty(3, 2, **META).t(),
+               "meta slice": lambda: L.empty(4, 6, dtype=L.int32, **META)[1:, ::2],
+               "cpu transposed": lambda: L.zeros(3, 2).t()}[source]()
+        kw = {k: getattr(L, v) if k == "dtype" else v for k, v in kwargs.items()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # torch: "To copy construct from a tensor, ..."
+            return L.tensor(src, **kw)
+    same(program)
