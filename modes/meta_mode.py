@@ -251,11 +251,12 @@ class ShapeReport(NamedTuple):
 
 def _spec_to_tensor(spec):
     """A tensor for a spec: tensors pass through; ``(shape, dtype)`` and bare shapes become
-    empty meta tensors."""
+    empty meta tensors (an int shape in a pair is 1-d, as ``sk.empty(n)``)."""
     if isinstance(spec, Tensor):
         return spec
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], sk.dtype):
-        return sk.empty(tuple(spec[0]), dtype=spec[1], device="meta")
+        shape = (spec[0],) if isinstance(spec[0], int) else tuple(spec[0])
+        return sk.empty(shape, dtype=spec[1], device="meta")
     if isinstance(spec, (tuple, list, sk.Size)) and all(isinstance(s, int) for s in spec):
         return sk.empty(tuple(spec), device="meta")
     raise TypeError(f"infer_shapes(): a spec must be a Tensor, a (shape, dtype) pair or a "
@@ -269,7 +270,8 @@ def infer_shapes(fn, *specs, **kwspecs) -> ShapeReport:
     device="meta")`` works too), a ``(shape, dtype)`` pair, or a bare shape (default dtype).
     Keyword specs are passed as keyword arguments. Returns a :class:`ShapeReport`. Errors of
     ``fn`` (shape mismatches, data-dependent ops such as ``.item()``) propagate with the meta
-    kernels' PyTorch texts.
+    kernels' PyTorch texts. Raises TypeError for a spec of another form ("a spec must be a
+    Tensor, a (shape, dtype) pair or a shape") and ``sk.empty``'s errors for bad sizes.
     """
     inputs = [_spec_to_tensor(s) for s in specs]
     kw_inputs = {k: _spec_to_tensor(s) for k, s in kwspecs.items()}

@@ -15,18 +15,21 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
 - ``data_ptr()``: a meta view reports its byte offset from the (null) storage address, and a
   tensor or storage without elements reports 0, on both devices;
 - ``sk.tensor(t)`` copies a meta tensor to a meta tensor (the source's device is the default);
+- ``infer_shapes`` against the same program under ``FakeTensorMode``, for every spec form
+  (an int shape in a ``(shape, dtype)`` pair is 1-d);
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 
 import pytest
 from oracle import normalize_message
 
 import subclass_kit as sk
-from modes import MetaMode
+from modes import MetaMode, infer_shapes
 
 torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
 
@@ -263,3 +266,46 @@ def test_tensor_of_a_tensor_keeps_its_device(source, kwargs):
             warnings.simplefilter("ignore")   # torch: "To copy construct from a tensor, ..."
             return L.tensor(src, **kw)
     same(program)
+
+
+# -- infer_shapes vs FakeTensorMode ---------------------------------------------------------------------
+def _attention(L, q, k, v):
+    return L.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+PROGRAMS = {   # name -> (fn(L, *inputs), specs as (shape, dtype name))
+    "mlp": (lambda L, x, w: L.nn.functional.gelu(x @ w.t()).sum(-1),
+            [((4, 8), "float32"), ((16, 8), "float32")]),
+    "int pair spec": (lambda L, i: i.cumsum(0), [(5, "int64")]),
+    "0-d spec": (lambda L, x: x * 2 + 1, [((), "float16")]),
+    "promotion": (lambda L, a, b: (a + b, a / 2, a > b), [((3, 1), "int32"), ((4,), "float16")]),
+    "views": (lambda L, x: (x.t()[1:], x.unsqueeze(0).expand(2, 3, 4), x.view(-1)[::2]),
+              [((3, 4), "float64")]),
+    "attention": (_attention, [((2, 4, 8, 16), "float32")] * 3),
+    "reductions": (lambda L, x: (x.mean(1, keepdim=True), x.amax((0, 2)), x.argmax(-1),
+                                 x.var(0), x.logsumexp(2)), [((2, 3, 5), "float32")]),
+    "embedding + layer_norm": (lambda L, ids, w: L.nn.functional.layer_norm(
+        L.nn.functional.embedding(ids, w), (8,)), [((2, 5), "int64"), ((10, 8), "float32")]),
+    "cat and stack": (lambda L, a, b: (L.cat([a, b], 1), L.stack([a, a], -1)),
+                      [((2, 3), "float32"), ((2, 5), "float32")]),
+}
+
+
+def _torch_fake(fn, specs):
+    with _fake_mode():
+        inputs = [torch.empty(shape, dtype=getattr(torch, d)) for shape, d in specs]
+        out = fn(torch, *inputs)
+    outs = out if isinstance(out, tuple) else (out,)
+    return [(tuple(t.shape), tuple(t.stride()), str(t.dtype).split(".")[-1]) for t in outs]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_infer_shapes_matches_fake_tensor_mode(name):
+    fn, specs = PROGRAMS[name]
+    report = infer_shapes(lambda *xs: fn(sk, *xs),
+                          *[(shape, getattr(sk, d)) for shape, d in specs])
+    outs = report.outputs if isinstance(report.outputs, tuple) else (report.outputs,)
+    ours = [(m.shape, m.stride, m.dtype.name) for m in outs]
+    assert ours == _torch_fake(fn, specs)
+    numel = [math.prod((s,) if isinstance(s, int) else s) for s, _ in specs]
+    assert report.parameters == sum(numel)
