@@ -9,7 +9,8 @@
 prints the parameter count and bytes, the output shape and dtype, a per-block table and a
 peak-activation estimate. See ``shapes --help`` for the user-function contract and the
 definition of each number. Exit status: 0 on success, 2 for bad arguments (unknown model,
-unloadable file or function, bad option), 1 when the model's own code raises.
+unloadable file or function, bad option, sizes so large that a tensor passes the int64 byte
+range), 1 when the model's own code raises.
 """
 
 from __future__ import annotations
@@ -65,6 +66,19 @@ class _UserCodeError(Exception):
     """The user's function raised: traceback on stderr, exit status 1."""
 
 
+# What PyTorch (and so subclass_kit, on meta too) raises when a tensor's bytes or element count
+# pass the int64 range: from the CLI that means --batch/--seq are too large, a usage error.
+_TOO_LARGE = ("Storage size calculation overflowed", "numel: integer multiplication overflow")
+
+
+def _too_large(e: BaseException, name: str):
+    """A _UsageError for an int64 overflow error ``e`` of ``name``'s run, else None."""
+    if isinstance(e, RuntimeError) and str(e).startswith(_TOO_LARGE):
+        return _UsageError(f"{name}: a tensor would not fit in 2**63 - 1 bytes ({e}); use a "
+                           "smaller --batch or --seq")
+    return None
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -117,12 +131,20 @@ def main(argv=None) -> int:
         print(f"subclass-kit shapes: error: {e}", file=sys.stderr)
         return 2
     except _UserCodeError as e:
+        usage = _too_large(e.__cause__, str(e))
+        if usage is not None:
+            print(f"subclass-kit shapes: error: {usage}", file=sys.stderr)
+            return 2
         print(f"subclass-kit shapes: error: {e} raised:", file=sys.stderr)
         traceback.print_exception(e.__cause__, file=sys.stderr)
         return 1
     try:
         summary = zoo.summarize(model, inputs, name=name)
-    except Exception:
+    except Exception as e:
+        usage = _too_large(e, name)
+        if usage is not None:
+            print(f"subclass-kit shapes: error: {usage}", file=sys.stderr)
+            return 2
         print(f"subclass-kit shapes: error: the forward of {name} raised:", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)
         return 1
@@ -154,6 +176,11 @@ def _build(args):
         inputs = model.example_inputs(batch=args.batch or 1, seq=args.seq, device="meta")
     except ValueError as e:
         raise _UsageError(f"{target}: {e}") from None
+    except RuntimeError as e:
+        usage = _too_large(e, target)
+        if usage is None:
+            raise
+        raise usage from None
     return model, inputs, target
 
 

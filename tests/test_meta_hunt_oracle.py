@@ -17,12 +17,15 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
 - ``sk.tensor(t)`` copies a meta tensor to a meta tensor (the source's device is the default);
 - ``infer_shapes`` against the same program under ``FakeTensorMode``, for every spec form
   (an int shape in a ``(shape, dtype)`` pair is 1-d);
+- ``subclass-kit shapes`` with sizes past the int64 byte range: a one-line usage error (exit 2,
+  no traceback) quoting the error torch raises for the same tensor;
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import re
 import warnings
 
 import pytest
@@ -309,3 +312,45 @@ def test_infer_shapes_matches_fake_tensor_mode(name):
     assert ours == _torch_fake(fn, specs)
     numel = [math.prod((s,) if isinstance(s, int) else s) for s, _ in specs]
     assert report.parameters == sum(numel)
+
+
+# -- the CLI with sizes too large ---------------------------------------------------------------------
+HUGE = [("llama-2-7b", ["--batch", str(2 ** 62), "--seq", "3"]),
+        ("gpt2", ["--batch", str(2 ** 40)]),
+        ("llama-2-70b", ["--seq", str(2 ** 32)]),
+        ("mistral-7b", ["--batch", str(2 ** 62), "--seq", "2", "--dtype", "float16"]),
+        ("vit-b-16", ["--batch", str(10 ** 16)]),
+        ("bert-base-uncased", ["--batch", str(10 ** 18)]),
+        ("gpt2-xl", ["--batch", str(10 ** 30)])]   # past int64 itself (torch cannot parse it)
+
+
+@pytest.mark.parametrize("name,argv", HUGE, ids=[h[0] for h in HUGE])
+def test_cli_sizes_too_large_is_a_usage_error(capsys, name, argv):
+    from subclass_kit.cli import main
+    code = main(["shapes", name, *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.startswith(f"subclass-kit shapes: error: {name}: a tensor would not fit")
+    assert err.count("\n") == 1
+    found = re.search(r"\((Storage size calculation overflowed with sizes=\[([\d, ]+)\])\)", err)
+    sizes = [int(x) for x in found.group(2).split(", ")]
+    if max(sizes) >= 2 ** 63:
+        return
+    with pytest.raises(RuntimeError) as theirs:
+        torch.empty(sizes, device="meta")
+    assert str(theirs.value) == found.group(1)
+
+
+def test_cli_user_function_with_sizes_too_large(capsys, tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text("import subclass_kit as sk\n"
+                    "def inputs_too_large(batch=1):\n"
+                    "    return (lambda x: x), (sk.empty(batch, 2 ** 62, device='meta'),)\n"
+                    "def forward_too_large(batch=1):\n"
+                    "    return (lambda x: x.expand(batch, 2 ** 62)), (sk.empty(1, 1, device='meta'),)\n")
+    from subclass_kit.cli import main
+    for func, text in (("inputs_too_large", "Storage size calculation overflowed"),
+                       ("forward_too_large", "numel: integer multiplication overflow")):
+        code = main(["shapes", f"{path}:{func}", "--batch", "4"])
+        _, err = capsys.readouterr()
+        assert code == 2 and "Traceback" not in err and text in err, err
