@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 
 import subclass_kit as sk
 
-__all__ = ["MetaMode", "ShapeReport", "TensorMeta", "infer_shapes"]
+__all__ = ["DynamicOutputShapeError", "MetaMode", "ShapeReport", "TensorMeta", "infer_shapes"]
 
 Tensor = sk.Tensor
 META = sk.device("meta")
@@ -74,6 +74,26 @@ def _has_device(func) -> bool:
         has = any(a.name == "device" for a in func.schema.arguments)
         _HAS_DEVICE[func] = has
     return has
+
+
+class DynamicOutputShapeError(NotImplementedError):
+    """An op whose output *shape* depends on its inputs' data (``nonzero``, ``x[mask]`` with a
+    boolean or uint8 mask) ran under :class:`MetaMode`, which has no data.
+
+    PyTorch's ``FakeTensorMode`` raises ``DynamicOutputShapeException`` (a ``RuntimeError``)
+    there; this is a ``NotImplementedError`` -- the class the meta device itself raises, and
+    also a ``RuntimeError`` -- with a message naming the op instead of the meta kernel's text
+    about a ``torch.fx`` config flag.
+    """
+
+
+def _data_dependent(func, args) -> bool:
+    """Whether ``func(*args)`` failed on meta because its output shape needs the data."""
+    if func is sk.ops.nonzero.default:
+        return True
+    if func is sk.ops.index.Tensor and len(args) > 1:
+        return any(isinstance(i, Tensor) and i.dtype in (sk.bool, sk.uint8) for i in args[1])
+    return False
 
 
 class MetaMode(sk.DispatchMode):
@@ -168,7 +188,15 @@ class MetaMode(sk.DispatchMode):
             args, kwargs, label = self._rewrite(func, args, kwargs or {})
         else:
             kwargs = {}
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except NotImplementedError:
+            if not _data_dependent(func, args):
+                raise
+            raise DynamicOutputShapeError(
+                f"{func}: the shape of its output depends on the data of its inputs, which "
+                "MetaMode does not have (nonzero, or indexing with a boolean mask); run this "
+                "step outside the mode") from None
         if label is not None and label != META and not func.mutated_args:
             if isinstance(out, Tensor):
                 out.fake_device = label

@@ -12,6 +12,9 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
 - ``MetaMode`` against ``FakeTensorMode(allow_non_fake_inputs=True)``: programs on real
   (non-contiguous, already mutated) cpu inputs give the same metadata and ``_version``s (a twin's
   counter continues the real tensor's);
+- data-dependent output shapes under ``MetaMode`` (``nonzero``, boolean-mask indexing) raise
+  ``DynamicOutputShapeError`` naming the op, where ``FakeTensorMode`` raises
+  ``DynamicOutputShapeException``; both are ``RuntimeError``s and the mode stack is restored;
 - ``data_ptr()``: a meta view reports its byte offset from the (null) storage address, and a
   tensor or storage without elements reports 0, on both devices;
 - ``sk.tensor(t)`` copies a meta tensor to a meta tensor (the source's device is the default);
@@ -35,7 +38,7 @@ import pytest
 from oracle import normalize_message
 
 import subclass_kit as sk
-from modes import MetaMode, infer_shapes
+from modes import DynamicOutputShapeError, MetaMode, infer_shapes
 
 torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
 
@@ -477,3 +480,43 @@ def test_zoo_forward_on_meta_matches_torch_nn(name, dtype):
     model = zoo.get_model(name, dtype=getattr(sk, dtype), **layers)
     ours = model(*model.example_inputs(batch=2, seq=5))
     assert observe(ours) == observe(theirs)
+
+
+# -- data-dependent output shapes under MetaMode ----------------------------------------------------------
+DATA_DEPENDENT = {
+    "nonzero": (lambda L: L.zeros(3, 4).nonzero(), "nonzero.default"),
+    "bool mask": (lambda L: (lambda x: x[x > 0])(L.zeros(3, 4)), "index.Tensor"),
+    "row mask": (lambda L: L.zeros(3, 4)[L.ones(3, dtype=L.bool)], "index.Tensor"),
+    "mask and int": (lambda L: L.zeros(3, 4)[L.ones(3, dtype=L.bool), 1], "index.Tensor"),
+    "mask of a real input": (lambda L: (lambda t: t[t > 1])(_REAL[L.__name__]),
+                             "index.Tensor"),
+}
+_REAL = {"subclass_kit": sk.arange(6.0), "torch": torch.arange(6.0)}
+
+
+@pytest.mark.parametrize("name", sorted(DATA_DEPENDENT))
+def test_data_dependent_shapes_under_meta_mode(name):
+    program, op = DATA_DEPENDENT[name]
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
+    with pytest.raises(DynamicOutputShapeException) as theirs, _fake_mode():
+        program(torch)
+    with pytest.raises(DynamicOutputShapeError) as ours, MetaMode():
+        program(sk)
+    assert isinstance(theirs.value, RuntimeError) and isinstance(ours.value, RuntimeError)
+    assert str(theirs.value) == "aten.nonzero.default"   # torch names the nonzero x[mask] runs
+    assert str(ours.value).startswith(f"sk.ops.{op}: the shape of its output depends on the "
+                                      "data of its inputs, which MetaMode does not have")
+    assert ours.value.__cause__ is None and ours.value.__suppress_context__
+    assert sk.get_mode_stack() == []
+    with MetaMode():    # the mode still works after the error
+        assert sk.zeros(2).device.type == "meta"
+
+
+def test_meta_mode_other_not_implemented_errors_pass_through():
+    """A NotImplementedError that does not come from a data-dependent shape is the meta
+    kernel's own (here: an unsupported dtype, the cpu text)."""
+    with pytest.raises(NotImplementedError) as meta:
+        sk.empty(3, dtype=sk.int64, device="meta").softmax(0)
+    with pytest.raises(NotImplementedError) as mode, MetaMode():
+        sk.zeros(3, dtype=sk.int64).softmax(0)
+    assert type(mode.value) is NotImplementedError and str(mode.value) == str(meta.value)
