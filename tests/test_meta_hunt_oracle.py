@@ -15,6 +15,9 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
 - data-dependent output shapes under ``MetaMode`` (``nonzero``, boolean-mask indexing) raise
   ``DynamicOutputShapeError`` naming the op, where ``FakeTensorMode`` raises
   ``DynamicOutputShapeException``; both are ``RuntimeError``s and the mode stack is restored;
+- ``round(x, decimals=)``: integer and bool inputs raise PyTorch's cpu error on both devices
+  (PyTorch's meta kernel returns the integer dtype; we returned float32), float16 rounds in
+  float32 as PyTorch's opmath does;
 - ``data_ptr()``: a meta view reports its byte offset from the (null) storage address, and a
   tensor or storage without elements reports 0, on both devices;
 - ``sk.tensor(t)`` copies a meta tensor to a meta tensor (the source's device is the default);
@@ -34,8 +37,9 @@ import math
 import re
 import warnings
 
+import numpy as np
 import pytest
-from oracle import normalize_message
+from oracle import normalize_message, to_sk, to_torch
 
 import subclass_kit as sk
 from modes import DynamicOutputShapeError, MetaMode, infer_shapes
@@ -520,3 +524,31 @@ def test_meta_mode_other_not_implemented_errors_pass_through():
     with pytest.raises(NotImplementedError) as mode, MetaMode():
         sk.zeros(3, dtype=sk.int64).softmax(0)
     assert type(mode.value) is NotImplementedError and str(mode.value) == str(meta.value)
+
+
+# -- round(decimals=) --------------------------------------------------------------------------------------
+ROUND_DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("decimals", [None, 0, 1, 3, -1])
+@pytest.mark.parametrize("dtype", ROUND_DTYPES)
+def test_round_decimals_matches_torch_cpu(dtype, decimals, inplace):
+    """cpu against torch's cpu (values or error); meta raises what cpu raises and otherwise has
+    torch meta's metadata."""
+    data = np.random.default_rng(7).standard_normal((4, 5)) * 40
+    theirs_cpu = torch.from_numpy(data).to(getattr(torch, dtype)).t()
+    kw = {} if decimals is None else {"decimals": decimals}
+
+    def call(t):   # in place: on a fresh copy with the same (transposed) strides
+        return t.clone().round_(**kw) if inplace else t.round(**kw)
+    for ours_in in (to_sk(theirs_cpu), to_sk(theirs_cpu.to("meta"))):
+        ours = run(sk, lambda L: call(ours_in))
+        theirs = run(torch, lambda L: call(theirs_cpu))
+        raised = isinstance(theirs, tuple)
+        if ours_in.device.type == "meta" and not raised:
+            theirs = run(torch, lambda L: call(theirs_cpu.to("meta")))
+        elif ours_in.device.type == "cpu" and not raised:
+            np.testing.assert_array_equal(call(to_sk(theirs_cpu)).numpy(),
+                                          call(theirs_cpu).numpy())
+        assert ours == theirs
