@@ -19,7 +19,9 @@ What it is
       offset 0 with dense strides, e.g. a ``[1:]`` slice of a permuted tensor loses its
       offset and its strides change). Real tensors are never read or written
       (``real.add_(1)`` mutates the twin only); a twin's version counter starts at the real
-      tensor's ``_version`` and then counts the writes during the mode.
+      tensor's ``_version`` and then counts the writes during the mode, and a twin is an
+      inference tensor exactly when the real one is (also when made inside
+      ``inference_mode``), so views behave as eager execution's.
 
     **The device label (a design choice).** PyTorch's ``FakeTensor`` is a subclass whose
     ``.device`` lies ("cpu") while it holds a meta tensor. Here results are *plain meta
@@ -121,7 +123,10 @@ class MetaMode(sk.DispatchMode):
         entry = self._tensors.get(id(t))
         if entry is not None and entry[0]() is t:
             return entry[1]
-        with sk.no_dispatch():
+        # The twin is an inference tensor exactly when ``t`` is one, whatever the current
+        # inference mode (a twin made inside inference_mode of a normal tensor keeps its
+        # version counter, as the views eager execution takes there do).
+        with sk.no_dispatch(), sk.inference_mode(t.is_inference()):
             m = self._convert(t)
         m.fake_device = t.device
         key = id(t)

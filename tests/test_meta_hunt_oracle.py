@@ -11,7 +11,8 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
   have device ...";
 - ``MetaMode`` against ``FakeTensorMode(allow_non_fake_inputs=True)``: programs on real
   (non-contiguous, already mutated) cpu inputs give the same metadata and ``_version``s (a twin's
-  counter continues the real tensor's);
+  counter continues the real tensor's, and it is an inference tensor exactly when the real one
+  is, also when converted inside ``inference_mode``);
 - data-dependent output shapes under ``MetaMode`` (``nonzero``, boolean-mask indexing) raise
   ``DynamicOutputShapeError`` naming the op, where ``FakeTensorMode`` raises
   ``DynamicOutputShapeException``; both are ``RuntimeError``s and the mode stack is restored;
@@ -553,3 +554,36 @@ def test_round_decimals_matches_torch_cpu(dtype, decimals, inplace):
             np.testing.assert_array_equal(call(to_sk(theirs_cpu)).numpy(),
                                           call(theirs_cpu).numpy())
         assert ours == theirs
+
+
+@pytest.mark.parametrize("program", ["view", "add", "view then add_"])
+@pytest.mark.parametrize("real_inference", [False, True])
+@pytest.mark.parametrize("inside_inference", [False, True])
+def test_meta_mode_twins_keep_inference_status(program, real_inference, inside_inference):
+    def run_in(L, mode):
+        if real_inference:
+            with L.inference_mode():
+                x = L.ones(4, 3)
+        else:
+            x = L.ones(4, 3).mul_(2)
+        ctx = L.inference_mode() if inside_inference else contextlib.nullcontext()
+        with ctx, mode:
+            try:
+                if program == "view":
+                    out = x[1:]
+                elif program == "add":
+                    out = x + 1
+                else:
+                    out = x[1:]
+                    out.add_(1)
+            except RuntimeError as e:
+                return ("raised", str(e))
+            try:
+                version = out._version
+            except RuntimeError as e:
+                version = str(e)
+            return out.is_inference(), version, tuple(out.shape), tuple(out.stride())
+    ours = run_in(sk, MetaMode())
+    assert ours == run_in(torch, contextlib.nullcontext())     # eager execution
+    if not real_inference:   # FakeTensorMode gives fakes of inference tensors a counter
+        assert ours == run_in(torch, _fake_mode())
