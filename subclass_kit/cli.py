@@ -37,7 +37,8 @@ TARGET is a zoo model name (see `subclass-kit list`) or path/to/file.py:function
 A user function is called with those of the keyword arguments batch= (int), seq= (int),
 dtype= (an sk.dtype) given on the command line, plus device="meta" if its signature accepts a
 `device` parameter; an option given on the command line that the function cannot take is an
-error. It must return (model, example_inputs):
+error, and so is a parameter without a default that the command line does not fill. It must
+return (model, example_inputs):
   model           a callable run as model(*example_inputs). A subclass_kit.zoo.nn.Module
                   also gives the parameter count (sum of numel of its parameter tensors, each
                   once) and one table row per block (its children; ModuleList items expanded);
@@ -233,6 +234,18 @@ def _call_kwargs(fn, args, label: str) -> dict:
                               "used with it")
     if takes_any or "device" in params:
         given["device"] = "meta"
+    for name, p in params.items():
+        # A parameter only the command line could fill, and it cannot: a usage error, not a
+        # TypeError traceback from the call.
+        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) \
+                and name not in given:
+            option = f"; give --{name}" if name in ("batch", "seq", "dtype") else ""
+            raise _UsageError(f"{label}() needs a value for its parameter {name!r}, which the "
+                              f"command line passes only for batch, seq, dtype and "
+                              f"device{option}")
+        if p.kind is p.POSITIONAL_ONLY and p.default is p.empty:
+            raise _UsageError(f"{label}() has a required positional-only parameter {name!r}; "
+                              "the command line passes keyword arguments only")
     return given
 
 
@@ -248,6 +261,10 @@ def _build_from_file(path, func, args):
         raise _UsageError(f"{label} must return (model, example_inputs) with a callable model; "
                           f"got {type(result).__name__}")
     model, inputs = result
+    if not isinstance(inputs, (tuple, list, sk.Tensor)):
+        raise _UsageError(f"{label} must return (model, example_inputs) with example_inputs a "
+                          f"tuple of positional arguments or a single tensor; got "
+                          f"{type(inputs).__name__}")
     return model, inputs, label
 
 

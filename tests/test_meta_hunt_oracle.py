@@ -25,7 +25,8 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
 - ``infer_shapes`` against the same program under ``FakeTensorMode``, for every spec form
   (an int shape in a ``(shape, dtype)`` pair is 1-d);
 - ``subclass-kit shapes`` with sizes past the int64 byte range: a one-line usage error (exit 2,
-  no traceback) quoting the error torch raises for the same tensor;
+  no traceback) quoting the error torch raises for the same tensor; a user function the command
+  line cannot call, or whose example inputs are not a tuple or a tensor, is a usage error too;
 - the zoo's GPT-2 and LLaMA/Mistral configs against the same architectures built from
   ``torch.nn`` under ``torch.device("meta")``: per-block parameter counts, the logits' shape
   and dtype of a forward on meta, parameter bytes per dtype.
@@ -587,3 +588,43 @@ def test_meta_mode_twins_keep_inference_status(program, real_inference, inside_i
     assert ours == run_in(torch, contextlib.nullcontext())     # eager execution
     if not real_inference:   # FakeTensorMode gives fakes of inference tensors a counter
         assert ours == run_in(torch, _fake_mode())
+
+
+USER_FILE = """
+import subclass_kit as sk
+def needs_width(width):
+    return (lambda x: x), (sk.empty(2, device="meta"),)
+def keyword_batch(*, batch):
+    return (lambda x: x * 2), (sk.empty(batch, device="meta"),)
+def positional_only(n, /):
+    return (lambda x: x), (sk.empty(n, device="meta"),)
+def string_inputs():
+    return (lambda x: x * 2), "text"
+def int_inputs():
+    return (lambda x: x * 2), 3
+def generator_inputs():
+    return (lambda x: x), (t for t in [sk.empty(2, device="meta")])
+def tensor_input(batch=1):
+    return (lambda x: x.sum(0)), sk.empty(batch, 3, device="meta")
+"""
+
+
+@pytest.mark.parametrize("func,argv,code,text", [
+    ("needs_width", [], 2, "needs a value for its parameter 'width'"),
+    ("keyword_batch", [], 2, "needs a value for its parameter 'batch', which the command line "
+                             "passes only for batch, seq, dtype and device; give --batch"),
+    ("keyword_batch", ["--batch", "3"], 0, '"output_shape": [3]'),
+    ("positional_only", [], 2, "required positional-only parameter 'n'"),
+    ("string_inputs", [], 2, "example_inputs a tuple of positional arguments or a single "
+                             "tensor; got str"),
+    ("int_inputs", [], 2, "got int"),
+    ("generator_inputs", [], 2, "got generator"),
+    ("tensor_input", ["--batch", "4"], 0, '"output_shape": [3]'),
+])
+def test_cli_user_function_contract(capsys, tmp_path, func, argv, code, text):
+    path = tmp_path / "model.py"
+    path.write_text(USER_FILE)
+    from subclass_kit.cli import main
+    assert main(["shapes", f"{path}:{func}", "--json", *argv]) == code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and text in (out if code == 0 else err)
