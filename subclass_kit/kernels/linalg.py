@@ -19,8 +19,14 @@ from .. import _dtype as dt
 from ..layout import contiguous_strides, format_size
 from ..registry import ops, register_kernel
 from ..storage import META
-from ._common import (Spec, check_out_device_first, common_device, register_rule, resize_out,
-                      type_name)
+from ._common import (
+    Spec,
+    check_out_device_first,
+    common_device,
+    register_rule,
+    resize_out,
+    type_name,
+)
 
 # C++ spellings of scalar types, as ``c10::ScalarType`` prints through ``caffe2::TypeMeta``.
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",

@@ -13,8 +13,14 @@ from ..layout import broadcast_shapes, format_size
 from ..registry import ops, register_kernel
 from ..storage import META
 from ..tensor import Tensor
-from ._common import (Spec, check_no_internal_overlap, check_out_device_first, common_device,
-                      resize_out, type_name)
+from ._common import (
+    Spec,
+    check_no_internal_overlap,
+    check_out_device_first,
+    common_device,
+    resize_out,
+    type_name,
+)
 from ._iter_layout import alloc, contig, layout_of
 from ._scalars import checked_scalar, cpp_name, wrap_scalar
 from .pointwise import _common_dtype, _device, _split
