@@ -19,6 +19,8 @@ dtype, device, ``_version``, ``_base``, ``nbytes``) or the exceptions (class and
 - ``round(x, decimals=)``: integer and bool inputs raise PyTorch's cpu error on both devices
   (PyTorch's meta kernel returns the integer dtype; we returned float32), float16 rounds in
   float32 as PyTorch's opmath does;
+- documented differences (docs/differences.md, "One rule per op"): meta runs the cpu overlap
+  checks and in-place promotion error, with torch's cpu texts;
 - ``data_ptr()``: a meta view reports its byte offset from the (null) storage address, and a
   tensor or storage without elements reports 0, on both devices;
 - ``sk.tensor(t)`` copies a meta tensor to a meta tensor (the source's device is the default);
@@ -426,3 +428,26 @@ def test_meta_mode_twins_keep_inference_status(program, real_inference, inside_i
     assert ours == run_in(torch, contextlib.nullcontext())     # eager execution
     if not real_inference:   # FakeTensorMode gives fakes of inference tensors a counter
         assert ours == run_in(torch, _fake_mode())
+
+
+# -- documented: meta raises the cpu overlap / in-place promotion errors --------------------------------
+CPU_RULES_ON_META = {
+    "in-place into an expand": lambda L, dev: L.zeros(3, 1, device=dev).expand(3, 4).add_(1),
+    "copy_ into an expand": lambda L, dev: L.zeros(1, device=dev).expand(3).copy_(
+        L.zeros(3, device=dev)),
+    "out= is an expand": lambda L, dev: L.add(L.zeros(3, device=dev), 1,
+                                              out=L.zeros(1, device=dev).expand(3)),
+    "partial overlap": lambda L, dev: [x[1:].copy_(x[:-1]) for x in [L.zeros(4, device=dev)]],
+    "int add_ float": lambda L, dev: L.zeros(3, dtype=L.int64, device=dev).add_(1.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CPU_RULES_ON_META))
+def test_meta_raises_the_cpu_error(name):
+    program = CPU_RULES_ON_META[name]
+    with pytest.raises(RuntimeError) as theirs:
+        program(torch, "cpu")
+    for device in ("cpu", "meta"):
+        with pytest.raises(RuntimeError) as ours:
+            program(sk, device)
+        assert str(ours.value) == str(theirs.value)
