@@ -5,6 +5,7 @@ from .explain import explain as explain
 from .graph import Graph as Graph
 from .graph import make_graph as make_graph
 from .logging_mode import LoggingMode as LoggingMode
+from .meta_mode import DynamicOutputShapeError as DynamicOutputShapeError
 from .meta_mode import MetaMode as MetaMode
 from .meta_mode import infer_shapes as infer_shapes
 from .op_usage import OpUsageMode as OpUsageMode

@@ -18,8 +18,10 @@ What it is
       FakeTensor's ``from_tensor``; ``t.to("meta")`` would instead give a fresh tensor at
       offset 0 with dense strides, e.g. a ``[1:]`` slice of a permuted tensor loses its
       offset and its strides change). Real tensors are never read or written
-      (``real.add_(1)`` mutates the twin only); twins' version counters start where the
-      conversion left them (they count writes during the mode, not the real history).
+      (``real.add_(1)`` mutates the twin only); a twin's version counter starts at the real
+      tensor's ``_version`` and then counts the writes during the mode, and a twin is an
+      inference tensor exactly when the real one is (also when made inside
+      ``inference_mode``), so views behave as eager execution's.
 
     **The device label (a design choice).** PyTorch's ``FakeTensor`` is a subclass whose
     ``.device`` lies ("cpu") while it holds a meta tensor. Here results are *plain meta
@@ -58,7 +60,7 @@ from typing import Any, NamedTuple
 
 import subclass_kit as sk
 
-__all__ = ["MetaMode", "ShapeReport", "TensorMeta", "infer_shapes"]
+__all__ = ["DynamicOutputShapeError", "MetaMode", "ShapeReport", "TensorMeta", "infer_shapes"]
 
 Tensor = sk.Tensor
 META = sk.device("meta")
@@ -74,6 +76,26 @@ def _has_device(func) -> bool:
         has = any(a.name == "device" for a in func.schema.arguments)
         _HAS_DEVICE[func] = has
     return has
+
+
+class DynamicOutputShapeError(NotImplementedError):
+    """An op whose output *shape* depends on its inputs' data (``nonzero``, ``x[mask]`` with a
+    boolean or uint8 mask) ran under :class:`MetaMode`, which has no data.
+
+    PyTorch's ``FakeTensorMode`` raises ``DynamicOutputShapeException`` (a ``RuntimeError``)
+    there; this is a ``NotImplementedError`` -- the class the meta device itself raises, and
+    also a ``RuntimeError`` -- with a message naming the op instead of the meta kernel's text
+    about a ``torch.fx`` config flag.
+    """
+
+
+def _data_dependent(func, args) -> bool:
+    """Whether ``func(*args)`` failed on meta because its output shape needs the data."""
+    if func is sk.ops.nonzero.default:
+        return True
+    if func is sk.ops.index.Tensor and len(args) > 1:
+        return any(isinstance(i, Tensor) and i.dtype in (sk.bool, sk.uint8) for i in args[1])
+    return False
 
 
 class MetaMode(sk.DispatchMode):
@@ -101,7 +123,10 @@ class MetaMode(sk.DispatchMode):
         entry = self._tensors.get(id(t))
         if entry is not None and entry[0]() is t:
             return entry[1]
-        with sk.no_dispatch():
+        # The twin is an inference tensor exactly when ``t`` is one, whatever the current
+        # inference mode (a twin made inside inference_mode of a normal tensor keeps its
+        # version counter, as the views eager execution takes there do).
+        with sk.no_dispatch(), sk.inference_mode(t.is_inference()):
             m = self._convert(t)
         m.fake_device = t.device
         key = id(t)
@@ -115,6 +140,11 @@ class MetaMode(sk.DispatchMode):
         m = sk.empty(0, dtype=t.dtype, device="meta")
         m.set_(self._meta_storage(t.untyped_storage()), t.storage_offset(), t.shape,
                t.stride())
+        if m._vc is not None:
+            # The twin's counter continues the real one (set_ bumped it): a view the program
+            # takes inside the mode reports the version eager execution would (FakeTensor's
+            # views of real inputs do too). Views of ``t`` share it through the base twin.
+            m._vc[0] = t._vc[0] if t._vc is not None else 0
         if t.requires_grad:
             m.requires_grad_(True)
         return m
@@ -163,7 +193,15 @@ class MetaMode(sk.DispatchMode):
             args, kwargs, label = self._rewrite(func, args, kwargs or {})
         else:
             kwargs = {}
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except NotImplementedError:
+            if not _data_dependent(func, args):
+                raise
+            raise DynamicOutputShapeError(
+                f"{func}: the shape of its output depends on the data of its inputs, which "
+                "MetaMode does not have (nonzero, or indexing with a boolean mask); run this "
+                "step outside the mode") from None
         if label is not None and label != META and not func.mutated_args:
             if isinstance(out, Tensor):
                 out.fake_device = label
@@ -246,11 +284,12 @@ class ShapeReport(NamedTuple):
 
 def _spec_to_tensor(spec):
     """A tensor for a spec: tensors pass through; ``(shape, dtype)`` and bare shapes become
-    empty meta tensors."""
+    empty meta tensors (an int shape in a pair is 1-d, as ``sk.empty(n)``)."""
     if isinstance(spec, Tensor):
         return spec
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], sk.dtype):
-        return sk.empty(tuple(spec[0]), dtype=spec[1], device="meta")
+        shape = (spec[0],) if isinstance(spec[0], int) else tuple(spec[0])
+        return sk.empty(shape, dtype=spec[1], device="meta")
     if isinstance(spec, (tuple, list, sk.Size)) and all(isinstance(s, int) for s in spec):
         return sk.empty(tuple(spec), device="meta")
     raise TypeError(f"infer_shapes(): a spec must be a Tensor, a (shape, dtype) pair or a "
@@ -264,7 +303,8 @@ def infer_shapes(fn, *specs, **kwspecs) -> ShapeReport:
     device="meta")`` works too), a ``(shape, dtype)`` pair, or a bare shape (default dtype).
     Keyword specs are passed as keyword arguments. Returns a :class:`ShapeReport`. Errors of
     ``fn`` (shape mismatches, data-dependent ops such as ``.item()``) propagate with the meta
-    kernels' PyTorch texts.
+    kernels' PyTorch texts. Raises TypeError for a spec of another form ("a spec must be a
+    Tensor, a (shape, dtype) pair or a shape") and ``sk.empty``'s errors for bad sizes.
     """
     inputs = [_spec_to_tensor(s) for s in specs]
     kw_inputs = {k: _spec_to_tensor(s) for k, s in kwspecs.items()}

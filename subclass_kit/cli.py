@@ -9,7 +9,8 @@
 prints the parameter count and bytes, the output shape and dtype, a per-block table and a
 peak-activation estimate. See ``shapes --help`` for the user-function contract and the
 definition of each number. Exit status: 0 on success, 2 for bad arguments (unknown model,
-unloadable file or function, bad option), 1 when the model's own code raises.
+unloadable file or function, bad option, sizes so large that a tensor passes the int64 byte
+range), 1 when the model's own code raises.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ TARGET is a zoo model name (see `subclass-kit list`) or path/to/file.py:function
 A user function is called with those of the keyword arguments batch= (int), seq= (int),
 dtype= (an sk.dtype) given on the command line, plus device="meta" if its signature accepts a
 `device` parameter; an option given on the command line that the function cannot take is an
-error. It must return (model, example_inputs):
+error, and so is a parameter without a default that the command line does not fill. It must
+return (model, example_inputs):
   model           a callable run as model(*example_inputs). A subclass_kit.zoo.nn.Module
                   also gives the parameter count (sum of numel of its parameter tensors, each
                   once) and one table row per block (its children; ModuleList items expanded);
@@ -63,6 +65,19 @@ class _UsageError(Exception):
 
 class _UserCodeError(Exception):
     """The user's function raised: traceback on stderr, exit status 1."""
+
+
+# What PyTorch (and so subclass_kit, on meta too) raises when a tensor's bytes or element count
+# pass the int64 range: from the CLI that means --batch/--seq are too large, a usage error.
+_TOO_LARGE = ("Storage size calculation overflowed", "numel: integer multiplication overflow")
+
+
+def _too_large(e: BaseException, name: str):
+    """A _UsageError for an int64 overflow error ``e`` of ``name``'s run, else None."""
+    if isinstance(e, RuntimeError) and str(e).startswith(_TOO_LARGE):
+        return _UsageError(f"{name}: a tensor would not fit in 2**63 - 1 bytes ({e}); use a "
+                           "smaller --batch or --seq")
+    return None
 
 
 def _positive_int(text: str) -> int:
@@ -117,12 +132,20 @@ def main(argv=None) -> int:
         print(f"subclass-kit shapes: error: {e}", file=sys.stderr)
         return 2
     except _UserCodeError as e:
+        usage = _too_large(e.__cause__, str(e))
+        if usage is not None:
+            print(f"subclass-kit shapes: error: {usage}", file=sys.stderr)
+            return 2
         print(f"subclass-kit shapes: error: {e} raised:", file=sys.stderr)
         traceback.print_exception(e.__cause__, file=sys.stderr)
         return 1
     try:
         summary = zoo.summarize(model, inputs, name=name)
-    except Exception:
+    except Exception as e:
+        usage = _too_large(e, name)
+        if usage is not None:
+            print(f"subclass-kit shapes: error: {usage}", file=sys.stderr)
+            return 2
         print(f"subclass-kit shapes: error: the forward of {name} raised:", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)
         return 1
@@ -154,6 +177,11 @@ def _build(args):
         inputs = model.example_inputs(batch=args.batch or 1, seq=args.seq, device="meta")
     except ValueError as e:
         raise _UsageError(f"{target}: {e}") from None
+    except RuntimeError as e:
+        usage = _too_large(e, target)
+        if usage is None:
+            raise
+        raise usage from None
     return model, inputs, target
 
 
@@ -206,6 +234,18 @@ def _call_kwargs(fn, args, label: str) -> dict:
                               "used with it")
     if takes_any or "device" in params:
         given["device"] = "meta"
+    for name, p in params.items():
+        # A parameter only the command line could fill, and it cannot: a usage error, not a
+        # TypeError traceback from the call.
+        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) \
+                and name not in given:
+            option = f"; give --{name}" if name in ("batch", "seq", "dtype") else ""
+            raise _UsageError(f"{label}() needs a value for its parameter {name!r}, which the "
+                              f"command line passes only for batch, seq, dtype and "
+                              f"device{option}")
+        if p.kind is p.POSITIONAL_ONLY and p.default is p.empty:
+            raise _UsageError(f"{label}() has a required positional-only parameter {name!r}; "
+                              "the command line passes keyword arguments only")
     return given
 
 
@@ -221,6 +261,10 @@ def _build_from_file(path, func, args):
         raise _UsageError(f"{label} must return (model, example_inputs) with a callable model; "
                           f"got {type(result).__name__}")
     model, inputs = result
+    if not isinstance(inputs, (tuple, list, sk.Tensor)):
+        raise _UsageError(f"{label} must return (model, example_inputs) with example_inputs a "
+                          f"tuple of positional arguments or a single tensor; got "
+                          f"{type(inputs).__name__}")
     return model, inputs, label
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "channels_last_strides",
     "checked_numel",
     "compute_storage_nbytes",
+    "compute_storage_nbytes_contiguous",
     "contiguous_strides",
     "format_size",
     "infer_size",
@@ -91,6 +92,26 @@ def compute_storage_nbytes(sizes, strides, itemsize: int, offset: int = 0) -> in
     if overflowed:
         raise RuntimeError(f"Storage size calculation overflowed with sizes={format_size(sizes)} "
                            f"and strides={format_size(strides)}")
+    return total
+
+
+def compute_storage_nbytes_contiguous(sizes, itemsize: int, offset: int = 0) -> int:
+    """Bytes of a fresh contiguous storage for ``sizes``, PyTorch's
+    ``computeStorageNbytesContiguous``: ``(prod(sizes) + offset) * itemsize`` in unsigned 64-bit
+    arithmetic, the product taken left to right (so ``[2**32, 2**32, 0]`` overflows before the
+    0 is reached, while ``[0, 2**32, 2**32]`` does not).
+
+    Raises RuntimeError "Storage size calculation overflowed with sizes=[2305843009213693952]"
+    when a step overflows or the bytes exceed the int64 range (``storage_max``).
+    """
+    prod, overflowed = 1, False
+    for size in sizes:
+        prod *= size
+        if prod >= _U64:
+            overflowed, prod = True, prod % _U64
+    total = (prod + offset) * itemsize
+    if overflowed or total >= 1 << 63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={format_size(sizes)}")
     return total
 
 

@@ -147,7 +147,7 @@ class Storage:
         if self._dataless:
             raise RuntimeError("Attempted to access the data pointer on an invalid python "
                                "storage.")
-        if self._buffer is None:
+        if self._buffer is None or not self._nbytes:   # PyTorch allocates nothing for 0 bytes
             return 0
         return self._buffer.__array_interface__["data"][0]
 

@@ -257,10 +257,13 @@ class Tensor(metaclass=TensorType):
         return self._storage
 
     def data_ptr(self) -> int:
-        if self._storage._dataless:
+        """Address of the first element, PyTorch's ``TensorImpl::data()``: 0 for a tensor
+        without elements, else the storage's address plus ``storage_offset() *
+        element_size()`` -- so a meta view reports its byte offset (its storage's address is
+        0), as PyTorch's does. Data-less wrapper subclasses report 0."""
+        if self._storage._dataless or not self._layout.numel():
             return 0
-        base = self._storage.data_ptr()
-        return base + self._layout.offset * self._dtype.itemsize if base else 0
+        return self._storage.data_ptr() + self._layout.offset * self._dtype.itemsize
 
     # -- version counter and view tracking --------------------------------------------------
     @property

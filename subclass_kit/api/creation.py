@@ -84,11 +84,13 @@ def _as_array(data) -> tuple:
 
 
 @public_api
-def tensor(data, dtype=None, device="cpu", requires_grad=False):
+def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor copying ``data`` (nested lists, numbers, numpy arrays or a Tensor).
 
     dtype: inferred as PyTorch does (bool, int64, or the default float; numpy arrays keep
-    theirs). Raises TypeError for data of unsupported types; ValueError for ragged lists.
+    theirs). device: "cpu" by default, or ``data``'s device when ``data`` is a Tensor (PyTorch
+    copies a meta tensor to a meta tensor). Raises TypeError for data of unsupported types;
+    ValueError for ragged lists.
     """
     if isinstance(data, Tensor):
         src = data.detach()
@@ -106,7 +108,7 @@ def tensor(data, dtype=None, device="cpu", requires_grad=False):
         # The data is written outside the op layer, so the allocation is hidden from modes too
         # (PyTorch builds it below the Python key): modes see only lift_fresh of a constant.
         with no_dispatch():
-            out = ops.empty(list(arr.shape), dtype=dtype, device=device)
+            out = ops.empty(list(arr.shape), dtype=dtype, device=device or "cpu")
         if out._storage.device.type != "meta":
             np.copyto(out._array(), arr, casting="unsafe")
         out = ops.lift_fresh(out)

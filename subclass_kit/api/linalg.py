@@ -13,7 +13,7 @@ from .. import _dtype as dt
 from .._state import tls
 from ..function import public_api
 from ..inplace_checks import any_requires_grad
-from ..kernels._common import Spec, resize_output
+from ..kernels._common import Spec, check_out_device_first, cross_device_error, resize_output
 from ..kernels.linalg import cpp_name
 from ..registry import ops
 from ..tensor import Tensor
@@ -57,6 +57,8 @@ def _write_out(name, inputs, result, out):
     if tls.grad_enabled and any_requires_grad((inputs, out), None):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
+    if out._storage.device is not result._storage.device:   # before the dtype, as PyTorch
+        raise cross_device_error(result._storage.device, out._storage.device)
     if out.dtype is not result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result.dtype)}, but "
                            f"got {cpp_name(out.dtype)} instead")
@@ -75,6 +77,8 @@ def matmul(input, other, *, out=None):
     >>> (sk.ones(2, 3) @ sk.ones(3)).tolist()
     [3.0, 3.0]
     """
+    if out is not None:   # PyTorch's mm.out checks the device before the shapes
+        check_out_device_first(input, out)
     result = ops.matmul(input, other)
     return result if out is None else _write_out("matmul", (input, other), result, out)
 

@@ -119,21 +119,45 @@ Tensor.absolute = Tensor.abs
 Tensor.absolute_ = Tensor.abs_
 
 
-def round(input, *, decimals=0, out=None):
-    """Round half to even (``torch.round``); ``decimals`` scales by ``10**decimals`` first."""
+def _check_round_decimals(input, decimals):
+    # PyTorch's round.decimals kernel has no integral or bool variant, even for decimals=0
+    # (round.default returns integers unchanged): the kernel name says which one refused.
+    if not input.dtype.is_floating_point:
+        from ..kernels._common import type_name
+        kernel = "round_vml_cpu" if decimals == 0 else "round_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{type_name(input.dtype)}'")
+
+
+def round(input, *, decimals=None, out=None):
+    """Round half to even (``torch.round``); ``decimals`` scales by ``10**decimals`` first.
+
+    Raises NotImplementedError when ``decimals`` is given for an integer or bool tensor
+    (PyTorch's ``round.decimals`` is floating-point only: '"round_cpu" not implemented for
+    'Long''), on meta too; without ``decimals`` integers are returned unchanged.
+    """
     _need_tensor("round", "input", 1, input)
+    if decimals is not None:
+        _check_round_decimals(input, decimals)
     if decimals:
         scale = 10.0 ** builtins.abs(decimals)
+        # PyTorch scales, rounds and unscales float16 in float32 (its opmath type), rounding
+        # to float16 once at the end.
+        x = ops._to_copy(input, dtype=dt.float32) if input.dtype is dt.float16 else input
         if decimals > 0:
-            res = ops.div(ops.round(ops.mul(input, scale)), scale)
+            res = ops.div(ops.round(ops.mul(x, scale)), scale)
         else:
-            res = ops.mul(ops.round(ops.div(input, scale)), scale)
+            res = ops.mul(ops.round(ops.div(x, scale)), scale)
+        if x is not input:
+            res = ops._to_copy(res, dtype=input.dtype)
         return res if out is None else ops.copy_(out, res)
     return ops.round(input) if out is None else ops.round.out(input, out=out)
 
 
-def round_(self, *, decimals=0):
-    """In-place ``round``."""
+def round_(self, *, decimals=None):
+    """In-place ``round``; raises what :func:`round` raises."""
+    if decimals is not None:
+        _check_round_decimals(self, decimals)
     if decimals:
         return ops.copy_(self, round(self, decimals=decimals))
     return ops.round_(self)

@@ -132,11 +132,30 @@ def overlap_status(a: Tensor, b: Tensor):
     return "partial" if a_begin < b_end and b_begin < a_end else None
 
 
+def cross_device_error(src, dst) -> RuntimeError:
+    """PyTorch's error for an ``out=`` tensor on another device than the result (the
+    ``check_copy_devices`` of its out= wrapper, which its meta kernels run, so every cpu/meta
+    mix reports it): "Attempting to copy from device cpu to device meta, but cross-device
+    copies are not allowed!"."""
+    return RuntimeError(f"Attempting to copy from device {src.type} to device {dst.type}, but "
+                        "cross-device copies are not allowed!")
+
+
+def check_out_device_first(first, out: Tensor):
+    """PyTorch's out= wrapper checks, before the op's own checks, that ``out`` is on the device
+    of the op's first argument when that is a tensor (a 0-d cpu tensor included).
+
+    Raises the :func:`cross_device_error`.
+    """
+    if isinstance(first, Tensor) and first._storage.device is not out._storage.device:
+        raise cross_device_error(first._storage.device, out._storage.device)
+
+
 def resize_out(out: Tensor, spec: Spec, op_name: str):
     """Make ``out`` (an out= argument) hold ``spec``'s shape, as PyTorch's ``resize_output``.
 
     Raises RuntimeError when the result dtype cannot be cast to ``out``'s dtype, or when
-    ``out`` is on another device.
+    ``out`` is on another device (:func:`cross_device_error`).
     """
     if resize_output_check(out, spec, stacklevel=5):
         resize_storage_for(out, Layout(tuple(spec.sizes), spec.strides, out._layout.offset))
@@ -153,8 +172,7 @@ def resize_output_check(out: Tensor, spec: Spec, stacklevel: int = 3) -> bool:
         raise RuntimeError(f"result type {_type_name(spec.dtype)} can't be cast to the desired "
                            f"output type {_type_name(out._dtype)}")
     if out._storage.device is not spec.device:
-        raise RuntimeError(f"Expected out tensor to have device {spec.device.type}, but got "
-                           f"{out._storage.device.type} instead")
+        raise cross_device_error(spec.device, out._storage.device)
     if tuple(out._layout.sizes) == tuple(spec.sizes):
         return False
     if out._layout.numel() != 0:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..layout import Layout, broadcast_shapes, channels_last_strides, contiguous_strides
+from ..layout import (Layout, broadcast_shapes, channels_last_strides, compute_storage_nbytes,
+                      compute_storage_nbytes_contiguous, contiguous_strides)
 from .._state import tls
 from ..storage import CPU, Storage
 from ..tensor import Tensor, make_tensor
@@ -185,7 +186,11 @@ def alloc(sizes, strides, dtype, device):
     tensor's cached numpy view is that array (contiguous) or a strided view of it.
 
     The cpu branch is ``make_tensor(Storage._over(buf), ...)`` written out: it runs for every
-    op output, and the two calls cost a third of it."""
+    op output, and the two calls cost a third of it.
+
+    Raises RuntimeError "Storage size calculation overflowed with sizes=[...]" (" and
+    strides=[...]" for a layout with gaps or overlap) when the bytes pass the int64 range, on
+    meta too, as PyTorch's cpu allocator does (some of its meta kernels wrap around instead)."""
     key = (sizes, strides, dtype)
     entry = _ALLOC.get(key)
     if entry is None:
@@ -195,6 +200,12 @@ def alloc(sizes, strides, dtype, device):
         item = dtype.itemsize
         layout = Layout(sizes, strides, 0)
         extent = layout.storage_extent()
+        # PyTorch's allocation check (``empty``'s for dense layouts, ``empty_strided``'s
+        # otherwise), run once per cached layout: off the hot path.
+        if extent == numel:
+            compute_storage_nbytes_contiguous(sizes, item)
+        else:
+            compute_storage_nbytes(sizes, strides, item)
         entry = (layout, extent, tuple(s * item for s in strides), dtype.numpy,
                  numel, strides == contig(sizes))
         if len(_ALLOC) < 4096:

@@ -19,7 +19,14 @@ from .. import _dtype as dt
 from ..layout import contiguous_strides, format_size
 from ..registry import ops, register_kernel
 from ..storage import META
-from ._common import Spec, common_device, register_rule, resize_out, type_name
+from ._common import (
+    Spec,
+    check_out_device_first,
+    common_device,
+    register_rule,
+    resize_out,
+    type_name,
+)
 
 # C++ spellings of scalar types, as ``c10::ScalarType`` prints through ``caffe2::TypeMeta``.
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -211,6 +218,7 @@ def _register_exact_out(op_out, functional):
     """out= of a product: ``out`` must have the result dtype exactly (no casting, PyTorch)."""
 
     def kernel(self, mat2, *, out):
+        check_out_device_first(self, out)
         spec = functional.rule(self, mat2)
         if out._dtype is not spec.dtype:
             raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES[spec.dtype.name]}, "

@@ -27,8 +27,8 @@ from ..registry import _lookup, ops, register_kernel
 from ..storage import CPU, META
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
-from ._common import (Spec, check_no_internal_overlap, check_no_partial_overlap, common_device,
-                      resize_out, type_name)
+from ._common import (Spec, check_no_internal_overlap, check_no_partial_overlap,
+                      check_out_device_first, common_device, resize_out, type_name)
 from ._iter_layout import alloc, contig, layout_of, layout_of_pairs
 from ._scalars import cpp_name, quiet, unquiet, wrap_scalar
 
@@ -354,6 +354,7 @@ def _register_out(op_out, info, fill):
     check = info.check
 
     def kernel(*args, out, **kwargs):
+        check_out_device_first(args[0], out)
         check_no_partial_overlap(out, args)
         if check is not None:
             check(*args, **kwargs)

@@ -30,7 +30,7 @@ from .. import _dtype as dt
 from ..layout import contiguous_strides, wrap_dim
 from ..registry import ops, register_kernel
 from ..storage import CPU, META
-from ._common import Spec, resize_out, type_name
+from ._common import Spec, check_out_device_first, resize_out, type_name
 from ._iter_layout import alloc
 from ._scalars import cpp_name, quiet, unquiet
 
@@ -151,10 +151,15 @@ def _reduce_into(ufunc, dest, arr, axis, keepdim, acc=None):
 
 
 # -- registration ----------------------------------------------------------------------------
-def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=False):
+def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=False,
+              out_wrapper=True):
     """Functional cpu/meta kernels from ``rule`` + ``compute(dest, arr, spec, self, *args,
     **kw)``, which writes ``dest`` (returning None) or returns an array to cast into it;
-    ``out_policy(spec, out, *args, **kw) -> Spec`` decides the out= dtype."""
+    ``out_policy(spec, out, *args, **kw) -> Spec`` decides the out= dtype. ``out_wrapper``:
+    PyTorch's meta kernel of the out= op is its Python out= wrapper, which checks ``out``'s
+    device first ("Attempting to copy from device ..."); False for its C++ structured meta
+    kernels (``argmax``/``argmin``), which check it last ("Expected out tensor to have device
+    ...")."""
 
     def fill(outs, spec, self, *args, **kwargs):
         arr = self._array()
@@ -187,10 +192,13 @@ def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=Fals
         return
 
     def out_kernel(self, *args, out, **kwargs):
+        if out_wrapper:
+            check_out_device_first(self, out)
         if policy_first:  # PyTorch checks out's dtype before the arguments
             out_policy(None, out, *args, **kwargs)
         spec = out_policy(rule(self, *args, **kwargs), out, *args, **kwargs)
-        _check_out_device(out, spec)
+        if not out_wrapper:
+            _check_out_device(out, spec)
         resize_out(out, spec._replace(dtype=out._dtype), out_op.name)
         if out._storage.device is not META:
             fill([out._array()], spec, self, *args, **kwargs)
@@ -421,9 +429,9 @@ def _arg_compute_for(fn):
 
 
 _register(ops.argmax, _arg_rule_for("argmax"), _arg_compute_for(np.argmax), ops.argmax.out,
-          _out_exact)
+          _out_exact, out_wrapper=False)
 _register(ops.argmin, _arg_rule_for("argmin"), _arg_compute_for(np.argmin), ops.argmin.out,
-          _out_exact)
+          _out_exact, out_wrapper=False)
 
 
 # -- max, min (all-reduce and with dim) ------------------------------------------------------

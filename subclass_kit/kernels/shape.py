@@ -18,8 +18,8 @@ from ..layout import Layout, channels_last_strides, contiguous_strides, format_s
 from ..registry import ops, register_kernel
 from ..storage import Storage
 from ..tensor import make_tensor
-from ._common import (Spec, check_no_overlap, common_device, register_inplace, register_rule,
-                      resize_out, type_name)
+from ._common import (Spec, check_no_overlap, common_device, cross_device_error,
+                      register_inplace, register_rule, resize_out, type_name)
 
 
 def _fresh(sizes, dtype, device) -> Spec:
@@ -126,6 +126,8 @@ def _cat_fill(outs, spec, tensors, dim=0):
 def _cat_out(tensors, dim=0, *, out):
     spec = _cat_rule(tensors, dim)
     from .._dtype import can_cast
+    if out._storage.device is not spec.device:   # PyTorch checks it before the dtype
+        raise cross_device_error(spec.device, out._storage.device)
     if not can_cast(spec.dtype, out._dtype):
         raise TypeError(f"sk.cat(): input types can't be cast to the desired output type "
                         f"{type_name(out._dtype)}")

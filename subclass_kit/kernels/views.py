@@ -8,6 +8,8 @@ skips the check on meta, we do not (documented difference).
 
 from __future__ import annotations
 
+import math
+
 from .. import _dtype as dt
 from .._state import tls
 from ..layout import (
@@ -15,6 +17,7 @@ from ..layout import (
     _tuple_new,
     checked_numel,
     compute_storage_nbytes,
+    compute_storage_nbytes_contiguous,
     contiguous_strides,
     format_size,
     resolve_negative_strides,
@@ -220,7 +223,10 @@ def expand_sizes(self, size) -> tuple:
 
 @both_devices(ops.expand)
 def expand(self, size, *, implicit=False):
-    return make_view(self, self._layout.expand(expand_sizes(self, size)))
+    layout = self._layout.expand(expand_sizes(self, size))
+    if math.prod(layout.sizes) >= 1 << 63:
+        checked_numel(layout.sizes)  # PyTorch: "numel: integer multiplication overflow"
+    return make_view(self, layout)
 
 
 def _squeeze_dims(self, dim):
@@ -458,6 +464,9 @@ def resize_(self, size, *, memory_format=None):
     checked_numel(size)  # a negative size only passes next to a 0, as in PyTorch
     if size == self._layout.sizes:
         return self
+    # PyTorch's resize_impl: "Storage size calculation overflowed with sizes=[...]" (its meta
+    # kernel wraps around instead; one rule per op).
+    compute_storage_nbytes_contiguous(size, self._dtype.itemsize, self._layout.offset)
     from ..layout import channels_last_strides
     from ..tensor import channels_last
     from ._common import resize_storage_for

@@ -13,7 +13,14 @@ from ..layout import broadcast_shapes, format_size
 from ..registry import ops, register_kernel
 from ..storage import META
 from ..tensor import Tensor
-from ._common import Spec, check_no_internal_overlap, common_device, resize_out, type_name
+from ._common import (
+    Spec,
+    check_no_internal_overlap,
+    check_out_device_first,
+    common_device,
+    resize_out,
+    type_name,
+)
 from ._iter_layout import alloc, contig, layout_of
 from ._scalars import checked_scalar, cpp_name, wrap_scalar
 from .pointwise import _common_dtype, _device, _split
@@ -63,6 +70,7 @@ def _where_out(condition, self, other, *, out):
         if not isinstance(value, Tensor):
             raise RuntimeError(  # noqa: TRY004  (PyTorch raises RuntimeError here)
                 _WHERE_OUT.format(name, type(value).__name__, pos, value, value))
+    check_out_device_first(condition, out)
     spec = _where_rule(condition, self, other)
     if spec.dtype is not out._dtype:
         raise RuntimeError(f"Expected out type to be {type_name(spec.dtype)} but got "
@@ -127,6 +135,7 @@ def _masked_fill_inplace(self, mask, value):
 
 
 def _masked_fill_out(self, mask, value, *, out):
+    check_out_device_first(self, out)
     spec = _masked_fill_rule(self, mask, value)
     if out._dtype is not spec.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(spec.dtype)}, but got "
