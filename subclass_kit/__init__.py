@@ -41,7 +41,7 @@ from .schema import parse_schema as parse_schema
 from .storage import Storage as Storage
 from .storage import device as device
 from .tensor import CreationMeta as CreationMeta
-from .tensor import Size as Size
+from .layout import Size as Size
 from .tensor import Tensor as Tensor
 from .tensor import channels_last as channels_last
 from .tensor import contiguous_format as contiguous_format

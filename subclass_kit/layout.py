@@ -5,6 +5,8 @@ returning a new ``Layout``, or ``None`` from :meth:`Layout.view` when the new sh
 expressible over the same memory (PyTorch's ``computeStride`` returning nullopt). Stride rules
 follow PyTorch 2.13 (``aten/src/ATen/native/TensorShape.cpp``); see SEMANTICS.md §1.2-1.4.
 
+``Size`` (PyTorch's ``torch.Size``) is the shape type tensors report.
+
 This module is stdlib only: it knows nothing about storage, dtypes or numpy.
 """
 
@@ -14,6 +16,7 @@ from typing import NamedTuple
 
 __all__ = [
     "Layout",
+    "Size",
     "broadcast_shapes",
     "channels_last_strides",
     "checked_numel",
@@ -189,6 +192,23 @@ def broadcast_shapes(*shapes) -> tuple:
                         f"The size of tensor a ({cur}) must match the size of tensor b ({s}) at "
                         f"non-singleton dimension {off + i}")
     return tuple(out)
+
+
+class Size(tuple):
+    """A tensor shape (PyTorch's ``torch.Size``): a tuple of ints with ``numel()``."""
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"sk.Size({list(self)})"
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
 
 
 class Layout(NamedTuple):

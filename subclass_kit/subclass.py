@@ -20,7 +20,8 @@ from .registry import get_kernel
 from .storage import Storage, device as _device
 from ._state import tls
 from .dispatch import DISPATCH_TYPES
-from .tensor import Size, Tensor, make_view
+from .layout import Size
+from .tensor import Tensor, make_view
 
 __all__ = ["make_subclass", "make_wrapper_subclass", "return_and_correct_aliasing",
            "is_traceable_wrapper_subclass", "transform_subclass"]
@@ -59,6 +60,7 @@ def make_subclass(cls, data: Tensor, requires_grad: bool = False) -> Tensor:
     t._layout = data._layout
     t._dtype = data._dtype
     t._vc = data._vc
+    t._np_buf = None
     if data._inference:
         t._inference = True
         if not tls.inference:
@@ -80,6 +82,7 @@ def as_subclass(self, cls) -> Tensor:
     _check_not_wrapper(cls, self)
     view = make_view(self, self._layout)
     t = _new(cls)
+    _copy_slots(view, t)
     t.__dict__.update(view.__dict__)
     return t
 
@@ -90,12 +93,24 @@ def _alias_as(self, cls) -> Tensor:
     returned input or an object whose class cannot be swapped into the subclass
     (docs/differences.md, "Results of a direct subclass")."""
     t = _new(cls)
+    _copy_slots(self, t)
     d = t.__dict__
     for k, v in self.__dict__.items():
         if k in _TENSOR_STATE:
             d[k] = v
     t._np_buf = None
     return t
+
+
+def _copy_slots(src, dst):
+    """The state Tensor keeps in slots (``Tensor.__slots__``), from ``src`` to ``dst``."""
+    dst._storage = src._storage
+    dst._layout = src._layout
+    dst._dtype = src._dtype
+    dst._vc = src._vc
+    dst._np_buf = src._np_buf
+    if src._np_buf is not None:
+        dst._np = src._np
 
 
 # Instance attributes that are tensor state (set by constructors, views, in-place metadata
@@ -166,6 +181,7 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
     t._storage = storage
     t._layout = layout
     t._dtype = dtype
+    t._np_buf = None
     if tls.inference:
         t._vc = None
         t._inference = True

@@ -1,6 +1,8 @@
 """The strided ``Tensor``: a ``Storage`` plus a ``Layout``, a dtype and version/view state.
 
-State of a tensor (instance attributes; rarely-set ones default on the class):
+State of a tensor (``_storage``, ``_layout``, ``_dtype``, ``_vc`` and the cached numpy view
+``_np``/``_np_buf`` in ``Tensor.__slots__``, set by every constructor; rarely-set ones in the
+instance ``__dict__``, defaulting on the class):
 
 - ``_storage``: the shared ``Storage`` (Note [Views share Storage]);
 - ``_layout``: ``Layout(sizes, strides, offset)``, immutable; in-place metadata ops swap it;
@@ -23,30 +25,13 @@ from . import _dtype as dt
 from ._state import flags, tls
 from .function import DEFAULT_FUNCTION_TYPES, public_api, result_as
 from .hooks import TensorType, file_new_class
-from .layout import Layout
+from .layout import Layout, Size
 from .dispatch import DISPATCH_TYPES
 from .registry import ops
 from .storage import CPU, META, Storage
 
-__all__ = ["Tensor", "Size", "CreationMeta", "make_tensor", "make_view", "from_numpy",
+__all__ = ["Tensor", "CreationMeta", "make_tensor", "make_view", "from_numpy",
            "disabled_tensor_function"]
-
-
-class Size(tuple):
-    """A tensor shape (PyTorch's ``torch.Size``): a tuple of ints with ``numel()``."""
-
-    def numel(self) -> int:
-        n = 1
-        for s in self:
-            n *= s
-        return n
-
-    def __repr__(self):
-        return f"sk.Size({list(self)})"
-
-    def __getitem__(self, item):
-        out = tuple.__getitem__(self, item)
-        return Size(out) if isinstance(item, slice) else out
 
 
 class CreationMeta(enum.IntEnum):
@@ -82,6 +67,7 @@ def make_tensor(storage: Storage, layout: Layout, dtype, cls=None) -> "Tensor":
     t._storage = storage
     t._layout = layout
     t._dtype = dtype
+    t._np_buf = None
     if tls.inference:
         t._vc = None
         t._inference = True
@@ -101,6 +87,7 @@ def make_view(src: "Tensor", layout: Layout, dtype=None, multi_output: bool = Fa
     v._storage = src._storage
     v._layout = layout
     v._dtype = dtype or src._dtype
+    v._np_buf = None
     if src._inference:
         v._vc = None
         v._inference = True
@@ -133,6 +120,13 @@ class Tensor(metaclass=TensorType):
     subclasses with ``sk.make_subclass`` / ``sk.make_wrapper_subclass``.
     """
 
+    # The state every tensor has lives in slots: reads and writes skip the instance dict, and a
+    # direct subclass result's ``__class__`` swap (function.result_as) leaves it in place
+    # (with a managed dict CPython would first copy every attribute into a new dict). Rarer
+    # state keeps class-level defaults in ``__dict__``.
+    __slots__ = ("_storage", "_layout", "_dtype", "_vc", "_np", "_np_buf", "__dict__",
+                 "__weakref__")
+
     _base = None
     _creation_meta = None
     _view_op = None         # (forward op name, output index) of a tracked view
@@ -142,8 +136,6 @@ class Tensor(metaclass=TensorType):
     _requires_grad = False
     grad = None
     _grad_fn = None
-    _np_buf = None
-    _np = None
 
     # numpy: let ``ndarray op Tensor`` reach our reflected operators (NEP 13/18 opt-out).
     __array_ufunc__ = None
