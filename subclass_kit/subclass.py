@@ -60,11 +60,10 @@ def make_subclass(cls, data: Tensor, requires_grad: bool = False) -> Tensor:
     t._layout = data._layout
     t._dtype = data._dtype
     t._vc = data._vc
-    t._np_buf = None
-    if data._inference:
-        t._inference = True
-        if not tls.inference:
-            t._vc = [0]
+    t._base = t._np_buf = None
+    t._inference = data._inference
+    if data._inference and not tls.inference:
+        t._vc = [0]
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -108,6 +107,8 @@ def _copy_slots(src, dst):
     dst._layout = src._layout
     dst._dtype = src._dtype
     dst._vc = src._vc
+    dst._inference = src._inference
+    dst._base = src._base
     dst._np_buf = src._np_buf
     if src._np_buf is not None:
         dst._np = src._np
@@ -181,12 +182,13 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
     t._storage = storage
     t._layout = layout
     t._dtype = dtype
-    t._np_buf = None
+    t._base = t._np_buf = None
     if tls.inference:
         t._vc = None
         t._inference = True
     else:
         t._vc = [0]
+        t._inference = False
     if requires_grad:
         t.requires_grad_(True)
     return t

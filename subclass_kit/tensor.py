@@ -1,8 +1,8 @@
 """The strided ``Tensor``: a ``Storage`` plus a ``Layout``, a dtype and version/view state.
 
-State of a tensor (``_storage``, ``_layout``, ``_dtype``, ``_vc`` and the cached numpy view
-``_np``/``_np_buf`` in ``Tensor.__slots__``, set by every constructor; rarely-set ones in the
-instance ``__dict__``, defaulting on the class):
+State of a tensor (``_storage``, ``_layout``, ``_dtype``, ``_vc``, ``_inference``, ``_base``
+and the cached numpy view ``_np``/``_np_buf`` in ``Tensor.__slots__``, set by every
+constructor; rarely-set ones in the instance ``__dict__``, defaulting on the class):
 
 - ``_storage``: the shared ``Storage`` (Note [Views share Storage]);
 - ``_layout``: ``Layout(sizes, strides, offset)``, immutable; in-place metadata ops swap it;
@@ -67,12 +67,13 @@ def make_tensor(storage: Storage, layout: Layout, dtype, cls=None) -> "Tensor":
     t._storage = storage
     t._layout = layout
     t._dtype = dtype
-    t._np_buf = None
+    t._base = t._np_buf = None
     if tls.inference:
         t._vc = None
         t._inference = True
     else:
         t._vc = [0]
+        t._inference = False
     return t
 
 
@@ -91,10 +92,13 @@ def make_view(src: "Tensor", layout: Layout, dtype=None, multi_output: bool = Fa
     if src._inference:
         v._vc = None
         v._inference = True
+        v._base = None
     else:
+        v._inference = False
         st = tls.__dict__       # one thread-local lookup for the flags read here and below
         if st["below"]:
             v._vc = [0]
+            v._base = None
         else:
             v._vc = src._vc
             v._set_view_meta(src, multi_output, st)
@@ -124,15 +128,13 @@ class Tensor(metaclass=TensorType):
     # direct subclass result's ``__class__`` swap (function.result_as) leaves it in place
     # (with a managed dict CPython would first copy every attribute into a new dict). Rarer
     # state keeps class-level defaults in ``__dict__``.
-    __slots__ = ("_storage", "_layout", "_dtype", "_vc", "_np", "_np_buf", "__dict__",
-                 "__weakref__")
+    __slots__ = ("_storage", "_layout", "_dtype", "_vc", "_inference", "_base", "_np",
+                 "_np_buf", "__dict__", "__weakref__")
 
-    _base = None
     _creation_meta = None
     _view_op = None         # (forward op name, output index) of a tracked view
     _view_grad = False      # the view was made with grad on from a base requiring grad
     _view_version = 0       # version when the view was made (lazy grad_fn checks, §3.6)
-    _inference = False
     _requires_grad = False
     grad = None
     _grad_fn = None

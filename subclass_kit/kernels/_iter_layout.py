@@ -228,11 +228,13 @@ def alloc(sizes, strides, dtype, device):
     t._storage = storage
     t._layout = layout
     t._dtype = dtype
+    t._base = None
     if tls.inference:
         t._vc = None
         t._inference = True
     else:
         t._vc = [0]
+        t._inference = False
     # Tensor._array() caches its numpy view under these two attributes. Kernels read a
     # fresh cpu output's view as ``out._np``: calling ``_array()`` on fresh plain outputs and
     # on subclass inputs alike would defeat the interpreter's attribute specialisation there.
