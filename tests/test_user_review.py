@@ -75,3 +75,79 @@ def test_both_hook_names_are_fine():
     sub = type("Dual", (sk.Tensor,), {"__torch_dispatch__": classmethod(handler),
                                       "__tensor_dispatch__": classmethod(handler)})
     assert sub.__tensor_dispatch__.__func__ is handler      # a class that serves both libraries
+
+
+# -- the ported tutorial wrapper and count-ops mode ----------------------------------------------
+class _Wrapper(sk.Tensor):
+    """PyTorch's tree_map pass-through wrapper, ported name for name."""
+
+    @staticmethod
+    def __new__(cls, elem):
+        r = sk.make_wrapper_subclass(cls, elem.size(), strides=elem.stride(),
+                                     storage_offset=elem.storage_offset(), dtype=elem.dtype,
+                                     device=elem.device, requires_grad=elem.requires_grad)
+        r.elem = elem
+        return r
+
+    @classmethod
+    def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+        def unwrap(e):
+            return e.elem if isinstance(e, cls) else e
+
+        def wrap(e):
+            return cls(e) if isinstance(e, sk.Tensor) else e
+
+        out = func(*sk.pytree.tree_map(unwrap, args), **sk.pytree.tree_map(unwrap, kwargs or {}))
+        return sk.return_and_correct_aliasing(func, args, kwargs or {},
+                                              sk.pytree.tree_map(wrap, out))
+
+
+def test_ported_wrapper_and_count_mode():
+    counts: dict = {}
+
+    class CountOps(sk.DispatchMode):
+        def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+            counts[func.name] = counts.get(func.name, 0) + 1
+            return func(*args, **(kwargs or {}))
+
+    w = _Wrapper(sk.arange(6.0).view(2, 3))
+    with CountOps():
+        y = (w.t() * 2).sum(0)
+        w.add_(1)
+    assert type(y) is _Wrapper and y.elem.tolist() == [6.0, 24.0]
+    assert w.elem.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]] and w._version == 1
+    assert counts == {"t": 1, "mul": 1, "sum": 1, "add_": 1}
+
+
+# -- Tensor(...): PyTorch's legacy constructor -----------------------------------------------------
+class _Tagged(sk.Tensor):
+    pass
+
+
+def test_tensor_constructor_matches_torch():
+    torch = pytest.importorskip("torch")
+    assert sk.Tensor().shape == torch.Tensor().shape == (0,)
+    assert sk.Tensor().dtype == sk.float32
+    assert sk.Tensor([1, 2]).tolist() == torch.Tensor([1, 2]).tolist()
+    assert sk.Tensor([1, 2]).dtype == sk.float32
+    assert tuple(sk.Tensor(2, 3).shape) == tuple(torch.Tensor(2, 3).shape)
+
+    x, tx = sk.arange(4.0)[1:], torch.arange(4.0)[1:]
+    a, ta = sk.Tensor(x), torch.Tensor(tx)
+    assert (a._base is x._base) and (ta._base is tx._base)
+    assert a.storage_offset() == ta.storage_offset() == 1
+    x.add_(1)
+    tx.add_(1)
+    assert a._version == ta._version == 1 and a.tolist() == ta.tolist()
+
+    s = _Tagged(sk.ones(2, dtype=sk.int64))
+    assert type(s) is _Tagged and s.dtype == sk.int64
+    assert type(s + 1) is _Tagged
+    assert type(_Tagged([1.0, 2.0])) is _Tagged
+
+
+def test_tensor_constructor_rejects_other_arguments():
+    with pytest.raises(TypeError, match="invalid combination of arguments.*sk.make_subclass"):
+        sk.Tensor(sk.ones(2), 3)
+    with pytest.raises(TypeError, match="invalid combination"):
+        sk.Tensor("abc")
