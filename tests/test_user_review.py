@@ -151,3 +151,13 @@ def test_tensor_constructor_rejects_other_arguments():
         sk.Tensor(sk.ones(2), 3)
     with pytest.raises(TypeError, match="invalid combination"):
         sk.Tensor("abc")
+
+
+# -- sizing a model from Python ------------------------------------------------------------------
+def test_infer_shapes_counts_model_parameters_not_its_inputs():
+    from subclass_kit import zoo
+    model = zoo.get_model("gpt2")
+    report = infer_shapes(model, ((1, 128), sk.int64))
+    assert report.parameters == 124_439_808 == model.num_parameters()   # Hugging Face's count
+    assert report.parameter_bytes == 4 * 124_439_808
+    assert "parameters:  124,439,808" in str(report)
