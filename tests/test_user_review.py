@@ -161,3 +161,35 @@ def test_infer_shapes_counts_model_parameters_not_its_inputs():
     assert report.parameters == 124_439_808 == model.num_parameters()   # Hugging Face's count
     assert report.parameter_bytes == 4 * 124_439_808
     assert "parameters:  124,439,808" in str(report)
+
+
+# -- names the docs promise ----------------------------------------------------------------------
+def test_modes_exports_what_api_md_lists_and_exists():
+    from modes import InferenceMode                  # API.md: "what sk.inference_mode uses"
+    with InferenceMode():
+        t = sk.ones(2)
+    assert t.is_inference()
+
+
+_PLACEHOLDERS = {"sk.ops.ns.op.default", "sk.ops.walkthrough.scale",
+                 "sk.ops.walkthrough.scale.default"}
+
+
+def test_sk_and_modes_names_in_the_docs_exist():
+    import pathlib
+    import re
+    root = pathlib.Path(__file__).resolve().parent.parent
+    missing = []
+    for path in ["README.md", "docs/ARCHITECTURE.md", "docs/differences.md",
+                 "docs/walkthrough.py"]:
+        text = (root / path).read_text(encoding="utf-8")
+        for m in re.finditer(r"(?<![\w.])(sk|modes)\.([A-Za-z_][\w.]*)", text):
+            if m.group(0).rstrip(".") in _PLACEHOLDERS:
+                continue
+            obj = sk if m.group(1) == "sk" else modes
+            for part in m.group(2).rstrip(".").split("."):
+                if not hasattr(obj, part):
+                    missing.append(f"{path}: {m.group(0)}")
+                    break
+                obj = getattr(obj, part)
+    assert not missing, missing
