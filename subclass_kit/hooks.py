@@ -25,8 +25,8 @@ from .mode import check_hook_names
 __all__ = ["TensorType", "register_hooks", "file_new_class"]
 
 _HOOKS = ("__tensor_function__", "__tensor_dispatch__")
-_TORCH_NAMES = {"__torch_function__": "__tensor_function__",
-                "__torch_dispatch__": "__tensor_dispatch__"}
+_TORCH_NAMES = (("__torch_function__", "__tensor_function__"),
+                ("__torch_dispatch__", "__tensor_dispatch__"))
 
 
 class TensorType(type):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import pathlib
 import pkgutil
+import re
 
 import pytest
 
@@ -47,14 +49,14 @@ def test_docstring_examples_run(name):
 # -- PyTorch hook names on our classes fail loudly instead of never running ----------------------
 def test_torch_dispatch_on_a_mode_raises_at_class_creation():
     with pytest.raises(TypeError, match="rename it to __tensor_dispatch__"):
-        class Log(sk.DispatchMode):                                 # noqa: F841
+        class Log(sk.DispatchMode):                               
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 return func(*args, **(kwargs or {}))
 
 
 def test_torch_function_on_a_function_mode_raises():
     with pytest.raises(TypeError, match="rename it to __tensor_function__"):
-        class Log(sk.FunctionMode):                                 # noqa: F841
+        class Log(sk.FunctionMode):                               
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 return func(*args, **(kwargs or {}))
 
@@ -165,7 +167,8 @@ def test_infer_shapes_counts_model_parameters_not_its_inputs():
 
 # -- names the docs promise ----------------------------------------------------------------------
 def test_modes_exports_what_api_md_lists_and_exists():
-    from modes import InferenceMode                  # API.md: "what sk.inference_mode uses"
+    # API.md lists it: "what sk.inference_mode uses"
+    from modes import InferenceMode
     with InferenceMode():
         t = sk.ones(2)
     assert t.is_inference()
@@ -176,8 +179,6 @@ _PLACEHOLDERS = {"sk.ops.ns.op.default", "sk.ops.walkthrough.scale",
 
 
 def test_sk_and_modes_names_in_the_docs_exist():
-    import pathlib
-    import re
     root = pathlib.Path(__file__).resolve().parent.parent
     missing = []
     for path in ["README.md", "docs/ARCHITECTURE.md", "docs/differences.md",
