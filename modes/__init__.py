@@ -4,6 +4,7 @@ from .debug_assert import DebugAssertMode as DebugAssertMode
 from .explain import explain as explain
 from .graph import Graph as Graph
 from .graph import make_graph as make_graph
+from .inference import InferenceMode as InferenceMode
 from .logging_mode import LoggingMode as LoggingMode
 from .meta_mode import DynamicOutputShapeError as DynamicOutputShapeError
 from .meta_mode import MetaMode as MetaMode

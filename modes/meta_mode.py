@@ -258,9 +258,11 @@ class ShapeReport(NamedTuple):
 
     ``outputs``: the outputs of ``fn`` with every tensor replaced by its :class:`TensorMeta`
     (same nesting). ``inputs``: a TensorMeta per tensor leaf of the specs. ``parameters`` /
-    ``parameter_bytes``: elements and bytes of every distinct input tensor -- the specs and,
-    when ``fn`` has ``named_parameters()`` (a zoo ``nn.Module``), its parameters (a tensor
-    reachable twice, e.g. tied weights, counts once). ``ops``: ops the program ran.
+    ``parameter_bytes``: elements and bytes of the parameters -- when ``fn`` has
+    ``named_parameters()`` (a zoo ``nn.Module``), those (a tensor reachable twice, e.g. tied
+    weights, counts once; the specs are its data inputs and do not count), else every
+    distinct spec tensor (a plain function takes its weights as arguments).
+    ``ops``: ops the program ran.
     """
 
     outputs: Any
@@ -313,13 +315,14 @@ def infer_shapes(fn, *specs, **kwspecs) -> ShapeReport:
         out = fn(*inputs, **kw_inputs)
     outputs = sk.pytree.tree_map_only(Tensor, TensorMeta.of, out)
     seen: dict = {}
-    for t in list(inputs) + list(kw_inputs.values()):
-        seen.setdefault(id(t), t)
     named = getattr(fn, "named_parameters", None)
-    if callable(named):
+    if callable(named):           # a module: its parameters; the specs are its data inputs
         for _, p in named():
             if isinstance(p, Tensor):
                 seen.setdefault(id(p), p)
+    else:                         # a function: its weights come in as specs
+        for t in list(inputs) + list(kw_inputs.values()):
+            seen.setdefault(id(t), t)
     params = sum(t.numel() for t in seen.values())
     nbytes = sum(t.numel() * t.element_size() for t in seen.values())
     metas = tuple(TensorMeta.of(t) for t in inputs + list(kw_inputs.values()))

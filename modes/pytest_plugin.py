@@ -90,4 +90,5 @@ class DebugAssertSession:
         tr.write_line("")
         for (op, rule, arg), ids in tests.items():
             shown = ", ".join(sorted(ids)[:3]) + (" ..." if len(ids) > 3 else "")
-            tr.write_line(f"{op} [{rule}] {arg}: {len(ids)} test(s): {shown}")
+            label = f"output {arg}" if isinstance(arg, int) else arg
+            tr.write_line(f"{op} [{rule}] {label}: {len(ids)} test(s): {shown}")

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 from .dispatch import DISPATCH_TYPES
 from .function import DEFAULT_FUNCTION_TYPES, FUNCTION_TYPES, INLINE_FUNCTION_TYPES
+from .mode import check_hook_names
 
 __all__ = ["TensorType", "register_hooks", "file_new_class"]
 
 _HOOKS = ("__tensor_function__", "__tensor_dispatch__")
+_TORCH_NAMES = (("__torch_function__", "__tensor_function__"),
+                ("__torch_dispatch__", "__tensor_dispatch__"))
 
 
 class TensorType(type):
@@ -56,7 +59,9 @@ def file_new_class(cls):
     """File a newly made subclass. A class that overrides ``__tensor_dispatch__`` while its
     ``__tensor_function__`` is still Tensor's default gets ``disabled_tensor_function``, as
     PyTorch 2.x does for ``__torch_dispatch__`` subclasses when the class is created (so
-    results come from the dispatch handler alone)."""
+    results come from the dispatch handler alone). A class defining PyTorch's hook names
+    (``__torch_dispatch__``) instead of ours raises TypeError."""
+    check_hook_names(cls, _TORCH_NAMES)
     default_tf, default_td, disabled_tf = _builtin_hooks()
     if (getattr(cls.__tensor_dispatch__, "__func__", None) is not default_td
             and getattr(cls.__tensor_function__, "__func__", None) is default_tf):

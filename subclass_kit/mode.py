@@ -20,8 +20,24 @@ __all__ = ["DispatchMode", "FunctionMode", "get_mode_stack", "get_function_mode_
            "no_dispatch"]
 
 
+def check_hook_names(cls, names: tuple) -> None:
+    """Raise TypeError when ``cls`` defines a PyTorch hook name (``__torch_dispatch__``) but not
+    the subclass_kit one it maps to in ``names`` (``(torch_name, our_name)`` pairs): the hook
+    would silently never run."""
+    for torch_name, our_name in names:
+        if torch_name in cls.__dict__ and our_name not in cls.__dict__:
+            raise TypeError(
+                f"{cls.__qualname__} defines {torch_name}, which subclass_kit never calls: "
+                f"rename it to {our_name} (same signature: func, types, args=(), kwargs=None)")
+
+
 class _Mode:
     _stack_name = ""
+    _hook_names: tuple = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        check_hook_names(cls, cls._hook_names)
 
     def __enter__(self):
         getattr(tls, self._stack_name).append(self)
@@ -55,6 +71,7 @@ class DispatchMode(_Mode):
     """
 
     _stack_name = "dispatch_modes"
+    _hook_names = (("__torch_dispatch__", "__tensor_dispatch__"),)
 
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
@@ -67,6 +84,7 @@ class FunctionMode(_Mode):
     """
 
     _stack_name = "function_modes"
+    _hook_names = (("__torch_function__", "__tensor_function__"),)
 
     def __tensor_function__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))

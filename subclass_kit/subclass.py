@@ -119,6 +119,36 @@ def _copy_slots(src, dst):
 _TENSOR_STATE = frozenset({"_storage", "_layout", "_dtype", "_vc", "grad"}) | frozenset(
     k for k, v in vars(Tensor).items() if k.startswith("_") and not k.startswith("__")
     and not callable(v) and not isinstance(v, property))
+def _tensor_new(cls, *args, device=None):
+    """``Tensor(...)``/``MySubclass(...)``, PyTorch's legacy constructor ``torch.Tensor(...)``:
+
+    - ``Tensor(other)``: a ``cls`` alias of the tensor ``other`` (``other.as_subclass(cls)``:
+      same Storage and version counter, ``_base`` set, dtype kept);
+    - ``Tensor(data)`` with a list or tuple of numbers: a copy in the default float dtype;
+    - ``Tensor(*sizes)``: an uninitialised tensor of the default float dtype; ``Tensor()`` is
+      empty (size 0).
+
+    ``device`` applies to the last two. Prefer ``sk.tensor``/``sk.empty`` and, for a direct
+    subclass, ``sk.make_subclass``. Raises TypeError for other argument combinations."""
+    from .api.creation import empty, tensor
+    if len(args) == 1 and isinstance(args[0], Tensor) and device is None:
+        return as_subclass(args[0], cls)
+    if len(args) == 1 and isinstance(args[0], (list, tuple)) and not isinstance(args[0], Size):
+        out = tensor(args[0], dtype=dt.get_default_dtype(), device=device or "cpu")
+    elif all(isinstance(a, int) and not isinstance(a, bool) for a in args) or (
+            len(args) == 1 and isinstance(args[0], Size)):
+        out = empty(*(args or (0,)), device=device)
+    else:
+        got = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(
+            f"{cls.__name__}() received an invalid combination of arguments - got ({got}); "
+            f"expected (), (Tensor other), (int... sizes) or (sequence data). Build tensors "
+            f"with sk.tensor(data) or sk.empty(*sizes), direct subclasses with "
+            f"sk.make_subclass(cls, data), wrapper subclasses with sk.make_wrapper_subclass")
+    return out if cls is Tensor else make_subclass(cls, out)
+
+
+Tensor.__new__ = staticmethod(_tensor_new)
 Tensor.as_subclass = as_subclass
 Tensor._alias_as = _alias_as
 

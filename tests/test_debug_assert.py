@@ -398,6 +398,8 @@ def test_plugin_runs_tests_under_the_mode(tmp_path):
     assert "test_bad " in out or "test_bad -" in out or "::test_bad" in out
     assert "subclass_kit debug asserts" in out and "output_not_fresh" in out
     assert "plugcase::identity.default" in out
+    # the per-test summary labels an output index as the table does
+    assert "[output_not_fresh] output 0: 2 test(s)" in out
 
 
 def test_plugin_is_off_without_the_flag(tmp_path):
