@@ -119,6 +119,8 @@ def _copy_slots(src, dst):
 _TENSOR_STATE = frozenset({"_storage", "_layout", "_dtype", "_vc", "grad"}) | frozenset(
     k for k, v in vars(Tensor).items() if k.startswith("_") and not k.startswith("__")
     and not callable(v) and not isinstance(v, property))
+
+
 def _tensor_new(cls, *args, device=None):
     """``Tensor(...)``/``MySubclass(...)``, PyTorch's legacy constructor ``torch.Tensor(...)``:
 
