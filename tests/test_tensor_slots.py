@@ -26,8 +26,10 @@ class Wrapper(sk.Tensor):
     @classmethod
     def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
         unwrap = lambda t: t.inner if isinstance(t, Wrapper) else t     # noqa: E731
-        out = func(*sk.pytree.tree_map(unwrap, args), **sk.pytree.tree_map(unwrap, kwargs or {}))
-        return sk.pytree.tree_map_only(sk.Tensor, Wrapper.wrap, out)
+        kwargs = kwargs or {}
+        out = func(*sk.pytree.tree_map(unwrap, args), **sk.pytree.tree_map(unwrap, kwargs))
+        out = sk.pytree.tree_map_only(sk.Tensor, Wrapper.wrap, out)
+        return sk.return_and_correct_aliasing(func, args, kwargs, out)
 
 
 def _under_inference(make):
