@@ -88,7 +88,8 @@ def _record_view_op(op, out):
 def _bump(mutated):
     """+1 on the version counter of each of ``mutated`` (one entry per mutated argument): a
     counter shared by two mutated arguments moves by 2, as PyTorch's ``increment_version`` per
-    argument does."""
+    argument does. Thread-safe without a lock: CPython switches threads only at calls and
+    backward jumps, never inside ``vc[0] += 1`` (tests/test_thread_state.py pins this)."""
     for t in mutated:
         vc = t._vc
         if vc is not None:
