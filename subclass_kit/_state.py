@@ -30,9 +30,9 @@ class _TLS(threading.local):
         self.depth = 0
         self.grad_enabled = True
         self.inference = False
+        # This thread's share of ``flags.interceptors``, handed back when the thread dies.
+        self.held = _Held()
 
-
-tls = _TLS()
 
 
 class _ProcessFlags:
@@ -53,7 +53,31 @@ flags = _ProcessFlags()
 _interceptors_lock = threading.Lock()
 
 
+class _Held:
+    """How many of ``flags.interceptors`` this thread holds (modes and traces it entered and has
+    not left). A thread that dies inside a mode never exits it: its thread-local state is then
+    dropped, and with it this object, whose ``__del__`` takes its count back out of the
+    process-wide total (else the hot paths would read thread-locals forever)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self):
+        self.n = 0
+
+    def __del__(self):
+        if self.n:
+            with _interceptors_lock:
+                flags.interceptors -= self.n
+            self.n = 0
+
+
 def count_interceptor(delta: int):
-    """Add ``delta`` (+1 on entering a mode or trace, -1 on leaving) to ``flags.interceptors``."""
+    """Add ``delta`` (+1 on entering a mode or trace, -1 on leaving) to ``flags.interceptors``
+    and to this thread's share of it."""
+    held = tls.held
     with _interceptors_lock:
         flags.interceptors += delta
+        held.n += delta
+
+
+tls = _TLS()

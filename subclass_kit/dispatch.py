@@ -70,8 +70,13 @@ def _check_inference_write(op, mutated, args=(), kwargs=None):
     autograd admission rules for views and leaves (``inplace_checks.check_inplace``)."""
     if not tls.inference:
         for t in mutated:
-            if t._vc is None:
+            if getattr(t, "_vc", 0) is None:
                 raise RuntimeError(_INFERENCE_INPLACE)
+    for t in mutated:
+        if not hasattr(t, "_storage"):
+            # out=3.0: PyTorch's argument parser rejects it before any kernel runs.
+            raise TypeError(f"{op.schema.base_name}(): argument 'out' must be Tensor, not "
+                            f"{type(t).__name__}")
     if flags.requires_grad_seen and tls.grad_enabled:
         check_inplace(op, mutated, args, kwargs)
 
@@ -88,7 +93,8 @@ def _record_view_op(op, out):
 def _bump(mutated):
     """+1 on the version counter of each of ``mutated`` (one entry per mutated argument): a
     counter shared by two mutated arguments moves by 2, as PyTorch's ``increment_version`` per
-    argument does."""
+    argument does. Thread-safe without a lock: CPython switches threads only at calls and
+    backward jumps, never inside ``vc[0] += 1`` (tests/test_thread_state.py pins this)."""
     for t in mutated:
         vc = t._vc
         if vc is not None:

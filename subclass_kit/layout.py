@@ -38,10 +38,16 @@ def wrap_dim(dim: int, ndim: int, scalar_ok: bool = True) -> int:
     """Wrap a possibly negative ``dim`` into ``[0, ndim)``; 0-d tensors accept -1 and 0.
 
     Raises IndexError with PyTorch's text: "Dimension out of range (expected to be in range of
-    [-2, 1], but got 2)".
+    [-2, 1], but got 2)", TypeError for a ``dim`` that is not an integer (float, bool).
     """
     n = ndim if ndim > 0 or not scalar_ok else 1
-    if dim < -n or dim >= n:
+    if dim < -n or dim >= n or dim.__class__ is not int:
+        if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+            # PyTorch's argument parser rejects the type before any range check.
+            raise TypeError(f"argument 'dim' must be int, not {type(dim).__name__}")
+        dim = dim.__index__()
+        if -n <= dim < n:
+            return dim + n if dim < 0 else dim
         if n == 0:
             raise IndexError(
                 f"dimension specified as {dim} but tensor has no dimensions")

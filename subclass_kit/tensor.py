@@ -443,6 +443,10 @@ class Tensor(metaclass=TensorType):
         self.requires_grad_(bool(value))
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if requires_grad.__class__ is not bool:
+            # PyTorch's argument parser: a truthy str or number must not switch autograd on.
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {type(requires_grad).__name__}")
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference and not tls.inference:

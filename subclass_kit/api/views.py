@@ -291,7 +291,11 @@ def resize_as_(self, the_template, memory_format=None):
 
 @method("set_")
 def set_(self, source=None, storage_offset=0, size=None, stride=None):
-    """``set_(tensor)``, ``set_(storage[, offset, size, stride])`` or ``set_()`` (empty)."""
+    """``set_(tensor)``, ``set_(storage[, offset, size, stride])`` or ``set_()`` (empty).
+
+    Raises TypeError, before anything changes, for a ``storage_offset`` that is not an int or a
+    ``size`` / ``stride`` element that is not (bool and float included), as PyTorch's argument
+    parser does; RuntimeError for bad layouts (PyTorch's kernel texts)."""
     from ..storage import Storage
     if source is None:
         source = Storage(0, self.device)
@@ -301,10 +305,28 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     if not isinstance(source, Storage):
         raise TypeError(f"set_(): source must be a Tensor or a Storage, got "
                         f"{type(source).__name__}")
+    if isinstance(storage_offset, bool) or not hasattr(storage_offset, "__index__"):
+        raise TypeError(f"set_(): argument 'storage_offset' (position 2) must be int, not "
+                        f"{type(storage_offset).__name__}")
     if size is None:
         size = [source.nbytes() // self.element_size()]
-    return ops.set_.source_Storage_storage_offset(self, source, storage_offset, list(size),
-                                                  list(stride) if stride else [])
+    size = _int_list(size, "size", 3)
+    stride = _int_list(stride, "stride", 4) if stride else []
+    return ops.set_.source_Storage_storage_offset(self, source, storage_offset.__index__(),
+                                                  size, stride)
+
+
+def _int_list(values, name, pos) -> list:
+    """``values`` as a list of ints; TypeError naming ``name`` for anything else (a float size
+    would otherwise become part of the tensor's shape)."""
+    if not isinstance(values, (tuple, list)):
+        raise TypeError(f"set_(): argument '{name}' (position {pos}) must be tuple of ints, not "
+                        f"{type(values).__name__}")
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not hasattr(v, "__index__"):
+            raise TypeError(f"set_(): argument '{name}' (position {pos}) must be tuple of ints, "
+                            f"but found element of type {type(v).__name__} at pos {i}")
+    return [v.__index__() for v in values]
 
 
 # -- functional counterparts (SEMANTICS.md §6.5) ---------------------------------------------------
