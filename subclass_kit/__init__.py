@@ -114,6 +114,9 @@ from .api.math import *  # noqa: E402,F401,F403  (names listed in api.math.__all
 from .kernels import linalg as _linalg  # noqa: E402
 from .kernels import nn as _nn_kernels  # noqa: E402
 from .kernels import shape as _shape  # noqa: E402
+from .kernels import index_ops as _index_ops  # noqa: E402
+from .kernels import pointwise_ternary as _pointwise_ternary  # noqa: E402
+from .kernels import sorting as _sorting  # noqa: E402
 from . import decompositions_nn as _decompositions_nn  # noqa: E402
 from .api.linalg import addmm as addmm  # noqa: E402
 from .api.linalg import bmm as bmm  # noqa: E402
@@ -134,6 +137,17 @@ from .api.linalg import softmax as softmax  # noqa: E402
 from .api.linalg import stack as stack  # noqa: E402
 from .api.linalg import tril as tril  # noqa: E402
 from .api.linalg import triu as triu  # noqa: E402
+from .api.scatter_sort import addcdiv as addcdiv  # noqa: E402
+from .api.scatter_sort import addcmul as addcmul  # noqa: E402
+from .api.scatter_sort import argsort as argsort  # noqa: E402
+from .api.scatter_sort import baddbmm as baddbmm  # noqa: E402
+from .api.scatter_sort import index_add as index_add  # noqa: E402
+from .api.scatter_sort import index_copy as index_copy  # noqa: E402
+from .api.scatter_sort import lerp as lerp  # noqa: E402
+from .api.scatter_sort import masked_scatter as masked_scatter  # noqa: E402
+from .api.scatter_sort import scatter_add as scatter_add  # noqa: E402
+from .api.scatter_sort import sort as sort  # noqa: E402
+from .api.scatter_sort import topk as topk  # noqa: E402
 from . import nn as nn  # noqa: E402
 from . import return_types as return_types  # noqa: E402
 from ._repr import set_printoptions as set_printoptions  # noqa: E402

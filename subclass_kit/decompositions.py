@@ -136,3 +136,15 @@ def contiguous(self, *, memory_format=contiguous_format):
     if self.is_contiguous(memory_format=memory_format):
         return self
     return ops.clone(self, memory_format=memory_format)
+
+
+# -- sorting -------------------------------------------------------------------------------------
+@register_decomposition(ops.argsort)
+def argsort(self, dim=-1, descending=False):
+    """The indices of ``sort`` (PyTorch's CompositeImplicitAutograd: modes see ``sort``)."""
+    return ops.sort(self, dim, descending)[1]
+
+
+@register_decomposition(ops.argsort.stable)
+def argsort_stable(self, *, stable, dim=-1, descending=False):
+    return ops.sort.stable(self, stable=stable, dim=dim, descending=descending)[1]

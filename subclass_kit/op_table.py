@@ -220,6 +220,30 @@ OTHER = [
     "nonzero(Tensor self) -> Tensor",
 ]
 
+# Index accumulation, blends and sorting. ``name_`` and ``name.out`` overloads of
+# ``WITH_INPLACE_AND_OUT`` are derived as for the pointwise ops (``lerp_.Scalar``,
+# ``lerp.Scalar_out``, ``index_add.out``...), exactly as native_functions.yaml spells them.
+WITH_INPLACE_AND_OUT = [
+    "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+    "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+    "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor",
+    "masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor",
+    "lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor",
+    "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor",
+    "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+    "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+    "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+]
+
+SORTING = [
+    "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+    "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+    "sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    "sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+    "topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+]
+
 # Composite ops: decomposed into the ops above before the dispatch level (PyTorch's
 # CompositeImplicitAutograd), so modes never see them.
 COMPOSITE = [
@@ -238,6 +262,9 @@ COMPOSITE = [
     "layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
     "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
     "einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor",
+    # sorting composites (lower to ``sort`` / ``sort.stable``)
+    "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+    "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
 ]
 
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
@@ -282,8 +309,11 @@ def derived_schemas() -> list:
         out.append(_out_schema(s))
     for s in REDUCTIONS:
         out.append(_out_schema(s))
+    for s in WITH_INPLACE_AND_OUT:
+        out.append(_inplace_schema(s))
+        out.append(_out_schema(s))
     return out
 
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
-       + POINTWISE_BINARY + REDUCTIONS + OTHER + COMPOSITE)
+       + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + COMPOSITE)

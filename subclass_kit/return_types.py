@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["max", "max_out", "min", "min_out"]
+__all__ = ["max", "max_out", "min", "min_out", "sort", "sort_out", "topk", "topk_out"]
 
 
 def _repr(self) -> str:
@@ -36,6 +36,35 @@ class max_out(NamedTuple):
 
 
 class min_out(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+# -- sorting -----------------------------------------------------------------------------------
+class sort(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class sort_out(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class topk(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class topk_out(NamedTuple):
     values: Any
     indices: Any
 

@@ -234,3 +234,53 @@ def _register_exact_out(op_out, functional):
 
 _register_exact_out(ops.mm.out, ops.mm)
 _register_exact_out(ops.bmm.out, ops.bmm)
+
+
+# -- baddbmm -------------------------------------------------------------------------------------
+def _baddbmm_rule(self, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * self + alpha * (batch1 @ batch2)`` (PyTorch's ``baddbmm`` meta: ``self``
+    expands to ``[b, n, m]`` first, then the dtype and the bmm checks)."""
+    from ..layout import wrap_dim
+    sizes1, sizes2 = batch1._layout.sizes, batch2._layout.sizes
+    target = []
+    for t, sizes, d in ((batch1, sizes1, 0), (batch1, sizes1, 1), (batch2, sizes2, 2)):
+        target.append(sizes[wrap_dim(d, len(sizes))])
+    _check_expands(self, tuple(target))
+    if self._dtype is not batch1._dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {cpp_name(self._dtype)}, "
+                           f"batch1: {cpp_name(batch1._dtype)}, batch2: "
+                           f"{cpp_name(batch2._dtype)}")
+    spec = _bmm_rule(batch1, batch2)
+    return spec._replace(device=common_device((self, batch1, batch2)))
+
+
+def _baddbmm_fill(outs, spec, self, batch1, batch2, *, beta=1, alpha=1):
+    _addmm_fill(outs, spec, self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def _baddbmm_inplace(self, batch1, batch2, *, beta=1, alpha=1):
+    spec = _baddbmm_rule(self, batch1, batch2, beta=beta, alpha=alpha)
+    if self._layout.sizes != spec.sizes:
+        raise RuntimeError(f"Bad in-place call: input tensor size {format_size(self._layout.sizes)}"
+                           f" and output tensor size {format_size(spec.sizes)} should match")
+    if self._storage.device is not META:
+        _baddbmm_fill([self._array()], spec, self, batch1, batch2, beta=beta, alpha=alpha)
+    return self
+
+
+def _baddbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out):
+    check_out_device_first(self, out)
+    spec = _baddbmm_rule(self, batch1, batch2, beta=beta, alpha=alpha)
+    if out._dtype is not spec.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES[spec.dtype.name]}, "
+                           f"but got {_CPP_NAMES[out._dtype.name]} instead")
+    resize_out(out, spec, "baddbmm")
+    if out._storage.device is not META:
+        _baddbmm_fill([out._array()], spec, self, batch1, batch2, beta=beta, alpha=alpha)
+    return out
+
+
+register_rule(ops.baddbmm, _baddbmm_rule, _baddbmm_fill)
+for _device in ("cpu", "meta"):
+    register_kernel(ops.baddbmm_, _device)(_baddbmm_inplace)
+    register_kernel(ops.baddbmm.out, _device)(_baddbmm_out)

@@ -1,0 +1,88 @@
+"""Three-operand pointwise ops: ``lerp`` (Scalar and Tensor weight), ``addcmul``, ``addcdiv``,
+with their ``name_`` and ``out=`` overloads, registered through ``pointwise.py``'s machinery
+(broadcasting, TensorIterator's output layout, promotion, in-place and out= checks).
+
+PyTorch's dtype rules: ``lerp`` keeps ``self``'s dtype and requires ``end`` (and a weight
+tensor with dims) to have it ("expected dtype float for `end` but got dtype double"), floating
+types only; ``addcmul``/``addcdiv`` promote their three tensors, ``value`` is converted to the
+result type (C's cast: ``value=0.5`` on integers is 0), ``addcdiv`` refuses two integral
+divisor operands. Computes follow PyTorch's CPU kernels term by term (float16 in float32):
+``lerp``: ``|w| < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w)``;
+``addcmul``: ``self + value * t1 * t2``; ``addcdiv``: ``self + value * t1 / t2``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..registry import ops
+from ..tensor import Tensor
+from ._scalars import cpp_name, wrap_scalar
+from .pointwise import _BOOL, _INTEGRAL, _Info, _register
+
+_ADDCDIV_INTEGER = (
+    "Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
+    "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+    "implemented as (input + value * sk.trunc(tensor1 / tensor2)).to(input.dtype) for "
+    "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+    "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
+    "for all dtypes.")
+
+
+def _check_lerp(self, end, weight):
+    if end._dtype is not self._dtype:
+        raise RuntimeError(f"expected dtype {cpp_name(self._dtype)} for `end` but got dtype "
+                           f"{cpp_name(end._dtype)}")
+    if isinstance(weight, Tensor):
+        if weight._layout.sizes and weight._dtype is not self._dtype:
+            raise RuntimeError(f"expected dtype {cpp_name(self._dtype)} for `weight` but got "
+                               f"dtype {cpp_name(weight._dtype)}")
+
+
+def _lerp(out, self, end, weight):
+    diff = end - self
+    small = np.abs(weight) < 0.5
+    low = self + weight * diff
+    high = end - diff * (1 - weight)
+    np.copyto(out, np.where(small, low, high), casting="unsafe")
+
+
+def scalar_operand(value, np_dtype):
+    """A Scalar argument converted to the compute dtype as C++'s ``Scalar.to<T>()``: floats
+    truncate toward zero for integral types."""
+    if np_dtype.kind in "iu" and isinstance(value, float):
+        value = int(value)
+    return wrap_scalar(value, np_dtype)
+
+
+def _addcmul(out, self, t1, t2, value=1):
+    v = scalar_operand(value, np.result_type(self))
+    np.copyto(out, self + v * t1 * t2, casting="unsafe")
+
+
+def _check_addcdiv(self, tensor1, tensor2, value=1):
+    if not tensor1._dtype.is_floating_point and not tensor2._dtype.is_floating_point:
+        raise RuntimeError(_ADDCDIV_INTEGER)
+
+
+def _addcdiv(out, self, t1, t2, value=1):
+    v = scalar_operand(value, np.result_type(self))
+    np.copyto(out, self + v * t1 / t2, casting="unsafe")
+
+
+_NOT_FLOAT = _INTEGRAL | _BOOL
+
+_INFOS = {
+    ops.lerp.Scalar: _Info("lerp", "same", _lerp, "lerp_kernel_scalar", _NOT_FLOAT, _check_lerp,
+                           opmath=True, out_check="cast", fast=False),
+    ops.lerp.Tensor: _Info("lerp", "same", _lerp, "lerp_kernel_tensor", _NOT_FLOAT, _check_lerp,
+                           opmath=True, fast=False),
+    ops.addcmul: _Info("addcmul", "promote", _addcmul, "addcmul_cpu_out", frozenset([dt.bool_]),
+                       opmath=True, fast=False),
+    ops.addcdiv: _Info("addcdiv", "promote", _addcdiv, "addcdiv_cpu_out", frozenset([dt.bool_]),
+                       _check_addcdiv, opmath=True, fast=False),
+}
+
+for _op, _info in _INFOS.items():
+    _register(_op, _info)
