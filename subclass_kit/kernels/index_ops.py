@@ -251,16 +251,25 @@ def _masked_scatter_out(self, mask, source, *, out):
 
 
 # -- out= of the structured ops ------------------------------------------------------------------
-def _register_structured_out(op_out, functional_op, operands):
+def _check_out_dtype(want, out):
+    if out._dtype is not want:
+        raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(want)}, but got "
+                           f"{cpp_name(out._dtype)} instead")
+
+
+def _register_structured_out(op_out, functional_op, operands, output_first=False):
     """PyTorch's structured out= kernels: ``out`` must have the result dtype exactly, is resized
     to the result shape (keeping its strides when the shape already matches), and must not
-    overlap the operands named in ``operands`` (positions in the call)."""
+    overlap the operands named in ``operands`` (positions in the call). ``output_first``: the
+    meta function sets the output (so checks its dtype) before its own checks
+    (``index_copy``); the resize still waits until every check passed."""
     def kernel(*args, out, **kwargs):
         check_out_device_first(args[0], out)
+        if output_first:
+            wrap_dim(args[1], args[0].ndim)
+            _check_out_dtype(args[0]._dtype, out)
         spec = functional_op.rule(*args, **kwargs)
-        if out._dtype is not spec.dtype:
-            raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(spec.dtype)}, but "
-                               f"got {cpp_name(out._dtype)} instead")
+        _check_out_dtype(spec.dtype, out)
         result = None
         if spec.device is not META:   # data checks (index ranges) run before ``out`` changes
             result = np.empty(spec.sizes, spec.dtype.numpy)
@@ -285,7 +294,7 @@ register_inplace(ops.scatter_add_, ops.scatter_add)
 _register_structured_out(ops.scatter_add.out, ops.scatter_add, ())
 register_rule(ops.index_copy, _index_copy_rule, _index_copy_fill)
 register_inplace(ops.index_copy_, ops.index_copy)
-_register_structured_out(ops.index_copy.out, ops.index_copy, ())
+_register_structured_out(ops.index_copy.out, ops.index_copy, (), output_first=True)
 register_rule(ops.masked_scatter, _masked_scatter_rule, _masked_scatter_fill)
 for _device in ("cpu", "meta"):
     register_kernel(ops.masked_scatter_, _device)(_masked_scatter_inplace)
