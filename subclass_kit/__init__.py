@@ -114,6 +114,7 @@ from .api.math import *  # noqa: E402,F401,F403  (names listed in api.math.__all
 from .kernels import linalg as _linalg  # noqa: E402
 from .kernels import nn as _nn_kernels  # noqa: E402
 from .kernels import shape as _shape  # noqa: E402
+from .kernels import shape_copies as _shape_copies  # noqa: E402
 from . import decompositions_nn as _decompositions_nn  # noqa: E402
 from .api.linalg import addmm as addmm  # noqa: E402
 from .api.linalg import bmm as bmm  # noqa: E402
@@ -134,6 +135,15 @@ from .api.linalg import softmax as softmax  # noqa: E402
 from .api.linalg import stack as stack  # noqa: E402
 from .api.linalg import tril as tril  # noqa: E402
 from .api.linalg import triu as triu  # noqa: E402
+from .api.shape import diag as diag  # noqa: E402
+from .api.shape import diag_embed as diag_embed  # noqa: E402
+from .api.shape import flip as flip  # noqa: E402
+from .api.shape import ger as ger  # noqa: E402
+from .api.shape import kron as kron  # noqa: E402
+from .api.shape import meshgrid as meshgrid  # noqa: E402
+from .api.shape import outer as outer  # noqa: E402
+from .api.shape import roll as roll  # noqa: E402
+from .api.shape import tile as tile  # noqa: E402
 from . import nn as nn  # noqa: E402
 from . import return_types as return_types  # noqa: E402
 from ._repr import set_printoptions as set_printoptions  # noqa: E402
@@ -143,6 +153,7 @@ from .api.reductions import amin as amin  # noqa: E402
 from .api.reductions import any as any  # noqa: E402,A001
 from .api.reductions import argmax as argmax  # noqa: E402
 from .api.reductions import argmin as argmin  # noqa: E402
+from .api.reductions import cumprod as cumprod  # noqa: E402
 from .api.reductions import cumsum as cumsum  # noqa: E402
 from .api.reductions import logsumexp as logsumexp  # noqa: E402
 from .api.reductions import max as max  # noqa: E402,A001
