@@ -117,6 +117,7 @@ from .kernels import shape as _shape  # noqa: E402
 from .kernels import index_ops as _index_ops  # noqa: E402
 from .kernels import pointwise_ternary as _pointwise_ternary  # noqa: E402
 from .kernels import sorting as _sorting  # noqa: E402
+from .kernels import shape_copies as _shape_copies  # noqa: E402
 from . import decompositions_nn as _decompositions_nn  # noqa: E402
 from .api.linalg import addmm as addmm  # noqa: E402
 from .api.linalg import bmm as bmm  # noqa: E402
@@ -148,6 +149,15 @@ from .api.scatter_sort import masked_scatter as masked_scatter  # noqa: E402
 from .api.scatter_sort import scatter_add as scatter_add  # noqa: E402
 from .api.scatter_sort import sort as sort  # noqa: E402
 from .api.scatter_sort import topk as topk  # noqa: E402
+from .api.shape import diag as diag  # noqa: E402
+from .api.shape import diag_embed as diag_embed  # noqa: E402
+from .api.shape import flip as flip  # noqa: E402
+from .api.shape import ger as ger  # noqa: E402
+from .api.shape import kron as kron  # noqa: E402
+from .api.shape import meshgrid as meshgrid  # noqa: E402
+from .api.shape import outer as outer  # noqa: E402
+from .api.shape import roll as roll  # noqa: E402
+from .api.shape import tile as tile  # noqa: E402
 from . import nn as nn  # noqa: E402
 from . import return_types as return_types  # noqa: E402
 from ._repr import set_printoptions as set_printoptions  # noqa: E402
@@ -157,6 +167,7 @@ from .api.reductions import amin as amin  # noqa: E402
 from .api.reductions import any as any  # noqa: E402,A001
 from .api.reductions import argmax as argmax  # noqa: E402
 from .api.reductions import argmin as argmin  # noqa: E402
+from .api.reductions import cumprod as cumprod  # noqa: E402
 from .api.reductions import cumsum as cumsum  # noqa: E402
 from .api.reductions import logsumexp as logsumexp  # noqa: E402
 from .api.reductions import max as max  # noqa: E402,A001

@@ -148,3 +148,92 @@ def argsort(self, dim=-1, descending=False):
 @register_decomposition(ops.argsort.stable)
 def argsort_stable(self, *, stable, dim=-1, descending=False):
     return ops.sort.stable(self, stable=stable, dim=dim, descending=descending)[1]
+
+
+# -- tile, diag, outer, kron, meshgrid: PyTorch's CompositeImplicitAutograd bodies ----------------
+@register_decomposition(ops.tile)
+def tile(self, dims):
+    """``repeat`` with ``dims`` padded by leading 1s to ``self.dim()`` (numpy's ``tile``)."""
+    dims = list(dims)
+    pad = len(self._layout.sizes) - len(dims)
+    return ops.repeat(self, [1] * pad + dims if pad > 0 else dims)
+
+
+@register_decomposition(ops.diag)
+def diag(self, diagonal=0):
+    """1-D -> ``diag_embed``, 2-D -> ``diagonal_copy``; other ranks raise RuntimeError."""
+    ndim = len(self._layout.sizes)
+    if ndim not in (1, 2):
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {ndim}D")
+    if ndim == 1:
+        return ops.diag_embed(self, diagonal)
+    return ops.diagonal_copy(self, diagonal)
+
+
+def _check_1d(t, name, fn):
+    if len(t._layout.sizes) != 1:
+        raise RuntimeError(f"{fn}: Expected 1-D argument {name}, but got "
+                           f"{len(t._layout.sizes)}-D")
+
+
+@register_decomposition(ops.outer)
+def outer(self, vec2):
+    """``self.reshape(n, 1) * vec2`` for 1-D operands (type promotion of ``mul``)."""
+    _check_1d(self, "self", "outer")
+    _check_1d(vec2, "vec2", "outer")
+    return ops.mul(ops.reshape(self, [self._layout.sizes[0], 1]), vec2)
+
+
+@register_decomposition(ops.kron)
+def kron(self, other):
+    """Interleave unit dims into both operands (``_unsafe_view``), ``mul``, and merge pairs of
+    dims (``_unsafe_view``), as PyTorch's ``KronImpl``: when the product of transposed operands
+    is not viewable, the last step raises view's RuntimeError, as in PyTorch."""
+    a_sizes, b_sizes = self._layout.sizes, other._layout.sizes
+    n = max(len(a_sizes), len(b_sizes))
+    a = (1,) * (n - len(a_sizes)) + tuple(a_sizes)
+    b = (1,) * (n - len(b_sizes)) + tuple(b_sizes)
+    a_shape = [s for x in a for s in (x, 1)]
+    b_shape = [s for x in b for s in (1, x)]
+    product = ops.mul(ops._unsafe_view(self, a_shape), ops._unsafe_view(other, b_shape))
+    return ops._unsafe_view(product, [x * y for x, y in zip(a, b)])
+
+
+@register_decomposition(ops.meshgrid)
+def meshgrid(tensors):
+    """``meshgrid.indexing`` with "ij", PyTorch's default."""
+    return ops.meshgrid.indexing(tensors, indexing="ij")
+
+
+@register_decomposition(ops.meshgrid.indexing)
+def meshgrid_indexing(tensors, *, indexing):
+    """One ``view`` + ``expand`` per 0-D or 1-D tensor; "xy" swaps the first two. Raises
+    RuntimeError for an empty list, mixed dtypes or devices, another ``indexing``, or a tensor
+    of more than one dim."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for a, b in zip(tensors, tensors[1:]):
+        if a._dtype is not b._dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if a._storage.device is not b._storage.device:
+            raise RuntimeError("meshgrid expects all tensors to have the same device")
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        tensors[0], tensors[1] = tensors[1], tensors[0]
+    elif indexing != "xy" and indexing != "ij":
+        raise RuntimeError(f'sk.meshgrid: indexing must be one of "xy" or "ij", but received: '
+                           f"{indexing}")
+    for t in tensors:
+        if len(t._layout.sizes) > 1:
+            raise RuntimeError(f"sk.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got a tensor of size {format_size(t._layout.sizes)}")
+    shape = [t._layout.numel() for t in tensors]
+    grids = []
+    for i, t in enumerate(tensors):
+        view_shape = [1] * len(tensors)
+        view_shape[i] = -1
+        grids.append(ops.expand(ops.view(t, view_shape), shape))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return grids

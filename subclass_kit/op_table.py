@@ -24,6 +24,12 @@ FACTORIES = [
     "ones_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
     "rand_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
     "randn_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
+    # ``Tensor.new_*``: dtype and device default to ``self``'s.
+    "new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
 ]
 
 VIEWS = [
@@ -104,6 +110,9 @@ COPIES = [
     "fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",
     "zero_(Tensor(a!) self) -> Tensor(a!)",
     "_local_scalar_dense(Tensor self) -> Scalar",
+    # In-place random fills.
+    "uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)",
+    "normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)",
 ]
 
 # Functional pointwise ops; ``name_`` and ``name.out`` overloads are derived.
@@ -175,6 +184,7 @@ REDUCTIONS = [
     "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
     "norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
     "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+    "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
     "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
 ]
 
@@ -218,6 +228,11 @@ OTHER = [
     "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
     "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)",
     "nonzero(Tensor self) -> Tensor",
+    # Copies that rearrange elements (fresh outputs).
+    "flip(Tensor self, int[] dims) -> Tensor",
+    "roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor",
+    "repeat(Tensor self, SymInt[] repeats) -> Tensor",
+    "diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor",
 ]
 
 # Index accumulation, blends and sorting. ``name_`` and ``name.out`` overloads of
@@ -265,6 +280,12 @@ COMPOSITE = [
     # sorting composites (lower to ``sort`` / ``sort.stable``)
     "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
     "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
+    "tile(Tensor self, SymInt[] dims) -> Tensor",
+    "diag(Tensor self, int diagonal=0) -> Tensor",
+    "outer(Tensor self, Tensor vec2) -> Tensor",
+    "kron(Tensor self, Tensor other) -> Tensor",
+    "meshgrid(Tensor[] tensors) -> Tensor[]",
+    "meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]",
 ]
 
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).

@@ -18,7 +18,6 @@ Raises ``ValueError`` with the position for malformed schema strings.
 
 from __future__ import annotations
 
-import keyword
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -333,14 +332,23 @@ def _parse_default(text):
         return text  # an enum name such as contiguous_format
 
 
+# The words PyTorch's schema lexer reads as keywords, so never as names. Not all of Python's:
+# ``from`` names an argument of ``uniform_``, and ``lambda``, ``try``, ``yield``, ``async``,
+# ``await``, ``nonlocal``, ``except``, ``finally`` are names too.
+_LEXER_KEYWORDS = frozenset({
+    "and", "as", "assert", "break", "class", "continue", "def", "del", "elif", "else", "False",
+    "for", "global", "if", "import", "in", "is", "None", "not", "or", "pass", "raise", "return",
+    "True", "while", "with"})
+
+
 def parse_schema(text: str) -> OpSchema:
     """Parse one schema string. Raises ValueError naming the part that does not parse."""
     m = _HEAD.match(text)
     if not m:
         raise ValueError(f"not a schema string: {text!r}")
     name, overload, arg_text, ret_text = m.groups()
-    if any(keyword.iskeyword(n) for n in name.split("::") + [overload or ""]):
-        raise ValueError(f"a Python keyword is no name (PyTorch's lexer reads it as the "
+    if any(n in _LEXER_KEYWORDS for n in name.split("::") + [overload or ""]):
+        raise ValueError(f"a keyword is no name (PyTorch's lexer reads it as the "
                          f"keyword): {text!r}")
     args = []
     kwarg_only = False
@@ -355,8 +363,8 @@ def parse_schema(text: str) -> OpSchema:
             if not default:
                 raise ValueError(f"empty default in {part!r} of {text!r}")
             _check_default(type_str, default, text)
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest) or keyword.iskeyword(rest):
-            # PyTorch's lexer reads Python keywords (``as``, ``def``, ``None``) as keywords
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest) or rest in _LEXER_KEYWORDS:
+            # PyTorch's lexer reads these (``as``, ``def``, ``None``) as keywords
             raise ValueError(f"bad argument name in {part!r} of {text!r}")
         if (default is None and not kwarg_only and args and args[-1].default is not None
                 and not args[-1].kwarg_only):

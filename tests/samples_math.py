@@ -249,6 +249,12 @@ ENTRIES["cumsum.default"] = E(
      S(F((3, 4), layout="t"), -1), S(F((2, 3), layout="expand"), 0), S(F((0, 3)), 1),
      S(F((3, 4), "bool"), 1), S(F((2, 3, 4, 5), layout="cl"), 1)],
     [S(F((3, 4)), 2)])
+ENTRIES["cumprod.default"] = E(
+    [S(F((3, 4)), 1), S(F((3, 4), "int32"), 0), S(F((3, 4)), 0, dtype=D("float64")), S(F(()), 0),
+     S(F((3, 4), layout="t"), -1), S(F((2, 3), layout="expand"), 0), S(F((0, 3)), 1),
+     S(F((3, 4), "bool"), 1), S(F((2, 3, 4, 5), layout="cl"), 1), S(F((3, 6), "float16"), 1),
+     S(F((4,), "int8", lo=-9, hi=9), 0), S(F((3, 4), "int64"), 1, dtype=D("float32"))],
+    [S(F((3, 4)), 2), S(F((3, 4)), 0, dtype=D("bool")), S(F((3, 4), "bool"), 1, dtype=D("bool"))])
 for _name in ("max", "min"):
     ENTRIES[f"{_name}.dim"] = E(
         [S(F((3, 4)), 1), S(F((3, 4)), 0, True), S(F((3, 4), "int32", "t"), -1),
@@ -467,6 +473,63 @@ ENTRIES["linalg_vector_norm.default"] = E(
      S(F((3, 4)), 2, None, False, dtype=D("float64")), S(F((3, 4), "float64", "expand"), 2.5),
      S(F(())), S(F((0, 3)), 2, [1])],
     [S(F((3, 4), "int64")), S(F((3, 4)), 2, [2]), S(F((0, 3)), float("inf"), [0])])
+
+# -- element-rearranging copies and grids ---------------------------------------------------------
+ENTRIES["flip.default"] = E(
+    [S(F((2, 3)), [0]), S(F((2, 3)), [0, 1]), S(F((3, 4), layout="t"), [-1]), S(F(()), [0]),
+     S(F((2, 3), "int64"), []), S(F((2, 3), layout="expand"), [1]), S(F((0, 3)), [1]),
+     S(F((2, 3, 4, 5), layout="cl"), [1, 3]), S(F((2, 5), "bool", "offset"), [1]),
+     S(F((3, 6), "float16", "step"), [0]), S(F(()), [-1])],
+    [S(F((2, 3)), [0, 0]), S(F((2, 3)), [0, -2]), S(F((2, 3)), [2]), S(F(()), [1])])
+ENTRIES["roll.default"] = E(
+    [S(F((2, 3)), [1], [0]), S(F((2, 3)), [2]), S(F((2, 3)), [1, 2], [0, 1]),
+     S(F((3, 4), layout="t"), [1], [0]), S(F((3, 4), layout="t"), [-5]), S(F(()), [1]),
+     S(F((0, 3)), [1], [0]), S(F((0, 3), layout="t"), [1], [5]), S(F((2, 3), "int64"), [7], [-1]),
+     S(F((2, 3, 4, 5), layout="cl"), [1], [1]), S(F((2, 3, 4, 5), layout="cl"), [1, 2], [1, 2]),
+     S(F((2, 3), layout="expand"), [1], [1]), S(F((2, 3), "bool", "offset"), [3, -1], [1, 1]),
+     S(F((4, 3), "float16", "step"), [4], [0]), S(F((2, 3)), [0], [0])],
+    [S(F((2, 3)), [1, 2], [0]), S(F((2, 3)), [], []), S(F((2, 3)), [1, 2]),
+     S(F(()), [1], [0]), S(F((2, 3)), [1], [2]), S(F((2, 3)), [1, 1], [0, 2])])
+ENTRIES["repeat.default"] = E(
+    [S(F((2, 3)), [2, 1]), S(F((2, 3)), [2, 1, 2]), S(F((3, 4), layout="t"), [1, 1]),
+     S(F(()), []), S(F(()), [3, 2]), S(F((2, 3)), [0, 2]), S(F((0, 3), "int64"), [2, 2]),
+     S(F((2, 3), layout="expand"), [2, 2]), S(F((3,), "bool", "step"), [2]),
+     S(F((2, 3, 4, 5), layout="cl"), [1, 2, 1, 1])],
+    [S(F((2, 3)), [2]), S(F((2, 3)), [-1, 2]), S(F((2, 3)), [1, -2, 1])])
+ENTRIES["diag_embed.default"] = E(
+    [S(F((3,))), S(F((3,)), 1), S(F((3,)), -2), S(F((2, 3))), S(F((2, 3)), 1, 0, 2),
+     S(F((2, 3), layout="t"), 0, 2, 0), S(F((2, 3), "int64"), -1, 1, 0), S(F((0,))),
+     S(F((2, 0), "bool")), S(F((2, 3), layout="expand"), 2, -1, -3)],
+    [S(F(())), S(F((2, 3)), 0, 1, 1), S(F((2, 3)), 0, 0, 3), S(F((2, 3)), 0, -1, 2)])
+ENTRIES["tile.default"] = E(
+    [S(F((2, 3)), [2]), S(F((2, 3)), [2, 2, 2]), S(F((3, 4), layout="t"), []), S(F(()), [2]),
+     S(F((0, 3), "int64"), [2, 2]), S(F((2, 3), layout="expand"), [1, 0])],
+    [S(F((2, 3)), [-1]), S(F((2, 3)), [2, -3])])
+ENTRIES["diag.default"] = E(
+    [S(F((3,))), S(F((3,)), 1), S(F((3,)), -1), S(F((2, 3))), S(F((2, 3)), 1), S(F((2, 3)), 5),
+     S(F((3, 4), layout="t"), -1), S(F((3,), "int64", "step")), S(F((0,))), S(F((0, 3), "bool"))],
+    [S(F(())), S(F((2, 2, 2)))])
+ENTRIES["outer.default"] = E(
+    [S(F((3,)), F((4,))), S(F((3,), "int64"), F((2,))), S(F((3,), layout="step"), F((0,))),
+     S(F((3,), layout="offset"), F((3,), layout="step")), S(F((2,), "bool"), F((3,), "bool")),
+     S(F((3,), "float16"), F((2,), "int32"))],
+    [S(F((2, 3)), F((3,))), S(F((3,)), F(())), S(F(()), F((3,)))])
+ENTRIES["kron.default"] = E(
+    [S(F((2, 3)), F((2, 3))), S(F((3,)), F((4,))), S(F(()), F((2, 3))), S(F((2, 3)), F(())),
+     S(F((2,), "int64"), F((2, 3))), S(F((2, 2, 2)), F((3,), "int32")), S(F((0, 2)), F((2, 3))),
+     S(F(()), F(())), S(F((2, 3), layout="step"), F((2,), layout="offset")),
+     S(F((2, 3), layout="expand"), F((2,)))],
+    [S(F((2, 3), layout="t"), F((2, 3)))])
+ENTRIES["meshgrid.default"] = E(
+    [S([F((3,)), F((4,))]), S([F((3,))]), S([F(()), F((2,)), F((0,))]),
+     S([F((3,), "int64", "step"), F((2,), "int64", "offset")])],
+    [S([]), S([F((3,)), F((2,), "int64")])])
+ENTRIES["meshgrid.indexing"] = E(
+    [S([F((3,)), F((4,))], indexing="ij"), S([F((3,)), F((4,))], indexing="xy"),
+     S([F((3,))], indexing="xy"), S([F(()), F((2,)), F((0,))], indexing="xy"),
+     S([F((3,), "bool", "step"), F((2,), "bool", "offset"), F((2,), "bool")], indexing="xy")],
+    [S([], indexing="ij"), S([F((3,))], indexing="foo"), S([F((3,)), F((2,), "int64")],
+                                                           indexing="xy")])
 
 # -- more zero-size / 0-d / dtype / layout coverage ------------------------------------------------
 _MORE = {

@@ -61,6 +61,27 @@ ENTRIES["full_like.default"] = E(
      S(F((2, 3, 4, 5), layout="cl"), 0.5), S(F((0, 3)), 1.0), S(F(()), True)],
     [S(F((2, 3)), 1.0, dtype=D("int64"), requires_grad=True)])
 ENTRIES["lift_fresh.default"] = E([S(F((2, 3))), S(F((3, 4), "int32", "t"))])
+ENTRIES["new_empty.default"] = E(
+    [S(F((2, 3)), [3, 4], _values=False), S(F((2, 3), "int64", "t"), [2], _values=False),
+     S(F(()), [], dtype=D("float64"), _values=False), S(F((0, 3)), [0, 2], _values=False),
+     S(F((2, 3)), [2], dtype=D("float16"), requires_grad=True, _values=False)],
+    [S(F((2, 3)), [-1, 2]), S(F((2, 3), "int64"), [2], requires_grad=True)])
+ENTRIES["new_empty_strided.default"] = E(
+    [S(F((2, 3)), [2, 3], [1, 2], _values=False), S(F((3,), "int32", "step"), [4], [0],
+                                                    _values=False),
+     S(F(()), [], [], dtype=D("bool"), _values=False), S(F((0,)), [0, 4], [1, 1], _values=False)],
+    [S(F((2, 3)), [2, 3], [1]), S(F((2, 3)), [-2, 3], [3, 1])])
+ENTRIES["new_full.default"] = E(
+    [S(F((2, 3)), [3], 1.5), S(F((2, 3), "int64"), [2, 2], 2.5), S(F((2, 3), "int64"), [2], True),
+     S(F((2, 3), "bool", "t"), [2], 3), S(F(()), [], 7, dtype=D("int32")), S(F((0, 3)), [0], 1.0),
+     S(F((2,), "float16"), [3], 2.5, requires_grad=True)],
+    [S(F((2,), "uint8"), [2], 300), S(F((2, 3)), [-1], 1.0), S(F((2,), "int8"), [2], 1e10)])
+for _name in ("new_zeros", "new_ones"):
+    ENTRIES[f"{_name}.default"] = E(
+        [S(F((2, 3)), [3, 4]), S(F((2, 3), "int64", "t"), [2]), S(F((2,), "bool"), [3]),
+         S(F(()), [], dtype=D("float64")), S(F((0, 3)), [0, 2]),
+         S(F((2, 3), "int32"), [2], dtype=D("float16"), requires_grad=True)],
+        [S(F((2, 3)), [-1, 2]), S(F((2, 3), "int64"), [2], requires_grad=True)])
 
 # -- views ---------------------------------------------------------------------------------------
 ENTRIES["view.default"] = E(
@@ -238,6 +259,24 @@ ENTRIES["fill_.Tensor"] = E(
     [S(F((2, 3)), F(())), S(F((2, 3), "int32"), F((), "float64")),
      S(F((2, 3), layout="step"), F((), "int64")), S(F(()), F((), "bool"))],
     [S(F((2, 3)), F((1,))), S(F((2, 3)), F((3,)))])
+ENTRIES["uniform_.default"] = E(
+    [S(F((2, 3))), S(F((3, 4), layout="t"), 1, 2), S(F((0, 3))), S(F((), "float64"), -1.5, 1),
+     S(F((4,), "float16"), 0, 100), S(F((2, 3), layout="step"), 2, 2),
+     S(F((2, 3), "float64", "offset"), -1e300, 1e300)],
+    [S(F((3,), "int64")), S(F((3,), "bool")), S(F((2, 3)), 2, 1), S(F((2, 3)), 2.5, 1.25),
+     S(F((2, 3), layout="expand")), S(F((2, 3), layout="expand"), 2, 1),
+     S(F((3,), "float16"), -1e6, 1), S(F((3,), "float16"), 0, 1e6), S(F((3,)), -3e38, 3e38),
+     S(F((3,)), float("nan"), 1), S(F((3,)), float("-inf"), 1), S(F((3,), "int64"), 2, 1),
+     S(F((3,), "float16"), -4e4, 4e4), S(F((3,), "float64"), -1e308, 1e308)],
+    random=True)
+ENTRIES["normal_.default"] = E(
+    [S(F((2, 3))), S(F((3, 4), layout="t"), 1, 2), S(F((0, 3))), S(F((), "float64"), -1.5, 0),
+     S(F((4,), "float16"), 0, 100), S(F((2, 3), layout="step"), 2, 0.5),
+     S(F((20,), "float64", "offset"), 5, float("inf"))],
+    [S(F((3,), "int64")), S(F((3,), "bool")), S(F((2, 3)), 0, -1), S(F((2, 3)), 0, -1.5),
+     S(F((2, 3)), 0, float("nan")), S(F((2, 3), layout="expand")),
+     S(F((2, 3), "int64", "expand")), S(F((3,), "int64"), 0, -1)],
+    random=True)
 
 # -- more zero-size / 0-d / dtype / layout coverage ------------------------------------------------
 _MORE = {

@@ -9,6 +9,7 @@ from the data for ``sk.tensor``.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -284,3 +285,123 @@ def rand_like(input, *, dtype=None, device=None, memory_format=None):
 def randn_like(input, *, dtype=None, device=None, memory_format=None):
     """Standard normal samples shaped like ``input`` (``torch.randn_like``)."""
     return ops.randn_like(input, **_like_kwargs(dtype, device, memory_format))
+
+
+# -- Tensor.new_*: dtype and device default to self's ---------------------------------------------
+def _size_arg(fname, size) -> tuple:
+    """``new_full``/``new_empty_strided``'s ``size``: a sequence of ints, as PyTorch's parser."""
+    if not _is_seq(size):
+        raise TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    return size_args(tuple(size)) if size else ()
+
+
+def _new_sizes(fname, size) -> tuple:
+    if not size:
+        raise TypeError(f'{fname}() missing 1 required positional arguments: "size"')
+    if len(size) == 1 and not _is_seq(size[0]) and not isinstance(size[0], int):
+        raise TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(size[0]).__name__}")
+    return size_args(size)
+
+
+def _method(name):
+    def install(fn):
+        fn.__name__ = fn.__qualname__ = name
+        public = factory(fn)
+        setattr(Tensor, name, public)
+        return public
+    return install
+
+
+@_method("new_empty")
+def new_empty(self, *size, dtype=None, device=None):
+    """Uninitialised tensor of ``size``; dtype and device default to ``self``'s (op
+    ``new_empty``, which modes see, as PyTorch's ``TorchDispatchMode``)."""
+    return ops.new_empty(self, _new_sizes("new_empty", size), **_kw(dtype, device))
+
+
+@_method("new_empty_strided")
+def new_empty_strided(self, size, stride, *, dtype=None, device=None):
+    """Uninitialised tensor with the given sizes and strides; dtype/device from ``self``."""
+    return ops.new_empty_strided(self, _size_arg("new_empty_strided", size),
+                                 tuple(stride), **_kw(dtype, device))
+
+
+@_method("new_full")
+def new_full(self, size, fill_value, *, dtype=None, device=None):
+    """``fill_value`` in a tensor of ``size`` with ``self``'s dtype (not the value's, unlike
+    ``sk.full``) and device. RuntimeError when the value overflows the dtype."""
+    return ops.new_full(self, _size_arg("new_full", size), fill_value, **_kw(dtype, device))
+
+
+@_method("new_zeros")
+def new_zeros(self, *size, dtype=None, device=None):
+    """Zeros of ``size`` with ``self``'s dtype and device (op ``new_zeros``)."""
+    return ops.new_zeros(self, _new_sizes("new_zeros", size), **_kw(dtype, device))
+
+
+@_method("new_ones")
+def new_ones(self, *size, dtype=None, device=None):
+    """Ones of ``size`` with ``self``'s dtype and device (op ``new_ones``)."""
+    return ops.new_ones(self, _new_sizes("new_ones", size), **_kw(dtype, device))
+
+
+_NEW_TENSOR_COPY = (
+    "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+    "sourceTensor.detach().clone().requires_grad_(True), rather than "
+    "tensor.new_tensor(sourceTensor).")
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    """``sk.tensor(data)`` with ``self``'s dtype and device unless given (not inferred from
+    ``data``). A Tensor ``data`` warns as PyTorch and is copied (``detach`` + ``_to_copy``); other
+    data arrives as ``lift_fresh`` of a constant, as under PyTorch's dispatch modes."""
+    dtype = self.dtype if dtype is None else dtype
+    device = self.device if device is None else device
+    if isinstance(data, Tensor):
+        warnings.warn(_NEW_TENSOR_COPY, UserWarning, stacklevel=3)
+        out = ops._to_copy(ops.detach(data), dtype=dt.to_dtype(dtype), device=device)
+        if requires_grad:
+            check_requires_grad_dtype(out.dtype)
+            out.requires_grad_(True)
+        return out
+    return tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+_new_tensor.__name__ = _new_tensor.__qualname__ = "new_tensor"
+Tensor.new_tensor = public_api(_new_tensor)
+
+
+def _get_device(self) -> int:
+    """The device index: -1 on cpu and meta, as PyTorch (a metadata query: no op)."""
+    return -1
+
+
+Tensor.get_device = _get_device
+
+
+# -- in-place random fills ------------------------------------------------------------------------
+def _uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
+    """Fill ``self`` with uniform samples in ``[from, to)`` from ``sk.manual_seed``'s generator
+    (values differ from torch's stream); bumps ``_version``. Floating dtypes only
+    (NotImplementedError "check_uniform_bounds" not implemented for 'Long'); RuntimeError for
+    ``from > to`` or bounds outside the dtype, and for an expanded ``self``. ``from`` may be given
+    by keyword (``uniform_(**{"from": 0, "to": 2})``)."""
+    if "from" in kwargs:
+        from_ = kwargs.pop("from")
+    if kwargs:
+        raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return ops.uniform_(self, from_, to, generator=generator)
+
+
+def _normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill ``self`` with normal samples (``mean``, ``std``); bumps ``_version``. RuntimeError
+    "normal expects std >= 0.0, but found std -1"; floating dtypes only."""
+    return ops.normal_(self, mean, std, generator=generator)
+
+
+_uniform_.__name__ = _uniform_.__qualname__ = "uniform_"
+_normal_.__name__ = _normal_.__qualname__ = "normal_"
+Tensor.uniform_ = public_api(_uniform_)
+Tensor.normal_ = public_api(_normal_)

@@ -26,6 +26,7 @@ __all__ = [
     "any",
     "argmax",
     "argmin",
+    "cumprod",
     "cumsum",
     "logsumexp",
     "max",
@@ -227,6 +228,14 @@ def cumsum(input, dim, *, dtype=None, out=None):
     return _call(op, input, dim, dtype=dtype, out=out)
 
 
+def cumprod(input, dim, *, dtype=None, out=None):
+    """Cumulative product along ``dim`` (same shape, contiguous); int/bool -> int64, float16
+    accumulates in float32."""
+    _int_dim("cumprod", dim)
+    op = ops.cumprod.out if out is not None else ops.cumprod
+    return _call(op, input, dim, dtype=dtype, out=out)
+
+
 def _max_min(name, input, dim, keepdim, out):
     from . import math
     if isinstance(dim, Tensor):
@@ -267,7 +276,7 @@ def min(input, dim=None, keepdim=False, *, out=None):
 
 _PUBLIC = {}
 for _fn in (sum, mean, prod, var, std, amax, amin, argmax, argmin, all, any, logsumexp, norm,
-            cumsum, max, min):
+            cumsum, cumprod, max, min):
     _PUBLIC[_fn.__name__] = _export(_fn)
 globals().update(_PUBLIC)
 del _builtin_max

@@ -413,3 +413,93 @@ for _op, _value in ((ops.empty_like, lambda self, args, shape: None),
     register_kernel(_op, "cpu")(_kernel)
     register_kernel(_op, "meta")(_kernel)
     _op.rule = _like_rule
+
+
+# -- Tensor.new_*: factories whose dtype and device default to ``self``'s ------------------------
+def _new_options(self, dtype, device):
+    return (self._dtype if dtype is None else dtype,
+            self._storage.device if device is None else device)
+
+
+@both_devices(ops.new_empty)
+def new_empty(self, size, *, dtype=None, device=None, requires_grad=None):
+    dtype, device = _new_options(self, dtype, device)
+    return empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@both_devices(ops.new_empty_strided)
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=None):
+    dtype, device = _new_options(self, dtype, device)
+    return empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@both_devices(ops.new_full)
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=None):
+    dtype, device = _new_options(self, dtype, device)
+    return full(size, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@both_devices(ops.new_zeros)
+def new_zeros(self, size, *, dtype=None, device=None, requires_grad=None):
+    return new_full(self, size, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@both_devices(ops.new_ones)
+def new_ones(self, size, *, dtype=None, device=None, requires_grad=None):
+    return new_full(self, size, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+# -- in-place random fills: PyTorch's checks in its order, then numpy's generator --------------
+def _random_generator(generator):
+    if generator is not None:
+        raise NotImplementedError("generator= is not supported: subclass_kit has one generator, "
+                                  "seeded by sk.manual_seed")
+
+
+def _random_fill_target(self, kernel_name):
+    if not self._dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel_name}" not implemented for '
+                                  f"'{type_name(self._dtype)}'")
+
+
+@both_devices(ops.uniform_)
+def uniform_(self, from_=0.0, to=1.0, *, generator=None):
+    """PyTorch's ``uniform_impl_`` checks: the dtype ("check_uniform_bounds" not implemented
+    for 'Long'), ``from``/``to`` within the dtype's range, ``from <= to``, ``to - from`` finite
+    in the dtype, then the internal-overlap check of the fill."""
+    _random_generator(generator)
+    _random_fill_target(self, "check_uniform_bounds")
+    hi = float(np.finfo(self._dtype.numpy).max)
+    for name, v in (("from", from_), ("to", to)):
+        if not -hi <= v <= hi:
+            raise RuntimeError(f"{name} is out of bounds for {_CHECKED_NAME[self._dtype.name]}")
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={from_:g} > to={to:g}")
+    if to - from_ > hi:
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<"
+                           f"{type_name(self._dtype)}>::max(), but found to={to:g} and "
+                           f"from={from_:g} which result in to-from to exceed the limit")
+    check_no_internal_overlap(self)
+    if self._storage.device is not META:
+        shape = self._layout.sizes
+        self._array()[...] = from_ + (to - from_) * _rng[0].random(shape)
+    return self
+
+
+@both_devices(ops.normal_)
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """PyTorch's ``normal_impl_`` checks: ``std >= 0`` first, then the dtype
+    ("normal_kernel_cpu" not implemented for 'Long'), then the fill's internal overlap."""
+    _random_generator(generator)
+    if not std >= 0.0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    _random_fill_target(self, "normal_kernel_cpu")
+    check_no_internal_overlap(self)
+    if self._storage.device is not META:
+        shape = self._layout.sizes
+        self._array()[...] = mean + std * _rng[0].standard_normal(shape)
+    return self
+
+
+_CHECKED_NAME = {"float16": "c10::Half", "float32": "float", "float64": "double"}

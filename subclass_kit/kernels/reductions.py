@@ -152,14 +152,15 @@ def _reduce_into(ufunc, dest, arr, axis, keepdim, acc=None):
 
 # -- registration ----------------------------------------------------------------------------
 def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=False,
-              out_wrapper=True):
+              out_wrapper=True, out_rule=None):
     """Functional cpu/meta kernels from ``rule`` + ``compute(dest, arr, spec, self, *args,
     **kw)``, which writes ``dest`` (returning None) or returns an array to cast into it;
     ``out_policy(spec, out, *args, **kw) -> Spec`` decides the out= dtype. ``out_wrapper``:
     PyTorch's meta kernel of the out= op is its Python out= wrapper, which checks ``out``'s
     device first ("Attempting to copy from device ..."); False for its C++ structured meta
     kernels (``argmax``/``argmin``), which check it last ("Expected out tensor to have device
-    ...")."""
+    ..."). ``out_rule``: the out= kernel's rule, when ``out``'s dtype must be checked before
+    some checks of the functional rule (``cumsum``: a bool compute dtype)."""
 
     def fill(outs, spec, self, *args, **kwargs):
         arr = self._array()
@@ -196,7 +197,7 @@ def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=Fals
             check_out_device_first(self, out)
         if policy_first:  # PyTorch checks out's dtype before the arguments
             out_policy(None, out, *args, **kwargs)
-        spec = out_policy(rule(self, *args, **kwargs), out, *args, **kwargs)
+        spec = out_policy((out_rule or rule)(self, *args, **kwargs), out, *args, **kwargs)
         if not out_wrapper:
             _check_out_device(out, spec)
         resize_out(out, spec._replace(dtype=out._dtype), out_op.name)

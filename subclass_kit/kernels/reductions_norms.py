@@ -1,11 +1,12 @@
-"""``logsumexp``, ``linalg_vector_norm`` / ``norm`` and ``cumsum``: the reductions with extra
-numerics, registered with ``reductions._register`` (Note [One rule per op]).
+"""``logsumexp``, ``linalg_vector_norm`` / ``norm``, ``cumsum`` and ``cumprod``: the reductions
+with extra numerics, registered with ``reductions._register`` (Note [One rule per op]).
 
 - ``logsumexp`` subtracts the max first (infinite maxima count as 0), integer inputs give the
   default float, an empty reduction gives -inf;
 - norms: ``ord`` 2 (default), 1, inf, -inf, 0 (count of nonzeros), negative and fractional
   orders; floating inputs only; inf/negative orders of empty dims raise;
-- ``cumsum`` keeps the input's shape (contiguous output), int/bool accumulate in int64.
+- ``cumsum`` / ``cumprod`` keep the input's shape (contiguous output), int/bool accumulate in
+  int64, float16 in float32.
 """
 
 from __future__ import annotations
@@ -139,21 +140,43 @@ def _norm_dim_compute(dest, arr, spec, self, p, dim, keepdim=False):
 _register(ops.norm.ScalarOpt_dim, _norm_dim_rule, _norm_dim_compute, ops.norm.out, _out_exact)
 
 
-def _cumsum_rule(self, dim, *, dtype=None):
+def _cumulative_out_rule(self, dim, *, dtype=None):
     wrap_dim(dim, len(self._layout.sizes))
     sizes = self._layout.sizes
-    out = _int_to_long(self._dtype, dtype)
-    if out is dt.bool_:
-        raise NotImplementedError("\"cumsum_out_cpu\" not implemented for 'Bool'")
-    return Spec(sizes, contiguous_strides(sizes), out, self._storage.device)
+    return Spec(sizes, contiguous_strides(sizes), _int_to_long(self._dtype, dtype),
+                self._storage.device)
 
 
-def _cumsum_compute(dest, arr, spec, self, dim, *, dtype=None):
-    out = spec.dtype.numpy
-    arr = arr.astype(out, copy=False)
-    if arr.ndim == 0:
-        return arr
-    return np.cumsum(arr, axis=wrap_dim(dim, arr.ndim), dtype=_acc(out))
+def _no_bool(name, spec):
+    """The compute dtype (the result's, or ``out``'s) cannot be bool."""
+    if spec.dtype is dt.bool_:
+        raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
+    return spec
 
 
-_register(ops.cumsum, _cumsum_rule, _cumsum_compute, ops.cumsum.out, _out_as_dtype)
+def _cumulative_rule(name):
+    def rule(self, dim, *, dtype=None):
+        return _no_bool(name, _cumulative_out_rule(self, dim, dtype=dtype))
+    return rule
+
+
+def _cumulative_out_policy(name):
+    def policy(spec, out, *args, **kwargs):
+        return _no_bool(name, _out_as_dtype(spec, out, *args, **kwargs))
+    return policy
+
+
+def _cumulative_compute(np_fn):
+    def compute(dest, arr, spec, self, dim, *, dtype=None):
+        out = spec.dtype.numpy
+        arr = arr.astype(out, copy=False)
+        if arr.ndim == 0:
+            return arr
+        return np_fn(arr, axis=wrap_dim(dim, arr.ndim), dtype=_acc(out))
+    return compute
+
+
+for _name, _np_fn in (("cumsum", np.cumsum), ("cumprod", np.cumprod)):
+    _op = getattr(ops, _name)
+    _register(_op, _cumulative_rule(_name), _cumulative_compute(_np_fn), _op.out,
+              _cumulative_out_policy(_name), out_rule=_cumulative_out_rule)
