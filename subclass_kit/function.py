@@ -109,17 +109,6 @@ def handle_function(public, impl, args, kwargs):
                     ret = impl(*args, **kwargs)
                 finally:
                     st["function_subclass_disabled"] = False
-                if ret.__class__ is _tensor:
-                    # result_as's common case: a fresh plain result takes the class in place
-                    for a in inputs:
-                        if a is ret:
-                            break
-                    else:
-                        try:
-                            ret.__class__ = cls
-                            return ret
-                        except TypeError:
-                            pass
                 return result_as(ret, cls, inputs)
     tried = []
     for i in range(len(stack) - 1, -1, -1):
