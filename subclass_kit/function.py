@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 
+from ._argcheck import explain
 from ._state import flags, tls
 from .dispatch import (DISPATCH_TYPES, _handler_name, _order_types, _record_view_op, dispatch,
                        single_type)
@@ -48,7 +49,10 @@ def public_api(impl):
                 if t in FUNCTION_TYPES or ((t is list or t is tuple)
                                            and _holds_function_type(a)):
                     return handle_function(public, impl, args, kwargs)
-        return impl(*args, **kwargs)
+        try:    # zero-cost until it raises: Note [Argument types are checked on the failure path]
+            return impl(*args, **kwargs)
+        except _EXPLAINED as e:
+            _raise_explained(public, impl, args, kwargs, e)
 
     public.__wrapped_impl__ = impl
     return public
@@ -134,7 +138,24 @@ def handle_function(public, impl, args, kwargs):
         lines = "\n".join(f"  - {_handler_name(h)}" for h in tried)
         raise TypeError(f"Multiple dispatch failed for '{_public_name(public)}'; all "
                         f"__tensor_function__ handlers returned NotImplemented:\n\n{lines}\n")
-    return impl(*args, **kwargs)
+    try:
+        return impl(*args, **kwargs)
+    except _EXPLAINED as e:
+        _raise_explained(public, impl, args, kwargs, e)
+
+
+# Failures that may come from a wrong-typed argument (NotImplementedError never does).
+_EXPLAINED = (TypeError, ValueError, AttributeError, RuntimeError, IndexError, OverflowError)
+
+
+def _raise_explained(public, impl, args, kwargs, error):
+    """Re-raise ``error`` of a public call, as PyTorch's parser TypeError when an argument has
+    the wrong type (Note [Argument types are checked on the failure path])."""
+    if not isinstance(error, NotImplementedError):
+        better = explain(getattr(public, "__name__", ""), impl, args, kwargs)
+        if better is not None:
+            raise better from None
+    raise error
 
 
 def _public_name(public) -> str:
@@ -227,7 +248,10 @@ def op_method(op, impl, name: str, reflected: bool = False):
             return handle_function(method, impl, args, kwargs)
         if _function_types(args, kwargs):
             return handle_function(method, impl, args, kwargs)
-        return impl(*args, **kwargs)
+        try:
+            return impl(*args, **kwargs)
+        except _EXPLAINED as e:
+            _raise_explained(method, impl, args, kwargs, e)
 
     if reflected:
         def method(self, other):

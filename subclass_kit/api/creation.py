@@ -19,6 +19,7 @@ from ..mode import no_dispatch
 from ..kernels.factories import check_requires_grad_dtype, manual_seed
 from ..registry import ops
 from ..tensor import Tensor, from_numpy
+from .._argcheck import type_error
 from ._register import size_args
 
 __all__ = ["tensor", "as_tensor", "empty", "zeros", "ones", "full", "arange", "eye", "rand",
@@ -71,9 +72,11 @@ def _as_array(data) -> tuple:
         err = _ragged_error(data, _sequence_sizes(data))
         if err is not None:
             raise err
-        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     kind = arr.dtype.kind
     if kind in "US":
+        if isinstance(data, str):
+            raise TypeError("new(): invalid data type 'str'")
         raise ValueError("too many dimensions 'str'")
     if kind == "b":
         return arr, dt.bool_
@@ -235,6 +238,8 @@ def randint(low, high=None, size=None, *, dtype=None, device=None):
     """``randint(high, size)`` or ``randint(low, high, size)``; int64 by default."""
     if size is None:
         low, high, size = 0, low, high
+    elif high is None:
+        raise type_error("randint", "high", "int", high, 2)
     return ops.randint(low, high, tuple(size), **_kw(dtype, device))
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 
 from .. import _dtype as dt
+from .._argcheck import check_tensor, type_error
 from ..function import op_method, public_api
 from ..registry import _lookup, ops
 from ..tensor import Tensor
@@ -30,8 +31,7 @@ _NUMBER = (bool, int, float)
 
 def _need_tensor(fname, argname, pos, value):
     if not isinstance(value, Tensor):
-        raise TypeError(f"{fname}(): argument '{argname}' (position {pos}) must be Tensor, not "
-                        f"{type(value).__name__}")
+        raise type_error(fname, argname, "Tensor", value, pos)
 
 
 def _as_tensor(value):
@@ -198,6 +198,8 @@ def _binary(name, numbers_first=False, numbers_second=True):
             input = _as_tensor(input)
         if not numbers_second:
             _need_tensor(name, "other", 2, other)
+        elif other is None:
+            raise type_error(name, "other", "Tensor", other, 2)
         if out is None:
             return op(input, other)
         return out_op(input, other, out=out)
@@ -209,6 +211,8 @@ def _binary(name, numbers_first=False, numbers_second=True):
         def fn_(self, other):
             if not numbers_second:
                 _need_tensor(name + "_", "other", 1, other)
+            elif other is None:     # (op_method's slow path: not a number)
+                raise type_error(name + "_", "other", "Tensor", other, 1)
             return inplace(self, other)
         fn_.__doc__ = f"In-place ``{name}``: the result is cast to ``self``'s dtype if allowed."
         _export(name + "_", fn_, op=inplace if numbers_second else None)
@@ -369,8 +373,11 @@ __all__.append("clip")
 def where(condition, input=None, other=None, *, out=None):
     """``input`` where ``condition`` else ``other``, broadcasting all three (numbers allowed
     for ``input``/``other``). ``where(condition)`` is ``nonzero(condition, as_tuple=True)``."""
-    if input is None and other is None:
-        return tuple(ops.unbind(ops.nonzero(condition), 1))
+    if input is None or other is None:
+        if input is None and other is None:
+            return tuple(ops.unbind(ops.nonzero(condition), 1))
+        for pos, name, value in ((2, "input", input), (3, "other", other)):
+            check_tensor("where", name, value, pos)
     if out is not None:
         # PyTorch's argument parser: the out= overload takes tensors only
         for pos, name, value in ((2, "input", input), (3, "other", other)):
@@ -382,6 +389,8 @@ def where(condition, input=None, other=None, *, out=None):
 
 
 def _where_method(self, condition, other):
+    if other is None:
+        check_tensor("where", "other", other, 2)
     return ops.where(condition, self, other)
 
 

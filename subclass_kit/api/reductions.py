@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 from .. import return_types
+from .._argcheck import check_bool
 from ..function import public_api
 from ..registry import ops
 from ..tensor import Tensor
@@ -62,9 +63,17 @@ def _int_dim(fname, dim):
                         f"{type(dim).__name__}")
 
 
+def _keepdim(fname, keepdim) -> bool:
+    """A ``keepdim`` that is not a Python bool: numpy's bool, else PyTorch's TypeError."""
+    check_bool(fname, "keepdim", keepdim)
+    return bool(keepdim)
+
+
 def _call(op, self, *args, dtype=None, out=None, keepdim=False, **kwargs):
     """Call ``op`` with only the non-default arguments, as PyTorch's bindings do."""
     args = list(args)
+    if keepdim is not False and keepdim is not True:
+        keepdim = _keepdim(op.name, keepdim)
     if keepdim:
         args.append(True)
     if dtype is not None:
@@ -79,6 +88,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     ``dtype`` is given; an empty reduction gives 0."""
     if out is None and dtype is None:  # _call's arguments, built directly (hot path)
         dims = _dim_list(dim)
+        if keepdim is False:
+            return ops.sum(input, dims)
+        if keepdim is not True:
+            keepdim = _keepdim("sum", keepdim)
         return ops.sum(input, dims, True) if keepdim else ops.sum(input, dims)
     op = ops.sum.IntList_out if out is not None else ops.sum
     return _call(op, input, _dim_list(dim), keepdim=keepdim, dtype=dtype, out=out)
@@ -117,6 +130,8 @@ def _variance(op, op_out, input, dim, unbiased, keepdim, correction, out):
     kwargs = {}
     if correction is not None:
         kwargs["correction"] = correction
+    if keepdim is not False and keepdim is not True:
+        keepdim = _keepdim(op.name, keepdim)
     if keepdim:
         kwargs["keepdim"] = True
     if out is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 
 from .. import _dtype as dt
+from .._argcheck import check_int, type_error
 from ..registry import ops
 from ..storage import device as _device
 from ..tensor import Tensor, contiguous_format, preserve_format
@@ -98,10 +99,18 @@ def expand_as(self, other):
     return ops.expand_as(self, other)
 
 
+# squeeze's default: every dim (an explicit None is refused, as PyTorch does).
+_ALL_DIMS = object()
+
+
 @method("squeeze")
-def squeeze(self, dim=None):
-    if dim is None:
+def squeeze(self, dim=_ALL_DIMS):
+    if dim is _ALL_DIMS:
         dims = list(range(self.dim()))
+    elif dim is None:   # x.squeeze(None): PyTorch's parser refuses it
+        raise type_error("squeeze", "dim", "int", dim, 1)
+    elif isinstance(dim, (tuple, list)):
+        dims = list(dim)
     elif isinstance(dim, (tuple, list)):
         dims = list(dim)
     else:
@@ -116,12 +125,25 @@ def unsqueeze(self, dim):
 
 @method("select")
 def select(self, dim, index):
+    if index.__class__ is not int:
+        index = check_int("select", "index", index, 2)
     return ops.select(self, dim, index)
 
 
 @method("narrow")
 def narrow(self, dim, start, length):
-    return ops.narrow(self, dim, int(start), length)
+    if start.__class__ is not int:
+        start = _tensor_or_int("narrow", "start", start, 2)
+    if length.__class__ is not int:
+        length = check_int("narrow", "length", length, 3)
+    return ops.narrow(self, dim, start, length)
+
+
+def _tensor_or_int(fn, name, value, pos):
+    """``narrow``'s start: an int or a 0-d integer tensor (PyTorch's ``Tensor start``)."""
+    if isinstance(value, Tensor) and value.dim() == 0 and not value.dtype.is_floating_point:
+        return int(value.item())
+    return check_int(fn, name, value, pos)
 
 
 @method("diagonal")
@@ -131,6 +153,8 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
 
 @method("unfold")
 def unfold(self, dimension, size, step):
+    if size.__class__ is not int or step.__class__ is not int:
+        size, step = check_int("unfold", "size", size, 2), check_int("unfold", "step", step, 3)
     return ops.unfold(self, dimension, size, step)
 
 
@@ -138,6 +162,8 @@ def unfold(self, dimension, size, step):
 def split(self, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, (list, tuple)):
         return tuple(ops.split_with_sizes(self, list(split_size_or_sections), dim))
+    if split_size_or_sections.__class__ is not int:
+        split_size_or_sections = check_int("split", "split_size", split_size_or_sections, 1)
     return tuple(ops.split(self, split_size_or_sections, dim))
 
 
@@ -265,8 +291,10 @@ def unsqueeze_(self, dim):
 
 
 @method("squeeze_")
-def squeeze_(self, dim=None):
-    dims = list(range(self.dim())) if dim is None else (
+def squeeze_(self, dim=_ALL_DIMS):
+    if dim is None:     # as squeeze
+        raise type_error("squeeze_", "dim", "int", dim, 1)
+    dims = list(range(self.dim())) if dim is _ALL_DIMS else (
         list(dim) if isinstance(dim, (list, tuple)) else [dim])
     return ops.squeeze_.dims(self, dims)
 

@@ -27,6 +27,7 @@ from ..layout import (
 from ..registry import ops
 from ..tensor import make_tensor, make_view
 from ._common import both_devices, type_name
+from ._scalars import cpp_name
 
 
 def check_bounds(layout: Layout, dtype, storage, symbolic: bool = False):
@@ -517,8 +518,8 @@ def set_storage(self, source, storage_offset, size, stride=()):
 @both_devices(ops.set_.source_Tensor)
 def set_tensor(self, source):
     if source._dtype is not self._dtype:
-        raise RuntimeError(f"Could not set tensor of type {type_name(source._dtype)} to a tensor "
-                           f"of type {type_name(self._dtype)}")
+        raise RuntimeError(f"Could not set tensor of type {cpp_name(source._dtype)} to a tensor "
+                           f"of type {cpp_name(self._dtype)}")
     self._storage = source._storage
     self._set_layout(source._layout)
     return self
