@@ -173,8 +173,11 @@ def explain(fn_name: str, impl, args, kwargs):
         value = bound[p.name]
         if value is p.default:
             continue        # the implementation's own default (``dim=None``) is never wrong
-        if p.kind is p.VAR_POSITIONAL:
-            value = value[0] if len(value) == 1 else value    # f(2, 3), f((2, 3)), f(dtype)
+        forms = (value,)
+        if p.kind is p.VAR_POSITIONAL and len(value) == 1:
+            # f(2, 3), f((2, 3)), f(dtype), meshgrid(t): one argument is the list itself or
+            # its only element; it is wrong only if both readings are
+            forms = (value[0], value)
         elif p.kind is p.VAR_KEYWORD:
             continue
         schema_name = "self" if i == 0 and p.name == "input" else p.name
@@ -185,10 +188,11 @@ def explain(fn_name: str, impl, args, kwargs):
                 name, candidates = by_position[0], by_position[1:]
         if not candidates:
             continue
-        bad = _first_bad(candidates, value)
-        if bad is None:
+        bads = [_first_bad(candidates, form) for form in forms]
+        if None in bads:
             continue
-        expected, element = bad
+        value = forms[0]
+        expected, element = bads[0]
         pos = None if p.kind is p.KEYWORD_ONLY else (i if method else i + 1)
         where = f" (position {pos})" if pos is not None else ""
         if element is not None:

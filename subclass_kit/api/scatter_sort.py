@@ -10,6 +10,7 @@ Kernels: ``kernels/index_ops.py``, ``kernels/pointwise_ternary.py``, ``kernels/l
 from __future__ import annotations
 
 from .. import return_types
+from .._argcheck import check_bool
 from ..function import public_api
 from ..registry import ops
 from ..tensor import Tensor
@@ -162,7 +163,11 @@ def sort(input, dim=-1, descending=False, *, stable=_UNSET, out=None):
     """``sk.return_types.sort(values, indices)`` along ``dim`` (int64 indices; NaN sorts
     last, first when ``descending``). Passing ``stable`` (as PyTorch's parser) picks
     ``sort.stable``; both give PyTorch's stable order (docs/differences.md for
-    ``stable=False``). ``out``: a (values, indices) pair of the result dtypes exactly."""
+    ``stable=False``). ``out``: a (values, indices) pair of the result dtypes exactly.
+    Raises TypeError for a ``descending`` or ``stable`` that is not a bool (PyTorch's parser)."""
+    check_bool("sort", "descending", descending)
+    if stable is not _UNSET and stable is not None:
+        check_bool("sort", "stable", stable)
     if stable is _UNSET:
         if out is not None:
             values, indices = out
@@ -179,7 +184,11 @@ def sort(input, dim=-1, descending=False, *, stable=_UNSET, out=None):
 
 
 def argsort(input, dim=-1, descending=False, *, stable=_UNSET):
-    """The ``indices`` of ``sort`` (a composite: modes see ``sort`` / ``sort.stable``)."""
+    """The ``indices`` of ``sort`` (a composite: modes see ``sort`` / ``sort.stable``). Raises
+    TypeError for a ``descending`` or ``stable`` that is not a bool (PyTorch's parser)."""
+    check_bool("argsort", "descending", descending)
+    if stable is not _UNSET:
+        check_bool("argsort", "stable", stable)
     if stable is _UNSET:
         return ops.argsort(input, dim, descending)
     return ops.argsort.stable(input, stable=stable, dim=dim, descending=descending)
