@@ -317,6 +317,11 @@ class Tensor(metaclass=TensorType):
         if self._np_buf is buf and buf is not None:
             return self._np
         if buf is None:
+            if self._storage.device is not META:    # a wrapper's (PyTorch crashes here)
+                raise RuntimeError(f"Cannot access the data of a {type(self).__name__} without "
+                                   "storage: a wrapper subclass keeps its data in inner tensors, "
+                                   "so its ops must go through its __tensor_dispatch__ (not "
+                                   "under sk.no_dispatch())")
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         layout = self._layout
         sizes = layout.sizes

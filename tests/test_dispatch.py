@@ -241,6 +241,26 @@ def test_pytree_round_trip():
         sk.pytree.tree_unflatten([1], spec)
 
 
+def test_wrapper_data_under_no_dispatch_is_a_clear_error():
+    """An op on a wrapper under ``no_dispatch`` reaches a kernel with the wrapper's data-less
+    storage: a RuntimeError naming the class and the way out (PyTorch segfaults there), while a
+    meta tensor keeps PyTorch's NotImplementedError; nothing is written or bumped."""
+    class Empty(sk.Tensor):
+        @classmethod
+        def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+            return NotImplemented
+
+    w = sk.make_wrapper_subclass(Empty, (2,))
+    with sk.no_dispatch():
+        with pytest.raises(RuntimeError, match="Cannot access the data of a Empty without"):
+            w + 1
+        with pytest.raises(RuntimeError, match="through its __tensor_dispatch__"):
+            w.add_(1)
+    assert w._version == 0
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        sk.empty(2, device="meta")._array()
+
+
 def test_no_dispatch_keeps_the_mode_stack_like_torch():
     """``no_dispatch`` bypasses modes without hiding or replacing their stack (PyTorch's
     ``_DisableTorchDispatch``); a mode entered inside outlives the block; an instance nests."""
