@@ -237,3 +237,268 @@ def meshgrid_indexing(tensors, *, indexing):
     if swap:
         grids[0], grids[1] = grids[1], grids[0]
     return grids
+
+
+# -- broadcast_to, ravel, atleast_*d, h/v/dstack, tensor_split, h/v/dsplit, fliplr/ud, diff ------
+# PyTorch's CompositeImplicitAutograd bodies, op for op (modes see the same stream).
+@register_decomposition(ops.broadcast_to)
+def broadcast_to(self, size):
+    return ops.expand(self, list(size))
+
+
+@register_decomposition(ops.ravel)
+def ravel(self):
+    return ops.view(ops.contiguous(self), [-1])
+
+
+@register_decomposition(ops.atleast_1d)
+def atleast_1d(self):
+    return ops.reshape(self, [1]) if not self._layout.sizes else self
+
+
+@register_decomposition(ops.atleast_2d)
+def atleast_2d(self):
+    ndim = len(self._layout.sizes)
+    if ndim == 0:
+        return ops.reshape(self, [1, 1])
+    return ops.unsqueeze(self, 0) if ndim == 1 else self
+
+
+@register_decomposition(ops.atleast_3d)
+def atleast_3d(self):
+    ndim = len(self._layout.sizes)
+    if ndim == 0:
+        return ops.reshape(self, [1, 1, 1])
+    if ndim == 1:
+        return ops.unsqueeze(ops.unsqueeze(self, 0), -1)
+    return ops.unsqueeze(self, -1) if ndim == 2 else self
+
+
+def _stack_pieces(name, tensors, lift):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return [lift(t) for t in tensors]
+
+
+def _hstack_args(tensors):
+    pieces = _stack_pieces("hstack", tensors, atleast_1d)
+    return pieces, 0 if len(pieces[0]._layout.sizes) == 1 else 1
+
+
+@register_decomposition(ops.hstack)
+def hstack(tensors):
+    pieces, dim = _hstack_args(tensors)
+    return ops.cat(pieces, dim)
+
+
+@register_decomposition(ops.hstack.out)
+def hstack_out(tensors, *, out):
+    pieces, dim = _hstack_args(tensors)
+    return ops.cat.out(pieces, dim, out=out)
+
+
+@register_decomposition(ops.vstack)
+def vstack(tensors):
+    return ops.cat(_stack_pieces("vstack", tensors, atleast_2d), 0)
+
+
+@register_decomposition(ops.vstack.out)
+def vstack_out(tensors, *, out):
+    return ops.cat.out(_stack_pieces("vstack", tensors, atleast_2d), 0, out=out)
+
+
+@register_decomposition(ops.dstack)
+def dstack(tensors):
+    return ops.cat(_stack_pieces("dstack", tensors, atleast_3d), 2)
+
+
+@register_decomposition(ops.dstack.out)
+def dstack_out(tensors, *, out):
+    return ops.cat.out(_stack_pieces("dstack", tensors, atleast_3d), 2, out=out)
+
+
+def _split_dim(self, dim) -> int:
+    n = len(self._layout.sizes)
+    if n == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    return wrap_dim(dim, n)
+
+
+@register_decomposition(ops.tensor_split.sections)
+def tensor_split_sections(self, sections, dim=0):
+    d = _split_dim(self, dim)
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    size = self._layout.sizes[d]
+    small, extra = divmod(size, sections)
+    pieces, start = [], 0
+    for i in range(sections):
+        n = small + 1 if i < extra else small
+        pieces.append(ops.slice(self, d, start, start + n))
+        start += n
+    return pieces
+
+
+@register_decomposition(ops.tensor_split.indices)
+def tensor_split_indices(self, indices, dim=0):
+    d = _split_dim(self, dim)
+    pieces, start = [], 0
+    for end in indices:
+        pieces.append(ops.slice(self, d, start, end))
+        start = end
+    pieces.append(ops.slice(self, d, start, self._layout.sizes[d]))
+    return pieces
+
+
+@register_decomposition(ops.tensor_split.tensor_indices_or_sections)
+def tensor_split_tensor(self, tensor_indices_or_sections, dim=0):
+    """0-d: ``item()`` sections; 1-D: the indices read from the (cpu, int64) data, no op."""
+    _split_dim(self, dim)
+    t = tensor_indices_or_sections
+    if t._storage.device.type != "cpu":
+        raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be on cpu, but "
+                           f"it's on {t._storage.device.type}")
+    if t._dtype.name != "int64":
+        from .kernels._common import type_name
+        raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype of "
+                           f"long, but got {type_name(t._dtype)}")
+    ndim = len(t._layout.sizes)
+    if ndim not in (0, 1):
+        raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                           f"zero-dimensional or one-dimensional tensor, but got a tensor with "
+                           f"{ndim} dims")
+    if ndim == 0:
+        return ops.tensor_split.sections(self, int(ops._local_scalar_dense(t)), dim)
+    if t._storage._buffer is None and t._layout.numel():   # a wrapper subclass: no data
+        raise RuntimeError(_NO_DATA)
+    return ops.tensor_split.indices(self, [int(i) for i in t._array().tolist()], dim)
+
+
+# PyTorch's text for reading the data pointer of a tensor without storage (wrapper subclasses).
+_NO_DATA = (
+    "The tensor has a non-zero number of elements, but its data is not allocated yet.\n"
+    "If you're using torch.compile/export/fx, it is likely that we are erroneously tracing into "
+    "a custom kernel. To fix this, please wrap the custom kernel into an opaque custom op. "
+    "Please see the following for details: "
+    "https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html\n"
+    "If you're using Caffe2, Caffe2 uses a lazy allocation, so you will need to call "
+    "mutable_data() or raw_mutable_data() to actually allocate memory.")
+
+
+def _dim_split(name, need, dim):
+    def check(self):
+        ndim = len(self._layout.sizes)
+        if ndim < need:
+            raise RuntimeError(f"sk.{name} requires a tensor with at least {need} dimension, but "
+                               f"got a tensor with {ndim} dimensions!")
+        return (0 if ndim == 1 else 1) if dim is None else dim
+
+    def by_sections(self, sections):
+        d = check(self)
+        size = self._layout.sizes[d]
+        if sections == 0 or size % sections != 0:
+            raise RuntimeError(f"sk.{name} attempted to split along dimension {d}, but the size "
+                               f"of the dimension {size} is not divisible by the split_size "
+                               f"{sections}!")
+        return ops.tensor_split.sections(self, sections, d)
+
+    def by_indices(self, indices):
+        return ops.tensor_split.indices(self, list(indices), check(self))
+
+    packet = getattr(ops, name)
+    register_decomposition(packet.int)(by_sections)
+    register_decomposition(packet.array)(by_indices)
+
+
+_dim_split("hsplit", 1, None)
+_dim_split("vsplit", 2, 0)
+_dim_split("dsplit", 3, 2)
+
+
+@register_decomposition(ops.fliplr)
+def fliplr(self):
+    if len(self._layout.sizes) < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return ops.flip(self, [1])
+
+
+@register_decomposition(ops.flipud)
+def flipud(self):
+    if len(self._layout.sizes) < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return ops.flip(self, [0])
+
+
+def _diff_check(self, n, dim, prepend, append):
+    ndim = len(self._layout.sizes)
+    if ndim < 1:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    for other in (prepend, append):
+        if other is None:
+            continue
+        d = wrap_dim(dim, ndim)
+        if len(other._layout.sizes) != ndim:
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        for i, (a, b) in enumerate(zip(self._layout.sizes, other._layout.sizes)):
+            if i != d and a != b:
+                raise RuntimeError(
+                    "diff expects the shape of tensor to prepend or append to match that of "
+                    f"input except along the differencing dimension; input.size({i}) = {a}, "
+                    f"but got tensor.size({i}) = {b}")
+
+
+def _diff_input(self, n, dim, prepend, append):
+    _diff_check(self, n, dim, prepend, append)
+    if n == 0 or (prepend is None and append is None):
+        return self
+    pieces = ([prepend] if prepend is not None else []) + [self]
+    return ops.cat(pieces + ([append] if append is not None else []), dim)
+
+
+def _diff_step(result, dim, length, out=None):
+    """``narrow(1) - narrow(0)`` (``ne`` for bool: docs/differences.md); the second narrow is
+    taken first, as PyTorch's argument evaluation does."""
+    lo = ops.narrow(result, dim, 0, length)
+    hi = ops.narrow(result, dim, 1, length)
+    if result._dtype.name == "bool":
+        return ops.ne(hi, lo) if out is None else ops.ne.Tensor_out(hi, lo, out=out)
+    return ops.sub(hi, lo) if out is None else ops.sub.out(hi, lo, out=out)
+
+
+def _diff_helper(self, n, dim):
+    if n == 0:
+        return ops.copy_(ops.zeros_like(self), self)
+    size = self._layout.sizes[wrap_dim(dim, len(self._layout.sizes))]
+    result, length = self, size - 1
+    for _ in range(min(n, size)):
+        result = _diff_step(result, dim, length)
+        length -= 1
+    return result
+
+
+@register_decomposition(ops.diff)
+def diff(self, n=1, dim=-1, prepend=None, append=None):
+    return _diff_helper(_diff_input(self, n, dim, prepend, append), n, dim)
+
+
+@register_decomposition(ops.diff.out)
+def diff_out(self, n=1, dim=-1, prepend=None, append=None, *, out):
+    a = _diff_input(self, n, dim, prepend, append)
+    if n == 0:
+        from .kernels._common import Spec, resize_output_check, type_name
+        # PyTorch's ``diff_out`` resizes with a plain ``resize_`` (a version bump of its own).
+        if resize_output_check(out, Spec(a._layout.sizes, (), out._dtype, out._storage.device),
+                               stacklevel=5):
+            ops.resize_(out, list(a._layout.sizes))
+        if out._dtype is not a._dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {type_name(a._dtype)}, but "
+                               f"got {type_name(out._dtype)} instead")
+        return ops.copy_(out, a)
+    size = a._layout.sizes[wrap_dim(dim, len(a._layout.sizes))]
+    n = min(n, size)
+    prev = _diff_helper(a, n - 1, dim) if n > 1 else a
+    return _diff_step(prev, dim, size - n, out=out)

@@ -259,6 +259,19 @@ SORTING = [
     "topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
 ]
 
+# More shape, search and linear-algebra primitives (PyTorch's CompositeExplicitAutograd or
+# backend kernels: modes see the op itself).
+SHAPE_MORE = [
+    "rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor",
+    "rot90.out(Tensor self, int k=1, int[] dims=[0,1], *, Tensor(a!) out) -> Tensor(a!)",
+    "trace(Tensor self) -> Tensor",
+    "trace.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    "take(Tensor self, Tensor index) -> Tensor",
+    "take.out(Tensor self, Tensor index, *, Tensor(a!) out) -> Tensor(a!)",
+    "vdot(Tensor self, Tensor other) -> Tensor",
+    "vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+]
+
 # Composite ops: decomposed into the ops above before the dispatch level (PyTorch's
 # CompositeImplicitAutograd), so modes never see them.
 COMPOSITE = [
@@ -286,6 +299,31 @@ COMPOSITE = [
     "kron(Tensor self, Tensor other) -> Tensor",
     "meshgrid(Tensor[] tensors) -> Tensor[]",
     "meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]",
+    # more shape composites (PyTorch's CompositeImplicitAutograd bodies)
+    "broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)",
+    "ravel(Tensor(a) self) -> Tensor(a)",
+    "atleast_1d(Tensor self) -> Tensor",
+    "atleast_2d(Tensor self) -> Tensor",
+    "atleast_3d(Tensor self) -> Tensor",
+    "hstack(Tensor[] tensors) -> Tensor",
+    "hstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)",
+    "vstack(Tensor[] tensors) -> Tensor",
+    "vstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)",
+    "dstack(Tensor[] tensors) -> Tensor",
+    "dstack.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)",
+    "tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]",
+    "tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]",
+    "tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]",
+    "hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]",
+    "hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]",
+    "vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]",
+    "vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]",
+    "dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]",
+    "dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]",
+    "fliplr(Tensor self) -> Tensor",
+    "flipud(Tensor self) -> Tensor",
+    "diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor",
+    "diff.out(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None, *, Tensor(a!) out) -> Tensor(a!)",
 ]
 
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
@@ -337,4 +375,5 @@ def derived_schemas() -> list:
 
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
-       + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + COMPOSITE)
+       + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
+       + COMPOSITE)
