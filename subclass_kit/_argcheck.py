@@ -138,7 +138,7 @@ _ALSO = {"split": ("split_with_sizes",), "split_": ("split_with_sizes",)}
 
 def _schema_kinds(name: str) -> dict:
     """argument name -> kinds over every overload of the op ``name`` (out= ones excepted);
-    positions as ``"#i"`` for the positional arguments."""
+    positions as ``"#i"`` -> [(schema name, kind), ...] for the positional arguments."""
     from .registry import _lookup
     packets = [_lookup(n) for n in (name, *_ALSO.get(name, ()))]
     kinds: dict = {}
@@ -151,7 +151,7 @@ def _schema_kinds(name: str) -> dict:
             kind = _kind(arg.type) or (_anything, arg.type, True)
             kinds.setdefault(arg.name, []).append(kind)
             if not arg.kwarg_only:
-                kinds.setdefault(f"#{i}", [arg.name]).append(kind)
+                kinds.setdefault(f"#{i}", []).append((arg.name, kind))
     return kinds
 
 
@@ -183,9 +183,14 @@ def explain(fn_name: str, impl, args, kwargs):
         schema_name = "self" if i == 0 and p.name == "input" else p.name
         candidates, name = kinds.get(schema_name), p.name
         if candidates is None and p.kind is not p.KEYWORD_ONLY:
-            by_position = kinds.get(f"#{i}")      # [schema name, kinds...]
+            by_position = kinds.get(f"#{i}")      # [(schema name, kind), ...]
             if by_position is not None:
-                name, candidates = by_position[0], by_position[1:]
+                candidates = [kind for _, kind in by_position]
+                # name it as the overload of the value's shape: tensor_split(x, [1, "a"])
+                # reports ``indices`` (int[]), tensor_split(x, "a") ``sections`` (int)
+                listy = isinstance(forms[0], (list, tuple))
+                name = next((n for n, kind in by_position
+                             if kind[1].startswith("tuple") == listy), by_position[0][0])
         if not candidates:
             continue
         bads = [_first_bad(candidates, form) for form in forms]
