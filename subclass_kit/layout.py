@@ -27,6 +27,7 @@ __all__ = [
     "infer_size",
     "resolve_negative_strides",
     "wrap_dim",
+    "wrap_dims",
 ]
 
 
@@ -54,6 +55,19 @@ def wrap_dim(dim: int, ndim: int, scalar_ok: bool = True) -> int:
         raise IndexError(
             f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim
+
+
+def wrap_dims(dims, ndim: int) -> tuple:
+    """Each of ``dims`` wrapped by :func:`wrap_dim`, in the given order (PyTorch's
+    ``dim_list_to_bitset``). Raises RuntimeError "dim 1 appears multiple times in the list of
+    dims" for a repeated dim, and what ``wrap_dim`` raises."""
+    seen = []
+    for d in dims:
+        w = wrap_dim(d, ndim)
+        if w in seen:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+        seen.append(w)
+    return tuple(seen)
 
 
 def contiguous_strides(sizes) -> tuple:

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as dt
-from ..layout import contiguous_strides, wrap_dim
+from ..layout import contiguous_strides, wrap_dim, wrap_dims
 from ..registry import ops, register_kernel
 from ..storage import CPU, META
 from ._common import Spec, check_out_device_first, resize_out, type_name
@@ -62,13 +62,7 @@ _DIMS_MEMO: dict = {}
 def _reduce_dims(ndim, dims, empty_is_all) -> tuple:
     if not dims:
         return tuple(range(ndim)) if empty_is_all else ()
-    seen = []
-    for d in dims:
-        w = wrap_dim(d, ndim)
-        if w in seen:
-            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
-        seen.append(w)
-    return tuple(sorted(seen))
+    return tuple(sorted(wrap_dims(dims, ndim)))
 
 
 _ALL_DIMS = [tuple(range(n)) for n in range(8)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..layout import contiguous_strides, wrap_dim
+from ..layout import contiguous_strides, wrap_dim, wrap_dims
 from ..registry import ops
 from ._common import Spec, register_rule
 from .factories import _preserved_strides, check_size
@@ -27,14 +27,7 @@ def _spec(self, sizes, strides) -> Spec:
 
 # -- flip ----------------------------------------------------------------------------------------
 def _flip_dims(self, dims) -> tuple:
-    ndim = len(self._layout.sizes)
-    seen = []
-    for d in dims:
-        w = wrap_dim(d, ndim)
-        if w in seen:
-            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
-        seen.append(w)
-    return tuple(seen)
+    return wrap_dims(dims, len(self._layout.sizes))
 
 
 def _flip_rule(self, dims):

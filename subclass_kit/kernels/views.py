@@ -23,6 +23,7 @@ from ..layout import (
     resolve_negative_strides,
     view_shape,
     wrap_dim,
+    wrap_dims,
 )
 from ..registry import ops
 from ..tensor import make_tensor, make_view
@@ -232,12 +233,7 @@ def expand(self, size, *, implicit=False):
 
 def _squeeze_dims(self, dim):
     n = len(self._layout.sizes)
-    seen = set()
-    for d in dim:
-        w = wrap_dim(d, n)
-        if w in seen:
-            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
-        seen.add(w)
+    seen = set(wrap_dims(dim, n))     # a 0-d tensor checks the dims, then squeezes none
     return seen if n else set()
 
 
