@@ -9,9 +9,10 @@ strides allow it, else ``clone`` + ``_unsafe_view``; ``chunk`` -> ``split``; ``n
 
 from __future__ import annotations
 
+from . import _dtype as dt
 from .layout import format_size, infer_size, view_shape, wrap_dim
 from .registry import ops, register_decomposition
-from .tensor import contiguous_format
+from .tensor import contiguous_format, preserve_format
 
 
 @register_decomposition(ops.reshape)
@@ -237,3 +238,45 @@ def meshgrid_indexing(tensors, *, indexing):
     if swap:
         grids[0], grids[1] = grids[1], grids[0]
     return grids
+
+
+# -- pointwise composites: PyTorch's CompositeImplicitAutograd bodies -----------------------------
+@register_decomposition(ops.square)
+def square(self):
+    """``pow(self, 2)``: bool becomes int64, as PyTorch."""
+    return ops.pow(self, 2)
+
+
+@register_decomposition(ops.square_)
+def square_(self):
+    return ops.pow_(self, 2)
+
+
+@register_decomposition(ops.square.out)
+def square_out(self, *, out):
+    return ops.pow.Tensor_Tensor_out(self, 2, out=out)
+
+
+@register_decomposition(ops.fix)
+def fix(self):
+    return ops.trunc(self)
+
+
+@register_decomposition(ops.fix_)
+def fix_(self):
+    return ops.trunc_(self)
+
+
+@register_decomposition(ops.fix.out)
+def fix_out(self, *, out):
+    return ops.trunc.out(self, out=out)
+
+
+@register_decomposition(ops.isfinite)
+def isfinite(self):
+    """Integral and bool: ``ones_like(bool)``; floating: ``(self == self) * (|self| != inf)``
+    (PyTorch's op order: ``abs``, ``ne``, ``eq``, ``mul``)."""
+    if not self._dtype.is_floating_point:
+        return ops.ones_like(self, dtype=dt.bool_, memory_format=preserve_format)
+    finite = ops.ne(ops.abs(self), float("inf"))
+    return ops.mul(ops.eq(self, self), finite)

@@ -141,6 +141,20 @@ POINTWISE_UNARY = [
     "silu(Tensor self) -> Tensor",
     "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
     "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+    # -- more pointwise unary ops (kernels/pointwise_more.py) --
+    "isnan(Tensor self) -> Tensor",
+    "isinf(Tensor self) -> Tensor",
+    "isposinf(Tensor self) -> Tensor",
+    "isneginf(Tensor self) -> Tensor",
+    "signbit(Tensor self) -> Tensor",
+    "trunc(Tensor self) -> Tensor",
+    "frac(Tensor self) -> Tensor",
+    "sgn(Tensor self) -> Tensor",
+    "clamp_min(Tensor self, Scalar min) -> Tensor",
+    "clamp_min.Tensor(Tensor self, Tensor min) -> Tensor",
+    "clamp_max(Tensor self, Scalar max) -> Tensor",
+    "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor",
+    "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
 ]
 
 POINTWISE_BINARY = [
@@ -167,6 +181,8 @@ POINTWISE_BINARY = [
     "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
     "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
     "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+    # -- more pointwise binary ops (kernels/pointwise_more.py) --
+    "logical_xor(Tensor self, Tensor other) -> Tensor",
 ]
 
 REDUCTIONS = [
@@ -286,10 +302,21 @@ COMPOSITE = [
     "kron(Tensor self, Tensor other) -> Tensor",
     "meshgrid(Tensor[] tensors) -> Tensor[]",
     "meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]",
+    # pointwise composites (api/math_more.py): square -> pow, fix -> trunc, isfinite ->
+    # abs/ne/eq/mul (floating) or ones_like (integral)
+    "square(Tensor self) -> Tensor",
+    "square_(Tensor(a!) self) -> Tensor(a!)",
+    "square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    "fix(Tensor self) -> Tensor",
+    "fix_(Tensor(a!) self) -> Tensor(a!)",
+    "fix.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    "isfinite(Tensor self) -> Tensor",
 ]
 
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
-NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_fill.Tensor"}
+NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_fill.Tensor",
+              # more pointwise ops (kernels/pointwise_more.py)
+              "isnan", "isinf", "isposinf", "isneginf", "signbit"}
 
 
 # out= overloads whose PyTorch name is not ``{overload}_out``.

@@ -1,0 +1,117 @@
+"""More pointwise math (``sk.isnan``, ``sk.trunc``, ``sk.clamp_min``, ...): public functions,
+``Tensor`` methods and their in-place (``name_``) and ``out=`` forms, built like ``api/math.py``'s.
+Kernels: ``kernels/pointwise_more.py``; composites (``square`` -> ``pow``, ``fix`` -> ``trunc``,
+``isfinite`` -> ``abs``/``ne``/``eq``/``mul``): ``decompositions.py``.
+
+Example::
+
+    >>> x = sk.tensor([1.5, float("nan"), -float("inf")])
+    >>> sk.isnan(x).tolist(), sk.nan_to_num(x, neginf=-1.0).tolist()
+    ([False, True, False], [1.5, 0.0, -1.0])
+"""
+
+from __future__ import annotations
+
+from ..function import public_api
+from ..registry import ops
+from ..tensor import Tensor
+from . import math as _math
+
+__all__ = []
+
+_NUMBER = (bool, int, float)
+
+
+def _export(name, fn):
+    public = public_api(fn)
+    public.__name__ = public.__qualname__ = name
+    setattr(Tensor, name, public)
+    globals()[name] = public
+    __all__.append(name)
+    return public
+
+
+def _adopt(name):
+    """A function ``api/math.py``'s builders installed: re-exported from here."""
+    globals()[name] = getattr(_math, name)
+    __all__.append(name)
+
+
+for _name in ("trunc", "frac", "sgn", "square", "fix", "isposinf", "isneginf", "signbit"):
+    _math._unary(_name)
+    _adopt(_name)
+    if hasattr(_math, _name + "_"):
+        _adopt(_name + "_")
+_math._binary("logical_xor", numbers_second=False)
+_adopt("logical_xor")
+_adopt("logical_xor_")
+
+
+def _no_out(name, op):
+    def fn(input):
+        _math._need_tensor(name, "input", 1, input)
+        return op(input)
+    fn.__doc__ = (f"Elementwise ``{name}`` (``torch.{name}``): a bool tensor, False for "
+                  "integers and bool; no ``out=`` (as PyTorch's Python API).")
+    _export(name, fn)
+
+
+_no_out("isnan", ops.isnan)
+_no_out("isinf", ops.isinf)
+_no_out("isfinite", ops.isfinite)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's largest finite value), -inf ->
+    ``neginf`` (default: its lowest). Integer and bool tensors are copied unchanged."""
+    _math._need_tensor("nan_to_num", "input", 1, input)
+    if out is not None:
+        return ops.nan_to_num.out(input, nan, posinf, neginf, out=out)
+    return ops.nan_to_num(input, nan, posinf, neginf)
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    """In-place ``nan_to_num``."""
+    return ops.nan_to_num_(self, nan, posinf, neginf)
+
+
+_export("nan_to_num", nan_to_num)
+_export("nan_to_num_", nan_to_num_)
+
+
+def _bound(name, argname):
+    def pick(bound):
+        if isinstance(bound, Tensor):
+            return getattr(ops, name).Tensor
+        if not isinstance(bound, _NUMBER):
+            raise TypeError(f"{name}(): argument '{argname}' (position 2) must be Tensor, not "
+                            f"{type(bound).__name__}")
+        return getattr(ops, name).default
+
+    def take(args, kwargs, fname):
+        if len(args) + len(kwargs) != 1 or (kwargs and argname not in kwargs):
+            raise TypeError(f"{fname}() takes exactly one argument '{argname}'")
+        return args[0] if args else kwargs[argname]
+
+    def fn(input, *args, out=None, **kwargs):
+        _math._need_tensor(name, "input", 1, input)
+        bound = take(args, kwargs, name)
+        op = pick(bound)
+        if out is not None:
+            return op._overloads[op.overload + "_out" if op.overload != "default"
+                                 else "out"](input, bound, out=out)
+        return op(input, bound)
+
+    def fn_(self, *args, **kwargs):
+        bound = take(args, kwargs, name + "_")
+        return getattr(ops, name + "_")._overloads[pick(bound).overload](self, bound)
+
+    fn.__doc__ = (f"``torch.{name}(input, {argname})``: ``{argname}`` is a number or a tensor "
+                  "(broadcast); the result type promotes like ``clamp``; NaN propagates.")
+    fn_.__doc__ = f"In-place ``{name}``."
+    _export(name, fn)
+    _export(name + "_", fn_)
+
+
+_bound("clamp_min", "min")
+_bound("clamp_max", "max")

@@ -1,0 +1,110 @@
+"""More pointwise ops through ``pointwise.py``'s machinery (one ``_Info`` per op: result kind,
+numpy compute, unsupported dtypes, checks; Note [One rule per op]).
+
+PyTorch's dtype rules: ``isnan``/``isinf``/``isposinf``/``isneginf``/``signbit`` and
+``logical_xor`` give bool for every dtype (integers are never nan/inf; ``signbit`` of unsigned
+and bool is False), and the out= of ``isposinf``/``isneginf``/``signbit`` must be bool;
+``trunc`` keeps integers (bool: NotImplementedError "trunc_vml_cpu"), ``frac`` is floating
+only ("frac_cpu"), ``sgn`` is ``sign`` for real dtypes; ``clamp_min``/``clamp_max`` promote
+like ``clamp`` (a bool result of the Scalar overload is "clamp_min_scalar_cpu" not
+implemented; the Scalar bound must fit the result type); ``nan_to_num`` keeps the dtype
+(integers and bool are copied; its out= must have self's dtype: "nan_to_num: dtype of out:
+Double should be same as input: Float"). Transcendental ops (``kind="float"``) compute
+integers in the default float dtype and round like numpy (docs/differences.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import ops
+from . import _pointwise_fns as fns
+from ._common import type_name
+from ._scalars import checked_scalar, cpp_name
+from .pointwise import _BOOL, _INTEGRAL, _Info, _register
+
+
+# -- checks ----------------------------------------------------------------------------------
+def _bool_out(name):
+    def check(res, out_dtype, *args):
+        raise RuntimeError(f"{name} does not support non-boolean outputs.")
+    return check
+
+
+def _nan_to_num_out(res, out_dtype, *args):
+    raise RuntimeError(f"nan_to_num: dtype of out: {type_name(out_dtype)} should be same as "
+                       f"input: {type_name(res)}")
+
+
+def _post_bound(common, self, *bounds, **kw):
+    """A Scalar bound of ``clamp_min``/``clamp_max`` must fit the result type."""
+    for b in bounds + tuple(kw.values()):
+        checked_scalar(b, common)
+
+
+# -- numpy computes: fn(out, *operands, **kwargs) --------------------------------------------
+def isposinf(out, a):
+    np.equal(a, np.inf, out=out)
+
+
+def isneginf(out, a):
+    np.equal(a, -np.inf, out=out)
+
+
+def signbit(out, a):
+    if a.dtype.kind == "f":
+        np.signbit(a, out=out)
+    elif a.dtype.kind == "i":
+        np.less(a, 0, out=out)
+    else:
+        out[...] = False
+
+
+def frac(out, a):
+    np.subtract(a, np.trunc(a), out=out)
+
+
+def clamp_min(out, a, min):  # noqa: A002 (the schema's name)
+    np.maximum(a, min, out=out)
+
+
+def clamp_max(out, a, max):  # noqa: A002
+    np.minimum(a, max, out=out)
+
+
+def nan_to_num(out, a, nan=None, posinf=None, neginf=None):
+    if out.dtype.kind != "f":
+        np.copyto(out, a)
+        return
+    fi = np.finfo(out.dtype)
+    pos = fi.max if posinf is None else np.asarray(posinf).astype(out.dtype)
+    neg = fi.min if neginf is None else np.asarray(neginf).astype(out.dtype)
+    res = np.where(np.isnan(a), np.asarray(0.0 if nan is None else nan).astype(out.dtype),
+                   np.where(a == np.inf, pos, np.where(a == -np.inf, neg, a)))
+    np.copyto(out, res, casting="unsafe")
+
+
+# -- the table -------------------------------------------------------------------------------
+_INFOS = {
+    ops.isnan: _Info("isnan", "bool", fns.uf(np.isnan), out_check="autogen"),
+    ops.isinf: _Info("isinf", "bool", fns.uf(np.isinf), out_check="autogen"),
+    ops.isposinf: _Info("isposinf", "bool", isposinf, out_check=_bool_out("isposinf")),
+    ops.isneginf: _Info("isneginf", "bool", isneginf, out_check=_bool_out("isneginf")),
+    ops.signbit: _Info("signbit", "bool", signbit, out_check=_bool_out("signbit")),
+    ops.logical_xor: _Info("logical_xor", "bool", fns.uf(np.logical_xor)),
+    ops.trunc: _Info("trunc", "same", fns.integral_identity(np.trunc), "trunc_vml_cpu", _BOOL),
+    ops.frac: _Info("frac", "same", frac, "frac_cpu", _INTEGRAL),
+    ops.sgn: _Info("sgn", "same", fns.sign),
+    ops.clamp_min: _Info("clamp_min", "promote", clamp_min, "clamp_min_scalar_cpu", _BOOL,
+                         post=_post_bound, cast_name=cpp_name, out_check="found",
+                         fast=False),
+    ops.clamp_min.Tensor: _Info("clamp_min", "promote", clamp_min, fast=False),
+    ops.clamp_max: _Info("clamp_max", "promote", clamp_max, "clamp_max_scalar_cpu", _BOOL,
+                         post=_post_bound, cast_name=cpp_name, out_check="found",
+                         fast=False),
+    ops.clamp_max.Tensor: _Info("clamp_max", "promote", clamp_max, fast=False),
+    ops.nan_to_num: _Info("nan_to_num", "same", nan_to_num, out_check=_nan_to_num_out),
+}
+
+for _op, _info in _INFOS.items():
+    _register(_op, _info)

@@ -1,0 +1,62 @@
+"""Sample table, part 4: more pointwise ops (``isnan`` ... ``nan_to_num``; kernels in
+``kernels/pointwise_more.py``, composites ``square``/``fix``/``isfinite``). See ``samples.py``
+for the spec language; ``unary``/``binary`` generate the layout, dtype and broadcasting sweeps
+as for the other pointwise ops. ``SPECIAL`` adds NaN, +-inf and -0.0 in float32/16/64.
+"""
+
+from __future__ import annotations
+
+from samples import E, S, T
+from samples_math import ALL, FLOATS, INTS, binary, unary
+
+F = T
+ENTRIES = {}
+
+_NAN, _INF = float("nan"), float("inf")
+_SPECIAL_VALUES = (_NAN, _INF, -_INF, -0.0, 0.0, 1.5, -2.5, 0.75)
+
+
+def special(**kw):
+    """NaN, +-inf, signed zeros and finite values, in each floating dtype and a strided
+    layout."""
+    return [S(F((8,), d, values=_SPECIAL_VALUES), **kw) for d in FLOATS] + [
+        S(F((2, 4), "float32", "t", values=_SPECIAL_VALUES), **kw)]
+
+
+# -- unary -------------------------------------------------------------------------------------
+for _name in ("isnan", "isinf", "isposinf", "isneginf", "signbit", "sgn", "isfinite"):
+    ENTRIES[f"{_name}.default"] = unary()
+    ENTRIES[f"{_name}.default"].samples += special()
+for _name in ("trunc", "fix"):
+    ENTRIES[f"{_name}.default"] = unary(INTS + FLOATS, ("bool",))
+    ENTRIES[f"{_name}.default"].samples += special()
+ENTRIES["frac.default"] = unary(FLOATS, ("bool", "uint8", "int64"))
+ENTRIES["frac.default"].samples += special()
+ENTRIES["square.default"] = unary(ALL)
+ENTRIES["square.default"].samples += special()
+ENTRIES["nan_to_num.default"] = unary(ALL)
+ENTRIES["nan_to_num.default"].samples += special() + special(nan=1.0, posinf=2.0) + [
+    S(F((8,), "float16", values=_SPECIAL_VALUES), -1.0, 1e10, -1e10),
+    S(F((8,), "float64", values=_SPECIAL_VALUES), neginf=-7.5),
+    S(F((4,), "int64"), nan=1.0, posinf=2.0)]
+
+# -- clamp_min / clamp_max ------------------------------------------------------------------------
+for _name in ("clamp_min", "clamp_max"):
+    ENTRIES[f"{_name}.default"] = E(
+        [S(F((2, 3)), -1.0), S(F((3, 4), layout="t"), 0.5), S(F((2, 3), layout="expand"), 1),
+         S(F((0, 3)), 0.0), S(F(()), 1.0), S(F((2, 3, 4, 5), layout="cl"), -0.5),
+         S(F((2, 5), layout="offset"), 0.25), S(F((4,), "int32"), -1),
+         S(F((4,), "int32"), 0.5), S(F((4,), "uint8"), 2), S(F((4,), "uint8"), -1),
+         S(F((4,), "float16"), 1.0), S(F((4,), "float64"), 0), S(F((4,), "bool"), 0),
+         S(F((8,), values=_SPECIAL_VALUES), 0.0), S(F((8,), values=_SPECIAL_VALUES), _NAN)],
+        [S(F((4,), "bool"), True), S(F((4,), "uint8"), 300), S(F((4,), "float16"), 1e10)])
+    ENTRIES[f"{_name}.Tensor"] = binary(scalars=False)
+    ENTRIES[f"{_name}.Tensor"].samples += [
+        S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(0.0,) * 7 + (_NAN,))),
+        S(F((8,), values=_SPECIAL_VALUES), F((), values=(_NAN,))),
+        S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(-0.0,) * 8))]
+
+# -- binary --------------------------------------------------------------------------------------
+ENTRIES["logical_xor.default"] = binary(scalars=False)
+ENTRIES["logical_xor.default"].samples += [
+    S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(0.0,) * 4 + (1.0,) * 4))]
