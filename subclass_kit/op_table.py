@@ -155,6 +155,21 @@ POINTWISE_UNARY = [
     "clamp_max(Tensor self, Scalar max) -> Tensor",
     "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor",
     "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
+    "tan(Tensor self) -> Tensor",
+    "asin(Tensor self) -> Tensor",
+    "acos(Tensor self) -> Tensor",
+    "atan(Tensor self) -> Tensor",
+    "sinh(Tensor self) -> Tensor",
+    "cosh(Tensor self) -> Tensor",
+    "exp2(Tensor self) -> Tensor",
+    "expm1(Tensor self) -> Tensor",
+    "log2(Tensor self) -> Tensor",
+    "log10(Tensor self) -> Tensor",
+    "erfc(Tensor self) -> Tensor",
+    "sinc(Tensor self) -> Tensor",
+    "rad2deg(Tensor self) -> Tensor",
+    "deg2rad(Tensor self) -> Tensor",
+    "logit(Tensor self, float? eps=None) -> Tensor",
 ]
 
 POINTWISE_BINARY = [
@@ -183,6 +198,11 @@ POINTWISE_BINARY = [
     "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
     # -- more pointwise binary ops (kernels/pointwise_more.py) --
     "logical_xor(Tensor self, Tensor other) -> Tensor",
+    "atan2(Tensor self, Tensor other) -> Tensor",
+    "hypot(Tensor self, Tensor other) -> Tensor",
+    "logaddexp(Tensor self, Tensor other) -> Tensor",
+    "logaddexp2(Tensor self, Tensor other) -> Tensor",
+    "xlogy.Tensor(Tensor self, Tensor other) -> Tensor",
 ]
 
 REDUCTIONS = [
@@ -316,14 +336,15 @@ COMPOSITE = [
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
 NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_fill.Tensor",
               # more pointwise ops (kernels/pointwise_more.py)
-              "isnan", "isinf", "isposinf", "isneginf", "signbit"}
+              "isnan", "isinf", "isposinf", "isneginf", "signbit", "logaddexp", "logaddexp2"}
 
 
 # out= overloads whose PyTorch name is not ``{overload}_out``.
 _OUT_NAMES = {"sum.dim_IntList": "sum.IntList_out", "mean.dim": "mean.out",
               "prod.dim_int": "prod.int_out", "norm.ScalarOpt_dim": "norm.out",
               "add.Tensor": "add.out", "sub.Tensor": "sub.out", "mul.Tensor": "mul.out",
-              "div.Tensor": "div.out", "div.Tensor_mode": "div.out_mode"}
+              "div.Tensor": "div.out", "div.Tensor_mode": "div.out_mode",
+              "xlogy.Tensor": "xlogy.OutTensor"}
 
 
 def _out_schema(functional: str) -> str:

@@ -60,3 +60,33 @@ for _name in ("clamp_min", "clamp_max"):
 ENTRIES["logical_xor.default"] = binary(scalars=False)
 ENTRIES["logical_xor.default"].samples += [
     S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(0.0,) * 4 + (1.0,) * 4))]
+
+# -- transcendental and angle ops (integers and bool compute in float) --------------------------
+for _name in ("tan", "asin", "acos", "atan", "sinh", "cosh", "exp2", "expm1", "log2", "log10",
+              "erfc", "sinc", "rad2deg", "deg2rad"):
+    ENTRIES[f"{_name}.default"] = unary()
+    ENTRIES[f"{_name}.default"].samples += special()
+ENTRIES["erfc.default"].samples += [
+    S(F((12,), "float64", values=(-6.0, -3.0, -2.5, -2.0, -0.5, 1e-9, 0.5, 2.49, 2.5, 4.0, 10.0,
+                                  27.0))),
+    S(F((6,), values=(-4.0, -2.5, 2.5, 3.0, 5.0, 9.0)))]
+ENTRIES["logit.default"] = unary()
+ENTRIES["logit.default"].samples += special() + special(eps=0.25) + [
+    S(F((2, 3), lo=0.0, hi=1.0)), S(F((2, 3), lo=0.0, hi=1.0), 0.2),
+    S(F((4,), "float16", lo=0.0, hi=1.0), eps=0.125), S(F((4,), "int64"), eps=0.3),
+    S(F((4,), "float64"), eps=-1.0)]
+ENTRIES["atan2.default"] = binary(scalars=False)
+ENTRIES["atan2.default"].samples += [
+    S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(-0.0, 0.0, _INF, -_INF, -1.0, _NAN, 0.0,
+                                                       -_INF)))]
+for _name in ("hypot", "logaddexp", "logaddexp2"):
+    ENTRIES[f"{_name}.default"] = binary(FLOATS, ("bool", "int64", "uint8"), scalars=False)
+    ENTRIES[f"{_name}.default"].samples += [
+        S(F((4,), "int32"), F((4,))), S(F((4,), "float16"), F((4,), "float64")),
+        S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(0.0, _INF, -_INF, -_INF, _INF, _NAN,
+                                                           1.0, -0.5)))]
+ENTRIES["xlogy.Tensor"] = binary()
+ENTRIES["xlogy.Tensor"].samples += [
+    S(F((8,), values=(0.0, 0.0, 0.0, 1.0, -1.0, 2.0, 0.0, _NAN)),
+      F((8,), values=(_NAN, 0.0, _INF, 0.0, _INF, -1.0, -2.0, 1.0))),
+    S(0.0, F((8,), values=_SPECIAL_VALUES)), S(F((8,), values=_SPECIAL_VALUES), 0.0)]

@@ -37,14 +37,26 @@ def _adopt(name):
     __all__.append(name)
 
 
-for _name in ("trunc", "frac", "sgn", "square", "fix", "isposinf", "isneginf", "signbit"):
+for _name in ("trunc", "frac", "sgn", "square", "fix", "isposinf", "isneginf", "signbit", "tan",
+              "asin", "acos", "atan", "sinh", "cosh", "exp2", "expm1", "log2", "log10", "erfc",
+              "sinc", "rad2deg", "deg2rad"):
     _math._unary(_name)
     _adopt(_name)
     if hasattr(_math, _name + "_"):
         _adopt(_name + "_")
-_math._binary("logical_xor", numbers_second=False)
-_adopt("logical_xor")
-_adopt("logical_xor_")
+for _name in ("logical_xor", "atan2", "hypot", "logaddexp", "logaddexp2"):
+    _math._binary(_name, numbers_second=False)
+    _adopt(_name)
+    if hasattr(_math, _name + "_"):
+        _adopt(_name + "_")
+_math._binary("xlogy", numbers_first=True)
+_adopt("xlogy")
+_adopt("xlogy_")
+Tensor.arctan2, Tensor.arctan2_ = Tensor.atan2, Tensor.atan2_
+Tensor.arcsin, Tensor.arccos, Tensor.arctan = Tensor.asin, Tensor.acos, Tensor.atan
+Tensor.arcsin_, Tensor.arccos_, Tensor.arctan_ = Tensor.asin_, Tensor.acos_, Tensor.atan_
+arctan2, arcsin, arccos, arctan = atan2, asin, acos, atan  # noqa: F821 (set by _adopt)
+__all__ += ["arctan2", "arcsin", "arccos", "arctan"]
 
 
 def _no_out(name, op):
@@ -75,6 +87,22 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     return ops.nan_to_num_(self, nan, posinf, neginf)
 
 
+def logit(input, eps=None, *, out=None):
+    """``log(p / (1 - p))``; ``eps`` (if not None) clamps ``p`` into ``[eps, 1 - eps]``.
+    Integers and bool compute in the default float dtype."""
+    _math._need_tensor("logit", "input", 1, input)
+    if out is not None:
+        return ops.logit.out(input, eps, out=out)
+    return ops.logit(input) if eps is None else ops.logit(input, eps)
+
+
+def logit_(self, eps=None):
+    """In-place ``logit``."""
+    return ops.logit_(self) if eps is None else ops.logit_(self, eps)
+
+
+_export("logit", logit)
+_export("logit_", logit_)
 _export("nan_to_num", nan_to_num)
 _export("nan_to_num_", nan_to_num_)
 

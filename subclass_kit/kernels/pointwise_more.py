@@ -15,6 +15,8 @@ integers in the default float dtype and round like numpy (docs/differences.md).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import ops
@@ -84,6 +86,52 @@ def nan_to_num(out, a, nan=None, posinf=None, neginf=None):
     np.copyto(out, res, casting="unsafe")
 
 
+def erfc(out, a):
+    """1 - erf below |x| = 2.5 (erfc >= 4e-4 there, so no cancellation), erfc's continued
+    fraction above (2 - it for negative x); in float64, rounded once."""
+    x = np.asarray(a, dtype=np.float64)
+    ax = np.abs(x)
+    small = ax < 2.5
+    res = 1.0 - fns.erf(np.where(small, x, 0.0))
+    if not small.all():
+        xl = np.where(small, 3.0, ax)
+        t = xl.copy()
+        for k in range(60, 0, -1):
+            t = xl + (k / 2) / t
+        tail = np.exp(-xl * xl) / (math.sqrt(math.pi) * t)
+        res = np.where(small, res, np.where(x < 0, 2.0 - tail, tail))
+    np.copyto(out, res, casting="unsafe")
+
+
+def sinc(out, a):
+    """``sin(pi x) / (pi x)``, 1 at 0 (PyTorch's formula, in the compute dtype)."""
+    y = np.multiply(np.where(a == 0, 1, a), a.dtype.type(math.pi))
+    np.copyto(out, np.where(a == 0, 1, np.sin(y) / y), casting="unsafe")
+
+
+def rad2deg(out, a):
+    np.multiply(a, a.dtype.type(180.0 / math.pi), out=out)
+
+
+def deg2rad(out, a):
+    np.multiply(a, a.dtype.type(math.pi / 180.0), out=out)
+
+
+def logit(out, a, eps=None):
+    """``log(x / (1 - x))``; ``eps`` >= 0 clamps x into ``[eps, 1 - eps]`` first (NaN stays)."""
+    if eps is not None and not eps < 0:
+        lo = np.asarray(eps).astype(a.dtype)
+        hi = np.asarray(1, a.dtype) - lo
+        a = np.where(a < lo, lo, np.where(a > hi, hi, a))
+    np.log(np.divide(a, np.subtract(1, a, dtype=a.dtype)), out=out)
+
+
+def xlogy(out, a, b):
+    """``x * log(y)``: NaN where y is NaN, else 0 where x == 0."""
+    res = np.where(np.isnan(b), np.nan, np.where(a == 0, 0, np.multiply(a, np.log(b))))
+    np.copyto(out, res, casting="unsafe")
+
+
 # -- the table -------------------------------------------------------------------------------
 _INFOS = {
     ops.isnan: _Info("isnan", "bool", fns.uf(np.isnan), out_check="autogen"),
@@ -104,6 +152,28 @@ _INFOS = {
                          fast=False),
     ops.clamp_max.Tensor: _Info("clamp_max", "promote", clamp_max, fast=False),
     ops.nan_to_num: _Info("nan_to_num", "same", nan_to_num, out_check=_nan_to_num_out),
+    # transcendental and angle ops: integers and bool compute in the default float dtype
+    ops.tan: _Info("tan", "float", fns.uf(np.tan)),
+    ops.asin: _Info("asin", "float", fns.uf(np.arcsin)),
+    ops.acos: _Info("acos", "float", fns.uf(np.arccos)),
+    ops.atan: _Info("atan", "float", fns.uf(np.arctan)),
+    ops.sinh: _Info("sinh", "float", fns.uf(np.sinh)),
+    ops.cosh: _Info("cosh", "float", fns.uf(np.cosh)),
+    ops.exp2: _Info("exp2", "float", fns.uf(np.exp2)),
+    ops.expm1: _Info("expm1", "float", fns.uf(np.expm1)),
+    ops.log2: _Info("log2", "float", fns.uf(np.log2)),
+    ops.log10: _Info("log10", "float", fns.uf(np.log10)),
+    ops.erfc: _Info("erfc", "float", erfc),
+    ops.sinc: _Info("sinc", "float", sinc, opmath=True),
+    ops.rad2deg: _Info("rad2deg", "float", rad2deg),
+    ops.deg2rad: _Info("deg2rad", "float", deg2rad),
+    ops.logit: _Info("logit", "float", logit),
+    ops.atan2: _Info("atan2", "float", fns.uf(np.arctan2)),
+    ops.hypot: _Info("hypot", "promote", fns.uf(np.hypot), unsupported=_INTEGRAL),
+    ops.logaddexp: _Info("logaddexp", "promote", fns.uf(np.logaddexp), unsupported=_INTEGRAL),
+    ops.logaddexp2: _Info("logaddexp2", "promote", fns.uf(np.logaddexp2),
+                          unsupported=_INTEGRAL),
+    ops.xlogy: _Info("xlogy", "float", xlogy),
 }
 
 for _op, _info in _INFOS.items():
