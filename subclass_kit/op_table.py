@@ -170,6 +170,9 @@ POINTWISE_UNARY = [
     "rad2deg(Tensor self) -> Tensor",
     "deg2rad(Tensor self) -> Tensor",
     "logit(Tensor self, float? eps=None) -> Tensor",
+    "lgamma(Tensor self) -> Tensor",
+    "digamma(Tensor self) -> Tensor",
+    "erfinv(Tensor self) -> Tensor",
 ]
 
 POINTWISE_BINARY = [
@@ -203,6 +206,12 @@ POINTWISE_BINARY = [
     "logaddexp(Tensor self, Tensor other) -> Tensor",
     "logaddexp2(Tensor self, Tensor other) -> Tensor",
     "xlogy.Tensor(Tensor self, Tensor other) -> Tensor",
+    "fmod.Tensor(Tensor self, Tensor other) -> Tensor",
+    "fmax(Tensor self, Tensor other) -> Tensor",
+    "fmin(Tensor self, Tensor other) -> Tensor",
+    "gcd(Tensor self, Tensor other) -> Tensor",
+    "lcm(Tensor self, Tensor other) -> Tensor",
+    "heaviside(Tensor self, Tensor values) -> Tensor",
 ]
 
 REDUCTIONS = [
@@ -336,7 +345,7 @@ COMPOSITE = [
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
 NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_fill.Tensor",
               # more pointwise ops (kernels/pointwise_more.py)
-              "isnan", "isinf", "isposinf", "isneginf", "signbit", "logaddexp", "logaddexp2"}
+              "isnan", "isinf", "isposinf", "isneginf", "signbit", "logaddexp", "logaddexp2", "fmax", "fmin"}
 
 
 # out= overloads whose PyTorch name is not ``{overload}_out``.

@@ -90,3 +90,68 @@ ENTRIES["xlogy.Tensor"].samples += [
     S(F((8,), values=(0.0, 0.0, 0.0, 1.0, -1.0, 2.0, 0.0, _NAN)),
       F((8,), values=(_NAN, 0.0, _INF, 0.0, _INF, -1.0, -2.0, 1.0))),
     S(0.0, F((8,), values=_SPECIAL_VALUES)), S(F((8,), values=_SPECIAL_VALUES), 0.0)]
+
+# -- special functions ---------------------------------------------------------------------------
+_GAMMA_VALUES = (-3.5, -2.0, -1.0, -0.5, -1e-3, 1e-3, 0.5, 1.0, 1.4616321, 2.0, 10.0, 12.5, 171.0,
+                 -100.25, 1e15, 1e20)
+for _name in ("lgamma", "digamma", "erfinv"):
+    ENTRIES[f"{_name}.default"] = unary()
+    ENTRIES[f"{_name}.default"].samples += special()
+for _name in ("lgamma", "digamma"):
+    ENTRIES[f"{_name}.default"].samples += [S(F((16,), d, values=_GAMMA_VALUES))
+                                            for d in ("float32", "float64")]
+ENTRIES["erfinv.default"].samples += [
+    S(F((12,), d, values=(-1.5, -1.0, -0.999, -0.75, -0.7, -1e-6, 0.3, 0.69, 0.7, 0.71, 0.9999,
+                          1.0))) for d in FLOATS]
+
+
+def _same_dtype(entry):
+    """Keep the samples whose tensor operands share one dtype, without Python numbers."""
+    def same(s):
+        ts = [a for a in s.args if isinstance(a, T)]
+        return len(ts) == len(s.args) and len({a.dtype for a in ts}) == 1
+    entry.samples = [s for s in entry.samples if same(s)]
+    return entry
+
+
+# -- fmod, fmax, fmin, gcd, lcm, heaviside -------------------------------------------------------
+ENTRIES["fmod.Tensor"] = binary(INTS + FLOATS, ("bool",), int_lo=1)
+ENTRIES["fmod.Tensor"].samples += [
+    S(F((6,), "int64", values=(7, -7, 7, -7, 0, -9)), F((6,), "int64", values=(3, 3, -3, -3, 5, 4))),
+    S(F((6,), "int8", values=(-128, 127, -128, 5, -5, 0)), F((6,), "int8", values=(-1, -1, 3, -2,
+                                                                                  2, -7))),
+    S(F((6,), values=(5.5, -5.5, 5.5, -5.5, -0.0, 3.0)), F((6,), values=(2.0, 2.0, -2.0, -2.0,
+                                                                         1.0, -1.5))),
+    S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(1.0, 1.0, 2.0, _INF, -_INF, 0.0, _NAN,
+                                                       -0.5))),
+    S(F((6,), "int32", values=(7, -7, 8, -8, 1, 0)), -3), S(F((4,)), -1.5)]
+ENTRIES["fmod.Tensor"].errors += [
+    S(F((4,), "int64"), F((4,), "int64", values=(1, 2, 0, 3)), _meta=False),
+    S(F((4,), "int32"), 0, _meta=False)]
+for _name in ("fmax", "fmin"):
+    ENTRIES[f"{_name}.default"] = binary(scalars=False)
+    ENTRIES[f"{_name}.default"].samples += [
+        S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(1.0, _NAN, _NAN, 0.0, -0.0, _INF, 2.0,
+                                                           -_INF)))]
+for _name in ("gcd", "lcm"):
+    _e = binary(INTS, ("bool", "float64", "float16"), scalars=False)
+    _e.samples = [s for s in _e.samples if not any(
+        isinstance(a, T) and a.dtype.startswith("float") for a in s.args)]
+    _e.samples += [S(F((3, 4), "int32", "t"), F((3, 4), "int64")),
+                   S(F((2, 3), "int16", "expand"), F((3,), "int16")),
+                   S(F((0, 2), "int64"), F((2,), "int64")), S(F((), "int64"), F((2, 3), "uint8")),
+                   S(F((2, 3, 4, 5), "int32", "cl"), F((2, 3, 4, 5), "int32")),
+                   S(F((6,), "int64", values=(0, 0, 12, -12, 2 ** 62, -(2 ** 63))),
+                     F((6,), "int64", values=(0, 5, -18, -18, 3, 0))),
+                   S(F((6,), "int8", values=(100, -100, -128, 127, 64, -64)),
+                     F((6,), "int8", values=(3, 3, 1, 2, 6, 6)))]
+    _e.errors = [S(F((2, 3)), F((2, 3))), S(F((2, 3), "int32"), F((4,), "int32")),
+                 S(F((2, 3), "int32"), F((2, 3)))]
+    ENTRIES[f"{_name}.default"] = _e
+ENTRIES["heaviside.default"] = _same_dtype(binary(scalars=False))
+ENTRIES["heaviside.default"].samples += [
+    S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(0.5,) * 8)),
+    S(F((8,), values=_SPECIAL_VALUES), F((), values=(_NAN,))),
+    S(F((4,), "bool"), F((4,), "bool")), S(F((5,), "int64"), F((5,), "int64"))]
+ENTRIES["heaviside.default"].errors += [
+    S(F((4,)), F((4,), "float64")), S(F((4,), "int32"), F((), "int64"))]

@@ -39,16 +39,20 @@ def _adopt(name):
 
 for _name in ("trunc", "frac", "sgn", "square", "fix", "isposinf", "isneginf", "signbit", "tan",
               "asin", "acos", "atan", "sinh", "cosh", "exp2", "expm1", "log2", "log10", "erfc",
-              "sinc", "rad2deg", "deg2rad"):
+              "sinc", "rad2deg", "deg2rad", "lgamma", "digamma", "erfinv"):
     _math._unary(_name)
     _adopt(_name)
     if hasattr(_math, _name + "_"):
         _adopt(_name + "_")
-for _name in ("logical_xor", "atan2", "hypot", "logaddexp", "logaddexp2"):
+for _name in ("logical_xor", "atan2", "hypot", "logaddexp", "logaddexp2", "fmax", "fmin", "gcd",
+              "lcm"):
     _math._binary(_name, numbers_second=False)
     _adopt(_name)
     if hasattr(_math, _name + "_"):
         _adopt(_name + "_")
+_math._binary("fmod")
+_adopt("fmod")
+_adopt("fmod_")
 _math._binary("xlogy", numbers_first=True)
 _adopt("xlogy")
 _adopt("xlogy_")
@@ -71,6 +75,26 @@ def _no_out(name, op):
 _no_out("isnan", ops.isnan)
 _no_out("isinf", ops.isinf)
 _no_out("isfinite", ops.isfinite)
+
+
+def heaviside(input, values, *, out=None):
+    """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0`` (NaN: 0);
+    ``input``, ``values`` (and ``out``) must have one dtype."""
+    _math._need_tensor("heaviside", "input", 1, input)
+    _math._need_tensor("heaviside", "values", 2, values)
+    if out is not None:
+        return ops.heaviside.out(input, values, out=out)
+    return ops.heaviside(input, values)
+
+
+def heaviside_(self, values):
+    """In-place ``heaviside``."""
+    _math._need_tensor("heaviside_", "values", 1, values)
+    return ops.heaviside_(self, values)
+
+
+_export("heaviside", heaviside)
+_export("heaviside_", heaviside_)
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):

@@ -20,10 +20,13 @@ import math
 import numpy as np
 
 from ..registry import ops
+from ..tensor import Tensor
 from . import _pointwise_fns as fns
 from ._common import type_name
 from ._scalars import checked_scalar, cpp_name
-from .pointwise import _BOOL, _INTEGRAL, _Info, _register
+from .pointwise import _BOOL, _FLOATING, _INTEGRAL, _Info, _register
+
+_NOT_INTEGRAL = _FLOATING | _BOOL
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -86,23 +89,6 @@ def nan_to_num(out, a, nan=None, posinf=None, neginf=None):
     np.copyto(out, res, casting="unsafe")
 
 
-def erfc(out, a):
-    """1 - erf below |x| = 2.5 (erfc >= 4e-4 there, so no cancellation), erfc's continued
-    fraction above (2 - it for negative x); in float64, rounded once."""
-    x = np.asarray(a, dtype=np.float64)
-    ax = np.abs(x)
-    small = ax < 2.5
-    res = 1.0 - fns.erf(np.where(small, x, 0.0))
-    if not small.all():
-        xl = np.where(small, 3.0, ax)
-        t = xl.copy()
-        for k in range(60, 0, -1):
-            t = xl + (k / 2) / t
-        tail = np.exp(-xl * xl) / (math.sqrt(math.pi) * t)
-        res = np.where(small, res, np.where(x < 0, 2.0 - tail, tail))
-    np.copyto(out, res, casting="unsafe")
-
-
 def sinc(out, a):
     """``sin(pi x) / (pi x)``, 1 at 0 (PyTorch's formula, in the compute dtype)."""
     y = np.multiply(np.where(a == 0, 1, a), a.dtype.type(math.pi))
@@ -130,6 +116,40 @@ def xlogy(out, a, b):
     """``x * log(y)``: NaN where y is NaN, else 0 where x == 0."""
     res = np.where(np.isnan(b), np.nan, np.where(a == 0, 0, np.multiply(a, np.log(b))))
     np.copyto(out, res, casting="unsafe")
+
+
+def fmod(out, a, b):
+    """C's ``fmod`` (the result has the dividend's sign); integer division by zero raises."""
+    if out.dtype.kind in "iu":
+        fns.check_int_zero(b)
+    np.fmod(a, b, out=out)
+
+
+def lcm(out, a, b):
+    """PyTorch's ``abs(a / gcd * b)``, 0 when gcd is 0: C's int arithmetic (8/16-bit operands
+    promote to int, then narrow; int32/int64 wrap before ``abs``)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if out.dtype.itemsize < 4:
+        a, b = a.astype(np.int64), b.astype(np.int64)
+    g = np.gcd(a, b)
+    res = np.abs(np.floor_divide(a, np.where(g == 0, 1, g)) * b)
+    np.copyto(out, np.where(g == 0, 0, res), casting="unsafe")
+
+
+def heaviside(out, a, values):
+    np.copyto(out, np.where(a == 0, values, a > 0), casting="unsafe")
+
+
+_HEAVISIDE_DTYPES = "heaviside is not yet implemented for tensors with different dtypes."
+
+
+def _check_heaviside(self, values):
+    if isinstance(values, Tensor) and values._dtype is not self._dtype:
+        raise RuntimeError(_HEAVISIDE_DTYPES)
+
+
+def _heaviside_out(res, out_dtype, *args):
+    raise RuntimeError(_HEAVISIDE_DTYPES)
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -163,7 +183,10 @@ _INFOS = {
     ops.expm1: _Info("expm1", "float", fns.uf(np.expm1)),
     ops.log2: _Info("log2", "float", fns.uf(np.log2)),
     ops.log10: _Info("log10", "float", fns.uf(np.log10)),
-    ops.erfc: _Info("erfc", "float", erfc),
+    ops.erfc: _Info("erfc", "float", fns.expr(fns.erfc)),
+    ops.lgamma: _Info("lgamma", "float", fns.expr(fns.lgamma)),
+    ops.digamma: _Info("digamma", "float", fns.expr(fns.digamma)),
+    ops.erfinv: _Info("erfinv", "float", fns.expr(fns.erfinv)),
     ops.sinc: _Info("sinc", "float", sinc, opmath=True),
     ops.rad2deg: _Info("rad2deg", "float", rad2deg),
     ops.deg2rad: _Info("deg2rad", "float", deg2rad),
@@ -174,6 +197,14 @@ _INFOS = {
     ops.logaddexp2: _Info("logaddexp2", "promote", fns.uf(np.logaddexp2),
                           unsupported=_INTEGRAL),
     ops.xlogy: _Info("xlogy", "float", xlogy),
+    ops.fmod: _Info("fmod", "promote", fmod, unsupported=_BOOL,
+                    data_check=fns.int_zero_data_check),
+    ops.fmax: _Info("fmax", "promote", fns.uf(np.fmax)),
+    ops.fmin: _Info("fmin", "promote", fns.uf(np.fmin)),
+    ops.gcd: _Info("gcd", "promote", fns.uf(np.gcd), unsupported=_NOT_INTEGRAL),
+    ops.lcm: _Info("lcm", "promote", lcm, unsupported=_NOT_INTEGRAL),
+    ops.heaviside: _Info("heaviside", "promote", heaviside, check=_check_heaviside,
+                         out_check=_heaviside_out),
 }
 
 for _op, _info in _INFOS.items():
