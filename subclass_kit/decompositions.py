@@ -12,7 +12,8 @@ from __future__ import annotations
 from . import _dtype as dt
 from .layout import format_size, infer_size, view_shape, wrap_dim
 from .registry import ops, register_decomposition
-from .tensor import contiguous_format, preserve_format
+from .kernels._common import type_name
+from .tensor import Tensor, contiguous_format, preserve_format
 
 
 @register_decomposition(ops.reshape)
@@ -280,3 +281,33 @@ def isfinite(self):
         return ops.ones_like(self, dtype=dt.bool_, memory_format=preserve_format)
     finite = ops.ne(ops.abs(self), float("inf"))
     return ops.mul(ops.eq(self, self), finite)
+
+
+def _as_double(x):
+    """``x.to(float64)`` (itself when already float64); a Python number becomes a float."""
+    if isinstance(x, Tensor):
+        return x if x._dtype is dt.float64 else ops._to_copy(x, dtype=dt.float64)
+    return float(x)
+
+
+@register_decomposition(ops.float_power)
+def float_power(self, exponent):
+    """``pow`` in float64 (complex is not supported here)."""
+    return ops.pow(_as_double(self), _as_double(exponent))
+
+
+@register_decomposition(ops.float_power_)
+def float_power_(self, exponent):
+    if self._dtype is not dt.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{type_name(self._dtype)} but the operation's result requires "
+                           f"dtype Double")
+    return ops.pow_(self, _as_double(exponent))
+
+
+@register_decomposition(ops.float_power.Tensor_Tensor_out)
+def float_power_out(self, exponent, *, out):
+    if out._dtype is not dt.float64:
+        raise RuntimeError(f"the output given to float_power has dtype {type_name(out._dtype)} "
+                           f"but the operation's result requires dtype Double")
+    return ops.pow.Tensor_Tensor_out(_as_double(self), _as_double(exponent), out=out)

@@ -340,6 +340,10 @@ COMPOSITE = [
     "fix_(Tensor(a!) self) -> Tensor(a!)",
     "fix.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
     "isfinite(Tensor self) -> Tensor",
+    # float_power -> _to_copy(float64) + pow (one overload: Python numbers in Tensor positions)
+    "float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+    "float_power_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)",
+    "float_power.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)",
 ]
 
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).

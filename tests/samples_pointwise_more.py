@@ -155,3 +155,15 @@ ENTRIES["heaviside.default"].samples += [
     S(F((4,), "bool"), F((4,), "bool")), S(F((5,), "int64"), F((5,), "int64"))]
 ENTRIES["heaviside.default"].errors += [
     S(F((4,)), F((4,), "float64")), S(F((4,), "int32"), F((), "int64"))]
+
+# -- float_power (composite: _to_copy + pow in float64) -------------------------------------------
+ENTRIES["float_power.Tensor_Tensor"] = binary(INTS + FLOATS, int_lo=0)
+ENTRIES["float_power.Tensor_Tensor"].samples += [
+    S(F((4,), "int64"), 2), S(F((4,), "int64"), -1), S(2.0, F((2, 3))), S(2, F((4,), "int32")),
+    S(F((2, 3), lo=0.1), 0.5), S(F((4,), "float64"), F((4,), "float64", "t")),
+    S(F((8,), values=_SPECIAL_VALUES), F((8,), values=(0.0, 2.0, -1.0, 0.5, -0.5, _NAN, _INF,
+                                                       3.0)))]
+ENTRIES["float_power_.Tensor"] = E(
+    [S(F((2, 3), "float64"), F((2, 3))), S(F((2, 3), "float64", "t"), 2),
+     S(F((4,), "float64"), F((), "int64")), S(F((4,), "float64"), 0.5)],
+    [S(F((2, 3)), F((2, 3))), S(F((4,), "int64"), 2), S(F((2, 3), "float64"), F((4,), "float64"))])

@@ -97,6 +97,25 @@ _export("heaviside", heaviside)
 _export("heaviside_", heaviside_)
 
 
+def float_power(input, exponent, *, out=None):
+    """``pow`` in float64: both operands (tensors or numbers, not both numbers) are converted to
+    float64 first; ``out`` must be float64."""
+    if not isinstance(input, Tensor):
+        _math._need_tensor("float_power", "exponent", 2, exponent)
+    if out is not None:
+        return ops.float_power.Tensor_Tensor_out(input, exponent, out=out)
+    return ops.float_power(input, exponent)
+
+
+def float_power_(self, exponent):
+    """In-place ``float_power``: ``self`` must be float64."""
+    return ops.float_power_(self, exponent)
+
+
+_export("float_power", float_power)
+_export("float_power_", float_power_)
+
+
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's largest finite value), -inf ->
     ``neginf`` (default: its lowest). Integer and bool tensors are copied unchanged."""
