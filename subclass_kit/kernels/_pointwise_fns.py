@@ -330,6 +330,7 @@ def lgamma(x):
     s = np.abs(np.sin(math.pi * (xs - np.round(xs))))
     res = np.where(reflect, np.log(math.pi / s) - pos, pos)
     res = np.where((xs <= 0) & (xs == np.floor(xs)), np.inf, res)
+    res = np.where((xs == 1) | (xs == 2), 0.0, res)  # exact zeros, as C's lgamma
     return np.where(finite, res, np.abs(x))
 
 

@@ -9,8 +9,13 @@ only ("frac_cpu"), ``sgn`` is ``sign`` for real dtypes; ``clamp_min``/``clamp_ma
 like ``clamp`` (a bool result of the Scalar overload is "clamp_min_scalar_cpu" not
 implemented; the Scalar bound must fit the result type); ``nan_to_num`` keeps the dtype
 (integers and bool are copied; its out= must have self's dtype: "nan_to_num: dtype of out:
-Double should be same as input: Float"). Transcendental ops (``kind="float"``) compute
-integers in the default float dtype and round like numpy (docs/differences.md).
+Double should be same as input: Float"). Transcendental ops (``kind="float"``: ``tan`` ...
+``erfinv``, ``atan2``, ``xlogy``) compute integers and bool in the default float dtype and round
+like numpy; ``erfc``/``lgamma``/``digamma``/``erfinv`` are vectorised float64 formulations
+(docs/differences.md). ``hypot``/``logaddexp``/``logaddexp2`` promote and refuse integral
+results; ``fmod`` promotes (C's sign rule, integer division by zero raises
+"ZeroDivisionError"); ``gcd``/``lcm`` are integral only, with C's wrap-around; ``heaviside``
+needs one dtype for ``self``, ``values`` and ``out``.
 """
 
 from __future__ import annotations
@@ -136,6 +141,15 @@ def lcm(out, a, b):
     np.copyto(out, np.where(g == 0, 0, res), casting="unsafe")
 
 
+def fmax(out, a, b):
+    """The larger, ignoring a NaN operand; ``a`` on ties (so ``fmax(-0.0, 0.0)`` is -0.0)."""
+    np.copyto(out, np.where((a < b) | (a != a), b, a), casting="unsafe")
+
+
+def fmin(out, a, b):
+    np.copyto(out, np.where((a > b) | (a != a), b, a), casting="unsafe")
+
+
 def heaviside(out, a, values):
     np.copyto(out, np.where(a == 0, values, a > 0), casting="unsafe")
 
@@ -199,8 +213,8 @@ _INFOS = {
     ops.xlogy: _Info("xlogy", "float", xlogy),
     ops.fmod: _Info("fmod", "promote", fmod, unsupported=_BOOL,
                     data_check=fns.int_zero_data_check),
-    ops.fmax: _Info("fmax", "promote", fns.uf(np.fmax)),
-    ops.fmin: _Info("fmin", "promote", fns.uf(np.fmin)),
+    ops.fmax: _Info("fmax", "promote", fmax),
+    ops.fmin: _Info("fmin", "promote", fmin),
     ops.gcd: _Info("gcd", "promote", fns.uf(np.gcd), unsupported=_NOT_INTEGRAL),
     ops.lcm: _Info("lcm", "promote", lcm, unsupported=_NOT_INTEGRAL),
     ops.heaviside: _Info("heaviside", "promote", heaviside, check=_check_heaviside,
