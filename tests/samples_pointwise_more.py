@@ -38,7 +38,8 @@ ENTRIES["nan_to_num.default"] = unary(ALL)
 ENTRIES["nan_to_num.default"].samples += special() + special(nan=1.0, posinf=2.0) + [
     S(F((8,), "float16", values=_SPECIAL_VALUES), -1.0, 1e10, -1e10),
     S(F((8,), "float64", values=_SPECIAL_VALUES), neginf=-7.5),
-    S(F((4,), "int64"), nan=1.0, posinf=2.0)]
+    S(F((4,), "int64"), nan=1.0, posinf=2.0), S(F((3, 4), "int64", "t")),
+    S(F((2, 3, 4, 5), "bool", "cl")), S(F((2, 3), "int32", "expand"))]
 
 # -- clamp_min / clamp_max ------------------------------------------------------------------------
 for _name in ("clamp_min", "clamp_max"):

@@ -24,10 +24,11 @@ import math
 
 import numpy as np
 
-from ..registry import ops
+from ..registry import get_kernel, ops, register_kernel
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
-from ._common import type_name
+from ._common import Spec, resize_out, type_name
+from ._iter_layout import contig
 from ._scalars import checked_scalar, cpp_name
 from .pointwise import _BOOL, _FLOATING, _INTEGRAL, _Info, _register
 
@@ -223,3 +224,33 @@ _INFOS = {
 
 for _op, _info in _INFOS.items():
     _register(_op, _info)
+
+
+def _integral_nan_to_num_out(kernel):
+    """PyTorch's ``nan_to_num.out`` copies integral and bool inputs (``resize_output`` then
+    ``copy_``): a resized ``out`` is contiguous, not TensorIterator's layout."""
+    def out_kernel(self, *args, out, **kwargs):
+        if (isinstance(self, Tensor) and not self._dtype.is_floating_point
+                and out._dtype is self._dtype and out._storage.device is self._storage.device):
+            sizes = self._layout.sizes
+            resize_out(out, Spec(sizes, contig(sizes), self._dtype, out._storage.device),
+                       "nan_to_num.out")
+        return kernel(self, *args, out=out, **kwargs)
+    return out_kernel
+
+
+def _integral_nan_to_num_(kernel):
+    """PyTorch's ``nan_to_num_`` returns an integral or bool ``self`` untouched (no overlap
+    check: an expanded integer tensor is fine); the version still moves."""
+    def inplace_kernel(self, *args, **kwargs):
+        if not self._dtype.is_floating_point:
+            return self
+        return kernel(self, *args, **kwargs)
+    return inplace_kernel
+
+
+for _device in ("cpu", "meta"):
+    register_kernel(ops.nan_to_num.out, _device)(
+        _integral_nan_to_num_out(get_kernel(ops.nan_to_num.out, _device)))
+    register_kernel(ops.nan_to_num_, _device)(
+        _integral_nan_to_num_(get_kernel(ops.nan_to_num_, _device)))
