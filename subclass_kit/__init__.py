@@ -76,6 +76,7 @@ short = int16
 # Kernels and decompositions register themselves on import.
 from .kernels import factories as _factories  # noqa: E402
 from .kernels import pointwise as _pointwise  # noqa: E402
+from .kernels import pointwise_more as _pointwise_more  # noqa: E402
 from .kernels import reductions as _reductions  # noqa: E402
 from .kernels import views as _views  # noqa: E402
 from . import decompositions as _decompositions  # noqa: E402
@@ -110,6 +111,7 @@ from .api.creation import tensor as tensor  # noqa: E402
 from .api.creation import zeros as zeros  # noqa: E402
 from .api.creation import zeros_like as zeros_like  # noqa: E402
 from .api.math import *  # noqa: E402,F401,F403  (names listed in api.math.__all__)
+from .api.math_more import *  # noqa: E402,F401,F403  (names listed in api.math_more.__all__)
 # Linear algebra, nn and shape-combining ops (kernels, composites, API).
 from .kernels import linalg as _linalg  # noqa: E402
 from .kernels import nn as _nn_kernels  # noqa: E402

@@ -9,9 +9,11 @@ strides allow it, else ``clone`` + ``_unsafe_view``; ``chunk`` -> ``split``; ``n
 
 from __future__ import annotations
 
+from . import _dtype as dt
 from .layout import format_size, infer_size, view_shape, wrap_dim
 from .registry import ops, register_decomposition
-from .tensor import contiguous_format
+from .kernels._common import type_name
+from .tensor import Tensor, contiguous_format, preserve_format
 
 
 @register_decomposition(ops.reshape)
@@ -502,3 +504,75 @@ def diff_out(self, n=1, dim=-1, prepend=None, append=None, *, out):
     n = min(n, size)
     prev = _diff_helper(a, n - 1, dim) if n > 1 else a
     return _diff_step(prev, dim, size - n, out=out)
+
+
+# -- pointwise composites: PyTorch's CompositeImplicitAutograd bodies -----------------------------
+@register_decomposition(ops.square)
+def square(self):
+    """``pow(self, 2)``: bool becomes int64, as PyTorch."""
+    return ops.pow(self, 2)
+
+
+@register_decomposition(ops.square_)
+def square_(self):
+    return ops.pow_(self, 2)
+
+
+@register_decomposition(ops.square.out)
+def square_out(self, *, out):
+    return ops.pow.Tensor_Tensor_out(self, 2, out=out)
+
+
+@register_decomposition(ops.fix)
+def fix(self):
+    return ops.trunc(self)
+
+
+@register_decomposition(ops.fix_)
+def fix_(self):
+    return ops.trunc_(self)
+
+
+@register_decomposition(ops.fix.out)
+def fix_out(self, *, out):
+    return ops.trunc.out(self, out=out)
+
+
+@register_decomposition(ops.isfinite)
+def isfinite(self):
+    """Integral and bool: ``ones_like(bool)``; floating: ``(self == self) * (|self| != inf)``
+    (PyTorch's op order: ``abs``, ``ne``, ``eq``, ``mul``)."""
+    if not self._dtype.is_floating_point:
+        return ops.ones_like(self, dtype=dt.bool_, memory_format=preserve_format)
+    finite = ops.ne(ops.abs(self), float("inf"))
+    return ops.mul(ops.eq(self, self), finite)
+
+
+def _as_double(x):
+    """``x.to(float64)`` (itself when already float64); a Python number becomes a float."""
+    if isinstance(x, Tensor):
+        return x if x._dtype is dt.float64 else ops._to_copy(x, dtype=dt.float64)
+    return float(x)
+
+
+@register_decomposition(ops.float_power)
+def float_power(self, exponent):
+    """``pow`` in float64 (complex is not supported here)."""
+    return ops.pow(_as_double(self), _as_double(exponent))
+
+
+@register_decomposition(ops.float_power_)
+def float_power_(self, exponent):
+    if self._dtype is not dt.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{type_name(self._dtype)} but the operation's result requires "
+                           f"dtype Double")
+    return ops.pow_(self, _as_double(exponent))
+
+
+@register_decomposition(ops.float_power.Tensor_Tensor_out)
+def float_power_out(self, exponent, *, out):
+    if out._dtype is not dt.float64:
+        raise RuntimeError(f"the output given to float_power has dtype {type_name(out._dtype)} "
+                           f"but the operation's result requires dtype Double")
+    return ops.pow.Tensor_Tensor_out(_as_double(self), _as_double(exponent), out=out)

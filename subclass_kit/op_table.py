@@ -141,6 +141,38 @@ POINTWISE_UNARY = [
     "silu(Tensor self) -> Tensor",
     "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
     "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+    # -- more pointwise unary ops (kernels/pointwise_more.py) --
+    "isnan(Tensor self) -> Tensor",
+    "isinf(Tensor self) -> Tensor",
+    "isposinf(Tensor self) -> Tensor",
+    "isneginf(Tensor self) -> Tensor",
+    "signbit(Tensor self) -> Tensor",
+    "trunc(Tensor self) -> Tensor",
+    "frac(Tensor self) -> Tensor",
+    "sgn(Tensor self) -> Tensor",
+    "clamp_min(Tensor self, Scalar min) -> Tensor",
+    "clamp_min.Tensor(Tensor self, Tensor min) -> Tensor",
+    "clamp_max(Tensor self, Scalar max) -> Tensor",
+    "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor",
+    "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
+    "tan(Tensor self) -> Tensor",
+    "asin(Tensor self) -> Tensor",
+    "acos(Tensor self) -> Tensor",
+    "atan(Tensor self) -> Tensor",
+    "sinh(Tensor self) -> Tensor",
+    "cosh(Tensor self) -> Tensor",
+    "exp2(Tensor self) -> Tensor",
+    "expm1(Tensor self) -> Tensor",
+    "log2(Tensor self) -> Tensor",
+    "log10(Tensor self) -> Tensor",
+    "erfc(Tensor self) -> Tensor",
+    "sinc(Tensor self) -> Tensor",
+    "rad2deg(Tensor self) -> Tensor",
+    "deg2rad(Tensor self) -> Tensor",
+    "logit(Tensor self, float? eps=None) -> Tensor",
+    "lgamma(Tensor self) -> Tensor",
+    "digamma(Tensor self) -> Tensor",
+    "erfinv(Tensor self) -> Tensor",
 ]
 
 POINTWISE_BINARY = [
@@ -167,6 +199,19 @@ POINTWISE_BINARY = [
     "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
     "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
     "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+    # -- more pointwise binary ops (kernels/pointwise_more.py) --
+    "logical_xor(Tensor self, Tensor other) -> Tensor",
+    "atan2(Tensor self, Tensor other) -> Tensor",
+    "hypot(Tensor self, Tensor other) -> Tensor",
+    "logaddexp(Tensor self, Tensor other) -> Tensor",
+    "logaddexp2(Tensor self, Tensor other) -> Tensor",
+    "xlogy.Tensor(Tensor self, Tensor other) -> Tensor",
+    "fmod.Tensor(Tensor self, Tensor other) -> Tensor",
+    "fmax(Tensor self, Tensor other) -> Tensor",
+    "fmin(Tensor self, Tensor other) -> Tensor",
+    "gcd(Tensor self, Tensor other) -> Tensor",
+    "lcm(Tensor self, Tensor other) -> Tensor",
+    "heaviside(Tensor self, Tensor values) -> Tensor",
 ]
 
 REDUCTIONS = [
@@ -324,17 +369,33 @@ COMPOSITE = [
     "flipud(Tensor self) -> Tensor",
     "diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor",
     "diff.out(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None, *, Tensor(a!) out) -> Tensor(a!)",
+    # pointwise composites (api/math_more.py): square -> pow, fix -> trunc, isfinite ->
+    # abs/ne/eq/mul (floating) or ones_like (integral)
+    "square(Tensor self) -> Tensor",
+    "square_(Tensor(a!) self) -> Tensor(a!)",
+    "square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    "fix(Tensor self) -> Tensor",
+    "fix_(Tensor(a!) self) -> Tensor(a!)",
+    "fix.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    "isfinite(Tensor self) -> Tensor",
+    # float_power -> _to_copy(float64) + pow (one overload: Python numbers in Tensor positions)
+    "float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+    "float_power_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)",
+    "float_power.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)",
 ]
 
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
-NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_fill.Tensor"}
+NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_fill.Tensor",
+              # more pointwise ops (kernels/pointwise_more.py)
+              "isnan", "isinf", "isposinf", "isneginf", "signbit", "logaddexp", "logaddexp2", "fmax", "fmin"}
 
 
 # out= overloads whose PyTorch name is not ``{overload}_out``.
 _OUT_NAMES = {"sum.dim_IntList": "sum.IntList_out", "mean.dim": "mean.out",
               "prod.dim_int": "prod.int_out", "norm.ScalarOpt_dim": "norm.out",
               "add.Tensor": "add.out", "sub.Tensor": "sub.out", "mul.Tensor": "mul.out",
-              "div.Tensor": "div.out", "div.Tensor_mode": "div.out_mode"}
+              "div.Tensor": "div.out", "div.Tensor_mode": "div.out_mode",
+              "xlogy.Tensor": "xlogy.OutTensor"}
 
 
 def _out_schema(functional: str) -> str:

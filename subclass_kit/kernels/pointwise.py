@@ -96,7 +96,8 @@ class _Info:
     applies. ``out_check``: how an out= dtype is checked: "cast" (result castable to it),
     "found" (equal: "Found dtype Long but expected Float"), "autogen" (equal, PyTorch's
     generated out= wrapper: "Expected out tensor to have dtype float, ..." and a contiguous
-    resize)."""
+    resize), or a callable ``(result dtype, out dtype, *args)`` raising the op's own error
+    when the dtypes differ."""
 
     __slots__ = ("cast_name", "check", "data_check", "fast", "fn", "kind", "kname", "name",
                  "opmath", "out_check", "post", "unsupported")
@@ -364,6 +365,8 @@ def _register_out(op_out, info, fill):
             strides = contig(sizes)
         spec = Spec(sizes, strides, res, device, common)
         if res is not out._dtype:
+            if kind.__class__ is not str:  # the op's own message
+                kind(res, out._dtype, *args)
             if kind == "found":
                 raise RuntimeError(f"Found dtype {type_name(out._dtype)} but expected "
                                    f"{type_name(res)}")
