@@ -462,12 +462,13 @@ def _diff_input(self, n, dim, prepend, append):
 
 
 def _diff_step(result, dim, length, out=None):
-    """``narrow(1) - narrow(0)`` (``ne`` for bool: docs/differences.md); the second narrow is
+    """``narrow(1) - narrow(0)`` (``logical_xor`` for bool, as PyTorch); the second narrow is
     taken first, as PyTorch's argument evaluation does."""
     lo = ops.narrow(result, dim, 0, length)
     hi = ops.narrow(result, dim, 1, length)
     if result._dtype.name == "bool":
-        return ops.ne(hi, lo) if out is None else ops.ne.Tensor_out(hi, lo, out=out)
+        return (ops.logical_xor(hi, lo) if out is None
+                else ops.logical_xor.out(hi, lo, out=out))
     return ops.sub(hi, lo) if out is None else ops.sub.out(hi, lo, out=out)
 
 

@@ -114,15 +114,20 @@ def test_diff_of_an_empty_dim_is_the_input_itself():
         assert L.diff(y, 0) is not y
 
 
-def test_diff_of_bool_differs_only_in_the_op_it_records():
-    """PyTorch takes ``logical_xor`` of bool slices; sk has no ``logical_xor`` yet and records
-    ``ne`` (same values: docs/differences.md)."""
+@pytest.mark.parametrize("with_out", [False, True])
+def test_diff_of_bool_takes_logical_xor_like_torch(with_out):
+    """Bool slices are compared with ``logical_xor`` (``logical_xor.out`` for ``out=``), as
+    PyTorch's ``diff``: same values and op stream."""
     a = [[True, False, False], [True, True, False]]
-    assert sk.diff(sk.tensor(a)).tolist() == torch.diff(torch.tensor(a)).tolist()
-    log = SkOpLog()
-    with log:
-        sk.diff(sk.tensor(a))
-    assert log.ops == ["lift_fresh", "slice", "slice", "ne"]
+    got = []
+    for L in (sk, torch):
+        x = L.tensor(a)
+        out = L.empty(0, dtype=L.bool) if with_out else None
+        log = SkOpLog(overloads=True) if L is sk else torch_op_log(overloads=True)
+        with log:
+            r = L.diff(x, out=out) if with_out else L.diff(x)
+        got.append((r.tolist(), log.ops))
+    assert got[0] == got[1]
 
 
 def test_tensor_indices_on_meta_raise_like_torch():
