@@ -122,6 +122,7 @@ from .kernels import sorting as _sorting  # noqa: E402
 from .kernels import shape_copies as _shape_copies  # noqa: E402
 from .kernels import shape_more as _shape_more  # noqa: E402
 from . import decompositions_nn as _decompositions_nn  # noqa: E402
+from . import decompositions_reductions as _decompositions_reductions  # noqa: E402
 from .api.linalg import addmm as addmm  # noqa: E402
 from .api.linalg import bmm as bmm  # noqa: E402
 from .api.linalg import cat as cat  # noqa: E402
@@ -201,3 +202,10 @@ from .api.reductions import prod as prod  # noqa: E402
 from .api.reductions import std as std  # noqa: E402
 from .api.reductions import sum as sum  # noqa: E402,A001
 from .api.reductions import var as var  # noqa: E402
+from .api.reductions_more import allclose as allclose  # noqa: E402
+from .api.reductions_more import aminmax as aminmax  # noqa: E402
+from .api.reductions_more import count_nonzero as count_nonzero  # noqa: E402
+from .api.reductions_more import equal as equal  # noqa: E402
+from .api.reductions_more import isclose as isclose  # noqa: E402
+from .api.reductions_more import nanmean as nanmean  # noqa: E402
+from .api.reductions_more import nansum as nansum  # noqa: E402

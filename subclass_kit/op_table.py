@@ -231,6 +231,10 @@ REDUCTIONS = [
     "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
     "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
     "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    # -- more reductions (kernels/reductions_more.py) --
+    "count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor",
+    "count_nonzero(Tensor self, int? dim=None) -> Tensor",
+    "nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
 ]
 
 OTHER = [
@@ -304,6 +308,14 @@ SORTING = [
     "topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
 ]
 
+# More reductions and comparisons (kernels/reductions_more.py).
+REDUCTIONS_MORE = [
+    "aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)",
+    "aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)",
+    "allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool",
+    "equal(Tensor self, Tensor other) -> bool",
+]
+
 # More shape, search and linear-algebra primitives (PyTorch's CompositeExplicitAutograd or
 # backend kernels: modes see the op itself).
 SHAPE_MORE = [
@@ -369,6 +381,10 @@ COMPOSITE = [
     "flipud(Tensor self) -> Tensor",
     "diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor",
     "diff.out(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None, *, Tensor(a!) out) -> Tensor(a!)",
+    # reduction composites (decompositions_reductions.py)
+    "nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    "nanmean.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    "isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
     # pointwise composites (api/math_more.py): square -> pow, fix -> trunc, isfinite ->
     # abs/ne/eq/mul (floating) or ones_like (integral)
     "square(Tensor self) -> Tensor",
@@ -437,4 +453,4 @@ def derived_schemas() -> list:
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
        + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
-       + COMPOSITE)
+       + REDUCTIONS_MORE + COMPOSITE)

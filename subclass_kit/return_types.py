@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["max", "max_out", "min", "min_out", "sort", "sort_out", "topk", "topk_out"]
+__all__ = ["aminmax", "aminmax_out", "max", "max_out", "min", "min_out", "sort", "sort_out", "topk",
+           "topk_out"]
 
 
 def _repr(self) -> str:
@@ -67,5 +68,20 @@ class topk(NamedTuple):
 class topk_out(NamedTuple):
     values: Any
     indices: Any
+
+    __repr__ = _repr
+
+
+# -- more reductions ---------------------------------------------------------------------------
+class aminmax(NamedTuple):
+    min: Any
+    max: Any
+
+    __repr__ = _repr
+
+
+class aminmax_out(NamedTuple):
+    min: Any
+    max: Any
 
     __repr__ = _repr

@@ -552,3 +552,6 @@ for _op, _fn in ((ops.all, np.all), (ops.any, np.any)):
 
 # logsumexp, norms and cumsum register on import (they reuse this module's helpers).
 from . import reductions_norms as _norms  # noqa: F401
+
+# count_nonzero, nansum, aminmax, allclose, equal.
+from . import reductions_more as _more  # noqa: F401,E402

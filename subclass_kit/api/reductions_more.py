@@ -1,0 +1,64 @@
+"""``sk.count_nonzero``, ``nansum``, ``nanmean``, ``aminmax``, ``isclose``, ``allclose``,
+``equal`` (and their ``Tensor`` methods) with PyTorch's signatures; rules in
+``kernels/reductions_more.py`` and ``decompositions_reductions.py``."""
+
+from __future__ import annotations
+
+from .. import return_types
+from ..registry import ops
+from .reductions import _call, _dim_list, _export
+
+__all__ = ["allclose", "aminmax", "count_nonzero", "equal", "isclose", "nanmean", "nansum"]
+
+
+def count_nonzero(input, dim=None):
+    """int64 count of nonzero elements over ``dim`` (an int, a list, or all dims)."""
+    if dim is None or isinstance(dim, int):
+        return ops.count_nonzero(input) if dim is None else ops.count_nonzero(input, dim)
+    return ops.count_nonzero.dim_IntList(input, list(dim))
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Sum treating NaN as 0; integral/bool inputs sum into int64."""
+    op = ops.nansum.out if out is not None else ops.nansum
+    return _call(op, input, _dim_list(dim), keepdim=keepdim, dtype=dtype, out=out)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Mean of the non-NaN elements; floating inputs only."""
+    op = ops.nanmean.out if out is not None else ops.nanmean
+    return _call(op, input, _dim_list(dim), keepdim=keepdim, dtype=dtype, out=out)
+
+
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    """``sk.return_types.aminmax(min, max)`` over ``dim`` (all dims by default)."""
+    kwargs = {}
+    if dim is not None:
+        kwargs["dim"] = dim
+    if keepdim:
+        kwargs["keepdim"] = True
+    if out is not None:
+        res = ops.aminmax.out(input, min=out[0], max=out[1], **kwargs)
+        return return_types.aminmax_out(*res)
+    return return_types.aminmax(*ops.aminmax(input, **kwargs))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (bool), same dtypes only."""
+    return ops.isclose(input, other, rtol, atol, equal_nan)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``isclose(...).all()`` as a Python bool."""
+    return ops.allclose(input, other, rtol, atol, equal_nan)
+
+
+def equal(input, other):
+    """True when sizes and every element are equal."""
+    return ops.equal(input, other)
+
+
+_PUBLIC = {}
+for _fn in (count_nonzero, nansum, nanmean, aminmax, isclose, allclose, equal):
+    _PUBLIC[_fn.__name__] = _export(_fn)
+globals().update(_PUBLIC)

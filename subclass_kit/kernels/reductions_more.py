@@ -1,0 +1,178 @@
+"""``count_nonzero``, ``nansum``, ``aminmax``, ``allclose``, ``equal``: more reductions, one rule
+per op (Note [One rule per op]) with ``reductions._register`` where they return one tensor.
+
+- ``count_nonzero``: int64, no keepdim; ``dim=[]`` (``.dim_IntList``) counts every element;
+- ``nansum``: NaN counts as 0; integral/bool inputs sum into int64 (as ``sum``); a floating
+  input with an integral ``out=`` raises NotImplementedError;
+- ``aminmax``: ``(min, max)`` over one dim or everything, NaN propagating; empty raises;
+- ``allclose``: ``isclose(...).all().item()`` (``decompositions_reductions.isclose``); on meta
+  the ``item()`` raises as PyTorch's does;
+- ``equal``: False for different sizes, else every element ``==``; no meta kernel in PyTorch
+  (NotImplementedError).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..layout import wrap_dim
+from ..registry import ops, register_kernel
+from ..storage import META
+from ._common import Spec, check_out_device_first, resize_out, type_name
+from ._iter_layout import alloc, contig
+from .reductions import (
+    _acc,
+    _axis,
+    _expect_dtype,
+    _int_to_long,
+    _out_as_dtype,
+    _register,
+    _spec,
+    reduce_dims,
+)
+
+
+# -- count_nonzero -------------------------------------------------------------------------------
+def _count_nonzero_rule(self, dim):
+    return _spec(self, reduce_dims(self, dim), False, dt.int64)
+
+
+def _count_nonzero_compute(dest, arr, spec, self, dim):
+    return np.count_nonzero(arr, axis=_axis(self, reduce_dims(self, dim)))
+
+
+def _count_nonzero_opt_rule(self, dim=None):
+    return _count_nonzero_rule(self, None if dim is None else [dim])
+
+
+def _count_nonzero_opt_compute(dest, arr, spec, self, dim=None):
+    return _count_nonzero_compute(dest, arr, spec, self, None if dim is None else [dim])
+
+
+def _out_copy(spec, out, *args, **kwargs):
+    """PyTorch's generated out= wrapper of a CompositeExplicitAutograd op: resize, then
+    ``copy_`` (any dtype)."""
+    return spec._replace(dtype=out._dtype)
+
+
+_register(ops.count_nonzero.dim_IntList, _count_nonzero_rule, _count_nonzero_compute,
+          ops.count_nonzero.dim_IntList_out, _out_copy)
+_register(ops.count_nonzero.default, _count_nonzero_opt_rule, _count_nonzero_opt_compute,
+          ops.count_nonzero.out, _out_copy)
+
+
+# -- nansum --------------------------------------------------------------------------------------
+def _nansum_rule(self, dim=None, keepdim=False, *, dtype=None):
+    return _spec(self, reduce_dims(self, dim), keepdim, _int_to_long(self._dtype, dtype))
+
+
+def _nansum_out_policy(spec, out, *args, dtype=None, **kwargs):
+    if dtype is not None and dt.to_dtype(dtype) is not out._dtype:
+        raise RuntimeError(f"nansum: provided dtype must match dtype of result. Got "
+                           f"{type_name(out._dtype)} and {type_name(dt.to_dtype(dtype))}.")
+    spec = _out_as_dtype(spec, out, *args, **kwargs)
+    if spec.compute.is_floating_point and not out._dtype.is_floating_point:
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{type_name(out._dtype)}'")
+    return spec
+
+
+def _nansum_out_rule(self, dim=None, keepdim=False, *, dtype=None):
+    # ``compute``: the input dtype, for the policy's check of ``out``'s dtype.
+    return _spec(self, reduce_dims(self, dim), keepdim, _int_to_long(self._dtype, dtype),
+                 self._dtype)
+
+
+def _nansum_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None):
+    out = spec.dtype.numpy
+    if arr.dtype.kind == "f":
+        arr = np.where(np.isnan(arr), 0, arr)
+    a = arr.astype(out, copy=False)
+    axis = _axis(self, reduce_dims(self, dim))
+    return np.add.reduce(a, axis=axis, dtype=_acc(out), keepdims=keepdim)
+
+
+_register(ops.nansum, _nansum_rule, _nansum_compute, ops.nansum.out, _nansum_out_policy,
+          out_rule=_nansum_out_rule)
+
+
+# -- aminmax -------------------------------------------------------------------------------------
+def _aminmax_rule(self, *, dim=None, keepdim=False):
+    sizes = self._layout.sizes
+    if dim is None:
+        if self._layout.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        out = (1,) * len(sizes) if keepdim else ()
+    else:
+        d = wrap_dim(dim, len(sizes))
+        if sizes and sizes[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        out = _spec(self, (d,), keepdim, self._dtype).sizes
+    spec = Spec(out, contig(out), self._dtype, self._storage.device)
+    return spec, spec
+
+
+def _aminmax_fill(outs, specs, self, *, dim=None, keepdim=False):
+    arr = self._array()
+    axis = None if dim is None or arr.ndim == 0 else wrap_dim(dim, arr.ndim)
+    for dest, fn in zip(outs, (np.min, np.max)):
+        res = fn(arr, axis=axis, keepdims=keepdim and axis is not None)
+        np.copyto(dest, np.reshape(res, dest.shape))
+
+
+def _aminmax_kernel(self, *, dim=None, keepdim=False):
+    specs = _aminmax_rule(self, dim=dim, keepdim=keepdim)
+    outs = tuple(alloc(s.sizes, s.strides, s.dtype, s.device) for s in specs)
+    if specs[0].device is not META:
+        _aminmax_fill([o._array() for o in outs], specs, self, dim=dim, keepdim=keepdim)
+    return outs
+
+
+def _aminmax_out_kernel(self, *, dim=None, keepdim=False, min, max):
+    specs = _aminmax_rule(self, dim=dim, keepdim=keepdim)
+    for o, s in zip((min, max), specs):
+        _expect_dtype(s.dtype, o)
+        check_out_device_first(self, o)
+        resize_out(o, s, "aminmax")
+    if self._storage.device is not META:
+        _aminmax_fill([min._array(), max._array()], specs, self, dim=dim, keepdim=keepdim)
+    return min, max
+
+
+for _device in ("cpu", "meta"):
+    register_kernel(ops.aminmax.default, _device)(_aminmax_kernel)
+    register_kernel(ops.aminmax.out, _device)(_aminmax_out_kernel)
+ops.aminmax.default.rule, ops.aminmax.default.fill = _aminmax_rule, _aminmax_fill
+
+
+# -- allclose, equal -----------------------------------------------------------------------------
+def _allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    close = ops.isclose(self, other, rtol, atol, equal_nan)
+    return bool(ops._local_scalar_dense(ops.all(close)))
+
+
+_EQUAL_META = (
+    "aten::equal: attempted to run this operator with Meta tensors, but there was no fake impl "
+    "or Meta kernel registered. You may have run into this message while using an operator "
+    "with PT2 compilation APIs (torch.compile/torch.export); in order to use this operator "
+    "with those APIs you'll need to add a fake impl. Please see the following for next steps:  "
+    "https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html")
+
+
+def _equal_cpu(self, other):
+    if self._layout.sizes != other._layout.sizes:
+        return False
+    res = dt.promote_types(self._dtype, other._dtype).numpy
+    a, b = self._array().astype(res, copy=False), other._array().astype(res, copy=False)
+    return bool(np.all(a == b))
+
+
+def _equal_meta(self, other):
+    raise NotImplementedError(_EQUAL_META)
+
+
+for _device in ("cpu", "meta"):
+    register_kernel(ops.allclose.default, _device)(_allclose)
+register_kernel(ops.equal.default, "cpu")(_equal_cpu)
+register_kernel(ops.equal.default, "meta")(_equal_meta)

@@ -1,0 +1,50 @@
+"""Sample table, part 5: more reductions (``count_nonzero``, ``nansum``, ``nanmean``,
+``aminmax``, ``isclose``, ``allclose``, ``equal``). See ``samples.py`` for the spec language;
+``out=`` overloads derive their samples from the functional entry."""
+
+from __future__ import annotations
+
+from samples import E, S, T, D
+
+F = T
+ENTRIES = {}
+_NAN = F((2, 3), values=(1.0, float("nan"), 0.0, -2.0, float("nan"), 3.0))
+
+ENTRIES["count_nonzero.dim_IntList"] = E(
+    [S(F((2, 3)), [1]), S(F((2, 3), "int64", "t"), [0, 1]), S(F((2, 3, 4)), []),
+     S(F((3,), "bool", "step"), [-1]), S(F((0, 3)), [0]), S(F(()), [0])],
+    [S(F((2, 3)), [0, 0]), S(F((2, 3)), [2])])
+ENTRIES["count_nonzero.default"] = E(
+    [S(F((2, 3))), S(F((2, 3)), 1), S(F((2, 3), "int32", "t"), -2), S(F(())), S(F((0,)))],
+    [S(F((2, 3)), 2)])
+ENTRIES["nansum.default"] = E(
+    [S(_NAN), S(_NAN, [1]), S(_NAN, [0], True), S(F((2, 3), "int64", "t"), [0]),
+     S(F((2, 3), "bool")), S(F((4,), "float16", "step")), S(_NAN, dtype=D("float64")),
+     S(F((0, 3)), [0])],
+    [S(F((2, 3)), [2])])
+ENTRIES["nanmean.default"] = E(
+    [S(_NAN), S(_NAN, [1]), S(_NAN, [0], True), S(F((2, 3), "float64", "t"), [0]),
+     S(_NAN, dtype=D("float64")), S(F((0, 3)), [0])],
+    [S(F((2, 3), "int64")), S(F((2, 3)), [2])])
+ENTRIES["aminmax.default"] = E(
+    [S(_NAN), S(F((2, 3))), S(F((2, 3)), dim=1), S(F((2, 3), "int64", "t"), dim=0, keepdim=True),
+     S(F((2, 3)), keepdim=True), S(F(())), S(F(()), dim=0), S(F((0, 3)), dim=1),
+     S(F((3,), "bool", "step"))],
+    [S(F((0, 3))), S(F((0, 3)), dim=0), S(F((2, 3)), dim=2)])
+ENTRIES["isclose.default"] = E(
+    [S(F((2, 3)), F((2, 3))), S(_NAN, _NAN), S(_NAN, _NAN, equal_nan=True),
+     S(F((2, 3)), F((3,)), 0.5, 0.5), S(F((2, 3), "int64"), F((2, 3), "int64", "t")),
+     S(F((2, 3), "bool"), F((2, 3), "bool")), S(F((2, 3)), F((2, 3)), 0.0, 0.0),
+     S(F((4,), "float16", "step"), F((4,), "float16")), S(F(()), F((0,)))],
+    [S(F((2, 3)), F((2, 3), "int64")), S(F((2, 3)), F((2, 3)), -1.0),
+     S(F((2, 3)), F((2, 3)), 1e-5, -1.0), S(F((2, 3)), F((2, 2)))])
+ENTRIES["allclose.default"] = E(
+    [S(F((2, 3)), F((2, 3)), _meta=False), S(_NAN, _NAN, _meta=False),
+     S(_NAN, _NAN, equal_nan=True, _meta=False), S(F((2, 3)), F((3,)), 10.0, 10.0, _meta=False),
+     S(F((2, 3), "int64"), F((2, 3), "int64", "t"), _meta=False), S(F((0,)), F(()), _meta=False)],
+    [S(F((2, 3)), F((2, 3), "int64")), S(F((2, 3)), F((2, 2)))])
+ENTRIES["equal.default"] = E(
+    [S(F((2, 3)), F((2, 3)), _meta=False), S(F((2, 3)), F((2, 3), layout="t"), _meta=False),
+     S(_NAN, _NAN, _meta=False), S(F((2, 3)), F((3,)), _meta=False),
+     S(F((2, 3), "int64"), F((2, 3), "float32"), _meta=False), S(F(()), F(()), _meta=False),
+     S(F((0, 2)), F((0, 2)), _meta=False)])

@@ -1,0 +1,83 @@
+"""``count_nonzero``, ``nansum``, ``nanmean``, ``aminmax``, ``isclose``, ``allclose``,
+``equal`` against PyTorch, for what the op sweep cannot express: the public argument forms,
+named tuples, NaN handling and the op stream a dispatch mode sees."""
+
+from __future__ import annotations
+
+import pytest
+from oracle import SkOpLog, torch_op_log
+
+import subclass_kit as sk
+
+torch = pytest.importorskip("torch", reason="torch is the oracle")
+
+NAN = float("nan")
+
+
+def _x(L):
+    return L.tensor([[1.0, NAN, 3.0], [0.0, 2.0, 2.0]])
+
+
+CALLS = {
+    "count_nonzero": lambda x, L: L.count_nonzero(x),
+    "count_nonzero int": lambda x, L: x.count_nonzero(1),
+    "count_nonzero list": lambda x, L: L.count_nonzero(x, [0, 1]),
+    "nansum": lambda x, L: L.nansum(x, 1),
+    "nansum out": lambda x, L: L.nansum(x, out=L.empty(0, dtype=L.float64)),
+    "nanmean": lambda x, L: x.nanmean(1, True),
+    "nanmean out": lambda x, L: L.nanmean(x, 0, out=L.empty(0)),
+    "aminmax": lambda x, L: L.aminmax(x[1:]),
+    "aminmax dim": lambda x, L: x.aminmax(dim=1, keepdim=True),
+    "aminmax out": lambda x, L: L.aminmax(x, dim=0, out=(L.empty(0), L.empty(0))),
+    "isclose": lambda x, L: L.isclose(x, x[1]),
+    "isclose nan": lambda x, L: x.isclose(x, equal_nan=True),
+    "isclose int": lambda x, L: L.isclose(x.long(), x.long() + 1, atol=1),
+    "isclose zero tol": lambda x, L: L.isclose(x, x, 0.0, 0.0),
+    "allclose": lambda x, L: L.allclose(x, x, equal_nan=True),
+    "equal": lambda x, L: L.equal(x[1:], x[1:].clone()),
+}
+
+
+def _plain(r):
+    if isinstance(r, tuple):
+        return type(r).__name__, [_plain(t) for t in r]
+    if isinstance(r, bool):
+        return r
+    return (r.tolist(), tuple(r.shape), tuple(r.stride()), str(r.dtype).split(".")[-1])
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_results_and_op_stream_match_torch(name):
+    """Same values, layouts, named-tuple type and op names under a dispatch mode (overload
+    names differ where we pass Python numbers in Tensor positions)."""
+    got = []
+    for L in (sk, torch):
+        x = _x(L)
+        log = SkOpLog() if L is sk else torch_op_log()
+        with log:
+            r = CALLS[name](x, L)
+        got.append((str(_plain(r)).replace("nan", "NaN"), [o for o in log.ops
+                                                            if o != "empty"]))
+    assert got[0] == got[1]
+
+
+def test_named_tuple_fields():
+    r = sk.aminmax(sk.tensor([3.0, 1.0, 2.0]))
+    assert isinstance(r, sk.return_types.aminmax) and r._fields == ("min", "max")
+    assert (r.min.item(), r.max.item()) == (1.0, 3.0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.aminmax(L.empty(0)),
+    lambda L: L.nanmean(L.tensor([1, 2])),
+    lambda L: L.isclose(L.ones(2), L.ones(2, dtype=L.int64)),
+    lambda L: L.allclose(L.ones(2, device="meta"), L.ones(2, device="meta")),
+    lambda L: L.equal(L.ones(2, device="meta"), L.ones(2, device="meta")),
+], ids=["aminmax empty", "nanmean int", "isclose dtypes", "allclose meta", "equal meta"])
+def test_errors_match_torch(call):
+    got = []
+    for L in (sk, torch):
+        with pytest.raises(Exception) as info:
+            call(L)
+        got.append((type(info.value).__name__, str(info.value).splitlines()[0]))
+    assert got[0] == got[1]
