@@ -205,7 +205,10 @@ from .api.reductions import var as var  # noqa: E402
 from .api.reductions_more import allclose as allclose  # noqa: E402
 from .api.reductions_more import aminmax as aminmax  # noqa: E402
 from .api.reductions_more import count_nonzero as count_nonzero  # noqa: E402
+from .api.reductions_more import cummax as cummax  # noqa: E402
+from .api.reductions_more import cummin as cummin  # noqa: E402
 from .api.reductions_more import equal as equal  # noqa: E402
 from .api.reductions_more import isclose as isclose  # noqa: E402
+from .api.reductions_more import logcumsumexp as logcumsumexp  # noqa: E402
 from .api.reductions_more import nanmean as nanmean  # noqa: E402
 from .api.reductions_more import nansum as nansum  # noqa: E402

@@ -314,6 +314,12 @@ REDUCTIONS_MORE = [
     "aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)",
     "allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool",
     "equal(Tensor self, Tensor other) -> bool",
+    "cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+    "cummax.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    "cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+    "cummin.out(Tensor self, int dim, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    "logcumsumexp(Tensor self, int dim) -> Tensor",
+    "logcumsumexp.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)",
 ]
 
 # More shape, search and linear-algebra primitives (PyTorch's CompositeExplicitAutograd or

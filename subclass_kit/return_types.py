@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["aminmax", "aminmax_out", "max", "max_out", "min", "min_out", "sort", "sort_out", "topk",
+__all__ = ["aminmax", "aminmax_out", "cummax", "cummax_out", "cummin", "cummin_out", "max", "max_out", "min", "min_out", "sort", "sort_out", "topk",
            "topk_out"]
 
 
@@ -83,5 +83,33 @@ class aminmax(NamedTuple):
 class aminmax_out(NamedTuple):
     min: Any
     max: Any
+
+    __repr__ = _repr
+
+
+class cummax(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class cummax_out(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class cummin(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class cummin_out(NamedTuple):
+    values: Any
+    indices: Any
 
     __repr__ = _repr

@@ -1,5 +1,5 @@
 """Sample table, part 5: more reductions (``count_nonzero``, ``nansum``, ``nanmean``,
-``aminmax``, ``isclose``, ``allclose``, ``equal``). See ``samples.py`` for the spec language;
+``aminmax``, ``isclose``, ``allclose``, ``equal``, ``cummax``, ``cummin``, ``logcumsumexp``). See ``samples.py`` for the spec language;
 ``out=`` overloads derive their samples from the functional entry."""
 
 from __future__ import annotations
@@ -48,3 +48,16 @@ ENTRIES["equal.default"] = E(
      S(_NAN, _NAN, _meta=False), S(F((2, 3)), F((3,)), _meta=False),
      S(F((2, 3), "int64"), F((2, 3), "float32"), _meta=False), S(F(()), F(()), _meta=False),
      S(F((0, 2)), F((0, 2)), _meta=False)])
+
+_TIES = F((2, 4), values=(1.0, 1.0, 0.0, 1.0, -0.0, 0.0, float("nan"), 0.0))
+for _name in ("cummax", "cummin"):
+    ENTRIES[f"{_name}.default"] = E(
+        [S(F((2, 3)), 1), S(_NAN, 1), S(_NAN, 0), S(_TIES, 1), S(_TIES, -2), S(F((2, 3), "int64", "t"), 0),
+         S(F((3,), "bool", "step"), 0), S(F(()), 0), S(F(()), -1), S(F((0, 3)), 0),
+         S(F((2, 3, 4), layout="offset"), 2), S(F((4,), "float16"), 0)],
+        [S(F((2, 3)), 2), S(F(()), 1), S(F(()), -2)])
+ENTRIES["logcumsumexp.default"] = E(
+    [S(F((2, 3)), 0), S(_NAN, 1), S(F((2, 3), "float64", "t"), -1), S(F(()), 0),
+     S(F((0, 3)), 1), S(F((4,), "float16", "step"), 0),
+     S(F((5,), values=(float("-inf"), float("-inf"), 1.0, float("inf"), float("inf"))), 0)],
+    [S(F((2, 3)), 2), S(F(()), 1), S(F((2, 3), "int64"), 0), S(F((3,), "bool"), 0)])

@@ -1,5 +1,5 @@
 """``count_nonzero``, ``nansum``, ``nanmean``, ``aminmax``, ``isclose``, ``allclose``,
-``equal`` against PyTorch, for what the op sweep cannot express: the public argument forms,
+``equal``, ``cummax``, ``cummin``, ``logcumsumexp`` against PyTorch, for what the op sweep cannot express: the public argument forms,
 named tuples, NaN handling and the op stream a dispatch mode sees."""
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ CALLS = {
     "isclose zero tol": lambda x, L: L.isclose(x, x, 0.0, 0.0),
     "allclose": lambda x, L: L.allclose(x, x, equal_nan=True),
     "equal": lambda x, L: L.equal(x[1:], x[1:].clone()),
+    "cummax": lambda x, L: L.cummax(x, 1),
+    "cummin t": lambda x, L: x.t().cummin(0),
+    "cummax out": lambda x, L: L.cummax(x, 0, out=(L.empty(0), L.empty(0, dtype=L.int64))),
+    "logcumsumexp": lambda x, L: L.logcumsumexp(x, 1),
+    "logcumsumexp out": lambda x, L: x.t().logcumsumexp(0),
 }
 
 
@@ -81,3 +86,29 @@ def test_errors_match_torch(call):
             call(L)
         got.append((type(info.value).__name__, str(info.value).splitlines()[0]))
     assert got[0] == got[1]
+
+
+TIES = [1.0, 0.0, -0.0, 1.0, NAN, 5.0, NAN, 1.0]
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cumulative_extremes_with_ties_and_nan(name):
+    """Ties move the index to the latest occurrence (``-0.0`` ties ``0.0`` and is taken); NaN
+    stays once seen and each later NaN takes the index."""
+    got = []
+    for L in (sk, torch):
+        r = getattr(L, name)(L.tensor([TIES, TIES[::-1]]), 1)
+        got.append((type(r).__name__, len(r), str(r.values.tolist()), r.indices.tolist(),
+                    [str(v) for v in r.values.reshape(-1).tolist()]))
+    assert got[0] == got[1]
+
+
+def test_logcumsumexp_integral_raises_on_meta_too():
+    """PyTorch's meta kernel accepts integral inputs; ours raises the cpu error
+    (docs/differences.md, "One rule per op")."""
+    for L in (sk, torch):
+        with pytest.raises(NotImplementedError, match="logcumsumexp_out_cpu"):
+            L.logcumsumexp(L.tensor([1, 2]), 0)
+    with pytest.raises(NotImplementedError, match="logcumsumexp_out_cpu"):
+        sk.logcumsumexp(sk.ones(2, 3, dtype=sk.int64, device="meta"), 1)
+    assert torch.logcumsumexp(torch.ones(2, 3, dtype=torch.int64, device="meta"), 1).shape == (2, 3)

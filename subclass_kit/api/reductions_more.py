@@ -1,5 +1,5 @@
 """``sk.count_nonzero``, ``nansum``, ``nanmean``, ``aminmax``, ``isclose``, ``allclose``,
-``equal`` (and their ``Tensor`` methods) with PyTorch's signatures; rules in
+``equal``, ``cummax``, ``cummin``, ``logcumsumexp`` (and their ``Tensor`` methods) with PyTorch's signatures; rules in
 ``kernels/reductions_more.py`` and ``decompositions_reductions.py``."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from .. import return_types
 from ..registry import ops
 from .reductions import _call, _dim_list, _export
 
-__all__ = ["allclose", "aminmax", "count_nonzero", "equal", "isclose", "nanmean", "nansum"]
+__all__ = ["allclose", "aminmax", "count_nonzero", "cummax", "cummin", "equal", "isclose",
+           "logcumsumexp", "nanmean", "nansum"]
 
 
 def count_nonzero(input, dim=None):
@@ -58,7 +59,38 @@ def equal(input, other):
     return ops.equal(input, other)
 
 
+def _cum_extreme(name, input, dim, out):
+    from .reductions import _int_dim
+    _int_dim(name, dim)
+    packet = getattr(ops, name)
+    if out is not None:
+        res = packet.out(input, dim, values=out[0], indices=out[1])
+        return getattr(return_types, name + "_out")(*res)
+    return getattr(return_types, name)(*packet(input, dim))
+
+
+def cummax(input, dim, *, out=None):
+    """``sk.return_types.cummax(values, indices)``: running maximum along ``dim`` and the index
+    of its last occurrence (NaN propagates)."""
+    return _cum_extreme("cummax", input, dim, out)
+
+
+def cummin(input, dim, *, out=None):
+    """``sk.return_types.cummin(values, indices)``; see ``cummax``."""
+    return _cum_extreme("cummin", input, dim, out)
+
+
+def logcumsumexp(input, dim, *, out=None):
+    """``log(cumsum(exp(input), dim))`` computed stably; floating inputs only."""
+    from .reductions import _int_dim
+    _int_dim("logcumsumexp", dim)
+    if out is not None:
+        return ops.logcumsumexp.out(input, dim, out=out)
+    return ops.logcumsumexp(input, dim)
+
+
 _PUBLIC = {}
-for _fn in (count_nonzero, nansum, nanmean, aminmax, isclose, allclose, equal):
+for _fn in (count_nonzero, nansum, nanmean, aminmax, isclose, allclose, equal, cummax, cummin,
+            logcumsumexp):
     _PUBLIC[_fn.__name__] = _export(_fn)
 globals().update(_PUBLIC)

@@ -1,5 +1,6 @@
-"""``count_nonzero``, ``nansum``, ``aminmax``, ``allclose``, ``equal``: more reductions, one rule
-per op (Note [One rule per op]) with ``reductions._register`` where they return one tensor.
+"""``count_nonzero``, ``nansum``, ``aminmax``, ``allclose``, ``equal``, ``cummax``, ``cummin``,
+``logcumsumexp``: more reductions, one rule per op (Note [One rule per op]) with
+``reductions._register`` where they return one tensor.
 
 - ``count_nonzero``: int64, no keepdim; ``dim=[]`` (``.dim_IntList``) counts every element;
 - ``nansum``: NaN counts as 0; integral/bool inputs sum into int64 (as ``sum``); a floating
@@ -8,7 +9,15 @@ per op (Note [One rule per op]) with ``reductions._register`` where they return 
 - ``allclose``: ``isclose(...).all().item()`` (``decompositions_reductions.isclose``); on meta
   the ``item()`` raises as PyTorch's does;
 - ``equal``: False for different sizes, else every element ``==``; no meta kernel in PyTorch
-  (NotImplementedError).
+  (NotImplementedError);
+- ``cummax`` / ``cummin``: running extreme and the index of its LAST occurrence so far (ties
+  move the index forward; NaN, once seen, stays and each later NaN takes the index);
+- ``logcumsumexp``: running ``logaddexp`` (float16 in float32); integral and bool inputs raise
+  the cpu NotImplementedError on meta too (PyTorch's meta kernel accepts them;
+  docs/differences.md).
+
+Outputs of the cumulative ops are contiguous with ``self``'s shape; their ``out=`` kernels check
+``out``'s device, then its dtype (PyTorch's "expected scalar_type ..."), then ``dim``.
 """
 
 from __future__ import annotations
@@ -176,3 +185,116 @@ for _device in ("cpu", "meta"):
     register_kernel(ops.allclose.default, _device)(_allclose)
 register_kernel(ops.equal.default, "cpu")(_equal_cpu)
 register_kernel(ops.equal.default, "meta")(_equal_meta)
+
+
+# -- cummax, cummin, logcumsumexp ----------------------------------------------------------------
+def _check_scalar_type(want, out):
+    if out._dtype is not want:
+        raise RuntimeError(f"expected scalar_type {type_name(want)} but found "
+                           f"{type_name(out._dtype)}")
+
+
+def _cumulative_spec(self, dtype):
+    sizes = self._layout.sizes
+    return Spec(sizes, contig(sizes), dtype, self._storage.device)
+
+
+def _cum_extreme_rule_for(name):
+    def rule(self, dim):
+        if not self._layout.sizes:
+            if dim not in (-1, 0):
+                raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got "
+                                 f"{dim}")
+        else:
+            wrap_dim(dim, len(self._layout.sizes))
+        return _cumulative_spec(self, self._dtype), _cumulative_spec(self, dt.int64)
+    return rule
+
+
+def _cum_extreme_fill_for(ufunc):
+    def fill(outs, specs, self, dim):
+        arr = self._array()
+        if arr.ndim == 0:
+            np.copyto(outs[0], arr)
+            np.copyto(outs[1], 0)
+            return
+        axis = wrap_dim(dim, arr.ndim)
+        running = ufunc.accumulate(arr, axis=axis)
+        hit = arr == running
+        if arr.dtype.kind == "f":
+            hit |= np.isnan(arr) & np.isnan(running)
+        shape = [1] * arr.ndim
+        shape[axis] = arr.shape[axis]
+        pos = np.where(hit, np.arange(arr.shape[axis]).reshape(shape), 0)
+        idx = np.maximum.accumulate(pos, axis=axis) if arr.size else pos
+        np.copyto(outs[1], idx)
+        np.copyto(outs[0], np.take_along_axis(arr, idx, axis=axis))
+    return fill
+
+
+def _register_cum_extreme(op, out_op, name, ufunc):
+    rule, fill = _cum_extreme_rule_for(name), _cum_extreme_fill_for(ufunc)
+
+    def kernel(self, dim):
+        specs = rule(self, dim)
+        outs = tuple(alloc(s.sizes, s.strides, s.dtype, s.device) for s in specs)
+        if specs[0].device is not META:
+            fill([o._array() for o in outs], specs, self, dim)
+        return outs
+
+    def out_kernel(self, dim, *, values, indices):
+        check_out_device_first(self, values)
+        check_out_device_first(self, indices)
+        _check_scalar_type(self._dtype, values)
+        _check_scalar_type(dt.int64, indices)
+        specs = rule(self, dim)
+        for o, s in zip((values, indices), specs):
+            resize_out(o, s, name)
+        if self._storage.device is not META:
+            fill([values._array(), indices._array()], specs, self, dim)
+        return values, indices
+
+    for device in ("cpu", "meta"):
+        register_kernel(op, device)(kernel)
+        register_kernel(out_op, device)(out_kernel)
+    op.rule, op.fill = rule, fill
+
+
+_register_cum_extreme(ops.cummax.default, ops.cummax.out, "cummax", np.maximum)
+_register_cum_extreme(ops.cummin.default, ops.cummin.out, "cummin", np.minimum)
+
+
+def _logcumsumexp_rule(self, dim):
+    wrap_dim(dim, len(self._layout.sizes))
+    _logcumsumexp_dtype_check(self)
+    return _cumulative_spec(self, self._dtype)
+
+
+def _logcumsumexp_dtype_check(self):
+    if not self._dtype.is_floating_point:
+        raise NotImplementedError("\"logcumsumexp_out_cpu\" not implemented for "
+                                  f"'{type_name(self._dtype)}'")
+
+
+def _logcumsumexp_compute(dest, arr, spec, self, dim):
+    a = arr.astype(_acc(arr.dtype), copy=False)
+    if a.ndim == 0:
+        return a
+    return np.logaddexp.accumulate(a, axis=wrap_dim(dim, a.ndim))
+
+
+_register(ops.logcumsumexp.default, _logcumsumexp_rule, _logcumsumexp_compute)
+
+
+def _logcumsumexp_out(self, dim, *, out):
+    check_out_device_first(self, out)
+    _check_scalar_type(self._dtype, out)
+    spec = _logcumsumexp_rule(self, dim)
+    resize_out(out, spec, "logcumsumexp")
+    if out._storage.device is not META:
+        ops.logcumsumexp.default.fill([out._array()], spec, self, dim)
+    return out
+
+
+for _device in ("cpu", "meta"):
+    register_kernel(ops.logcumsumexp.out, _device)(_logcumsumexp_out)
