@@ -209,6 +209,9 @@ from .api.reductions_more import cummax as cummax  # noqa: E402
 from .api.reductions_more import cummin as cummin  # noqa: E402
 from .api.reductions_more import equal as equal  # noqa: E402
 from .api.reductions_more import isclose as isclose  # noqa: E402
+from .api.reductions_more import kthvalue as kthvalue  # noqa: E402
 from .api.reductions_more import logcumsumexp as logcumsumexp  # noqa: E402
+from .api.reductions_more import median as median  # noqa: E402
 from .api.reductions_more import nanmean as nanmean  # noqa: E402
+from .api.reductions_more import nanmedian as nanmedian  # noqa: E402
 from .api.reductions_more import nansum as nansum  # noqa: E402

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["aminmax", "aminmax_out", "cummax", "cummax_out", "cummin", "cummin_out", "max", "max_out", "min", "min_out", "sort", "sort_out", "topk",
+__all__ = ["aminmax", "aminmax_out", "cummax", "cummax_out", "cummin", "cummin_out",
+           "kthvalue", "kthvalue_out", "max", "max_out", "median", "median_out", "min", "min_out", "nanmedian",
+           "nanmedian_out", "sort", "sort_out", "topk",
            "topk_out"]
 
 
@@ -109,6 +111,48 @@ class cummin(NamedTuple):
 
 
 class cummin_out(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class kthvalue(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class kthvalue_out(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class median(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class median_out(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class nanmedian(NamedTuple):
+    values: Any
+    indices: Any
+
+    __repr__ = _repr
+
+
+class nanmedian_out(NamedTuple):
     values: Any
     indices: Any
 

@@ -61,3 +61,37 @@ ENTRIES["logcumsumexp.default"] = E(
      S(F((0, 3)), 1), S(F((4,), "float16", "step"), 0),
      S(F((5,), values=(float("-inf"), float("-inf"), 1.0, float("inf"), float("inf"))), 0)],
     [S(F((2, 3)), 2), S(F(()), 1), S(F((2, 3), "int64"), 0), S(F((3,), "bool"), 0)])
+
+
+# -- median, nanmedian, kthvalue: distinct values (PyTorch's index among ties is its
+# nth_element's; docs/differences.md) ------------------------------------------------------------
+def _distinct(shape, dtype="float32", layout="contig", nan_at=()):
+    n = 1
+    for s in shape:
+        n *= s
+    vals = [float((i * 7) % max(n, 1)) - n // 2 for i in range(n)]
+    for i in nan_at:
+        vals[i] = float("nan")
+    return F(shape, dtype, layout, values=vals if dtype.startswith("float") else
+             [int(v) for v in vals])
+
+
+_ROWS_NAN = _distinct((3, 4), nan_at=(1, 8, 10))
+_ALL_NAN = F((4,), values=[float("nan")] * 4)
+for _name in ("median", "nanmedian"):
+    ENTRIES[f"{_name}.default"] = E(
+        [S(_distinct((2, 3))), S(_distinct((2, 4), "float64", "t")), S(_ROWS_NAN),
+         S(_distinct((5,), "int64")), S(_distinct((3,), "float16", "step")), S(F(())),
+         S(F((0, 3))), S(_ALL_NAN)],
+        [S(F((2, 2), "bool"))])
+    ENTRIES[f"{_name}.dim"] = E(
+        [S(_distinct((2, 3)), 1), S(_distinct((2, 4), "float64", "t"), 0, True), S(_ROWS_NAN, 1),
+         S(_ROWS_NAN, 0), S(_distinct((2, 5), "int32"), -1), S(_distinct((3, 4), layout="step"), 1),
+         S(F(()), 0), S(F(()), -1, True), S(F((2, 0)), 0), S(_distinct((2, 3, 4), layout="offset"), 1)],
+        [S(F((0, 3)), 0), S(F((2, 3)), 2), S(F((2, 2), "bool"), 0)])
+ENTRIES["kthvalue.default"] = E(
+    [S(_distinct((2, 3)), 2), S(_distinct((2, 3)), 1, 0), S(_distinct((2, 4), "float64", "t"), 2, 0, True),
+     S(_ROWS_NAN, 1, 1), S(_ROWS_NAN, 2, 1), S(_distinct((2, 5), "int64"), 5, -1),
+     S(_distinct((3, 4), layout="step"), 4), S(F(()), 1), S(F(()), 1, 0, True), S(F((2, 0)), 1, 0)],
+    [S(F((2, 3)), 4), S(F((2, 3)), 0), S(F((0, 3)), 1, 0), S(F((2, 3)), 1, 2), S(F(()), 2),
+     S(F((2, 2), "bool"), 1)])

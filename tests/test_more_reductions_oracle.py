@@ -1,5 +1,6 @@
 """``count_nonzero``, ``nansum``, ``nanmean``, ``aminmax``, ``isclose``, ``allclose``,
-``equal``, ``cummax``, ``cummin``, ``logcumsumexp`` against PyTorch, for what the op sweep cannot express: the public argument forms,
+``equal``, ``cummax``, ``cummin``, ``logcumsumexp``, ``median``, ``nanmedian``, ``kthvalue``
+against PyTorch, for what the op sweep cannot express: the public argument forms,
 named tuples, NaN handling and the op stream a dispatch mode sees."""
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ CALLS = {
     "cummax out": lambda x, L: L.cummax(x, 0, out=(L.empty(0), L.empty(0, dtype=L.int64))),
     "logcumsumexp": lambda x, L: L.logcumsumexp(x, 1),
     "logcumsumexp out": lambda x, L: x.t().logcumsumexp(0),
+    "median": lambda x, L: L.median(x),
+    "median dim": lambda x, L: x.median(1),
+    "median out": lambda x, L: L.median(x, 0, True, out=(L.empty(0), L.empty(0, dtype=L.int64))),
+    "nanmedian": lambda x, L: x.nanmedian(),
+    "nanmedian dim": lambda x, L: L.nanmedian(x, -1, keepdim=True),
+    "kthvalue": lambda x, L: L.kthvalue(x[1:], 2),
+    "kthvalue dim": lambda x, L: x.kthvalue(1, 0, True),
+    "kthvalue out": lambda x, L: L.kthvalue(x, 1, 1, out=(L.empty(0), L.empty(0, dtype=L.int64))),
 }
 
 
@@ -112,3 +121,50 @@ def test_logcumsumexp_integral_raises_on_meta_too():
     with pytest.raises(NotImplementedError, match="logcumsumexp_out_cpu"):
         sk.logcumsumexp(sk.ones(2, 3, dtype=sk.int64, device="meta"), 1)
     assert torch.logcumsumexp(torch.ones(2, 3, dtype=torch.int64, device="meta"), 1).shape == (2, 3)
+
+
+MEDIAN_ROWS = [[NAN, 1.0, NAN, 2.0], [1.0, NAN, 0.0, NAN], [3.0, 1.0, 2.0, 0.0], [NAN] * 4]
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+def test_median_with_nan(name):
+    """median: NaN and the index of the first NaN; nanmedian: the lower median of the rest (NaN
+    and index 0 for an all-NaN row); the 0-d all-element form agrees."""
+    got = []
+    for L in (sk, torch):
+        x = L.tensor(MEDIAN_ROWS[:3])
+        r = getattr(L, name)(x, 1)
+        whole = getattr(L, name)(x)
+        got.append((type(r).__name__, str(r.values.tolist()), r.indices.tolist(),
+                    str(whole.item())))
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 8])
+def test_ties_give_a_tied_value_and_an_index_holding_it(k):
+    """Among ties PyTorch's index is its nth_element's; ours is the stable order's
+    (docs/differences.md). Values agree; each index points at an element equal to its value."""
+    data = [2.0, 1.0, 2.0, 2.0, 1.0, 2.0, 3.0, 1.0]
+    ours, theirs = sk.kthvalue(sk.tensor(data), k), torch.kthvalue(torch.tensor(data), k)
+    assert ours.values.item() == theirs.values.item()
+    assert data[ours.indices.item()] == ours.values.item()
+    med = sk.median(sk.tensor(data), 0)
+    assert (med.values.item(), med.indices.item()) == (2.0, 0)
+
+
+def test_bool_selections_raise_on_meta_too():
+    """PyTorch's meta kernels accept bool; ours raise the cpu error (docs/differences.md)."""
+    for L in (sk, torch):
+        with pytest.raises(NotImplementedError, match="median_cpu"):
+            L.median(L.tensor([True, False]))
+    with pytest.raises(NotImplementedError, match="kthvalue_cpu"):
+        sk.kthvalue(sk.ones(2, dtype=sk.bool, device="meta"), 1)
+    assert torch.kthvalue(torch.ones(2, dtype=torch.bool, device="meta"), 1).values.shape == ()
+
+
+def test_median_without_dim_takes_no_out():
+    for L in (sk, torch):
+        with pytest.raises(TypeError, match="missing 1 required positional arguments"):
+            L.median(L.ones(3), out=L.empty(0))
+        with pytest.raises(TypeError, match="must be int, not NoneType"):
+            L.median(L.ones(3), None)

@@ -1,15 +1,16 @@
 """``sk.count_nonzero``, ``nansum``, ``nanmean``, ``aminmax``, ``isclose``, ``allclose``,
-``equal``, ``cummax``, ``cummin``, ``logcumsumexp`` (and their ``Tensor`` methods) with PyTorch's signatures; rules in
-``kernels/reductions_more.py`` and ``decompositions_reductions.py``."""
+``equal``, ``cummax``, ``cummin``, ``logcumsumexp``, ``median``, ``nanmedian``, ``kthvalue`` (and their ``Tensor`` methods) with PyTorch's signatures; rules in
+``kernels/reductions_more.py``, ``kernels/sorting.py`` and ``decompositions_reductions.py``."""
 
 from __future__ import annotations
 
 from .. import return_types
+from .._argcheck import check_int
 from ..registry import ops
 from .reductions import _call, _dim_list, _export
 
 __all__ = ["allclose", "aminmax", "count_nonzero", "cummax", "cummin", "equal", "isclose",
-           "logcumsumexp", "nanmean", "nansum"]
+           "kthvalue", "logcumsumexp", "median", "nanmean", "nanmedian", "nansum"]
 
 
 def count_nonzero(input, dim=None):
@@ -89,8 +90,47 @@ def logcumsumexp(input, dim, *, out=None):
     return ops.logcumsumexp(input, dim)
 
 
+_NO_DIM = object()
+
+
+def _median(name, input, dim, keepdim, out):
+    packet = getattr(ops, name)
+    if dim is _NO_DIM:
+        if out is not None or keepdim:
+            raise TypeError(f"{name}() missing 1 required positional arguments: \"dim\"")
+        return packet(input)
+    dim = check_int(name, "dim", dim, 2)
+    if out is not None:
+        res = _call(packet.dim_values, input, dim, keepdim=keepdim, values=out[0],
+                    indices=out[1])
+        return getattr(return_types, name + "_out")(*res)
+    return getattr(return_types, name)(*_call(packet.dim, input, dim, keepdim=keepdim))
+
+
+def median(input, dim=_NO_DIM, keepdim=False, *, out=None):
+    """``median(x)``: the lower median (NaN if any element is NaN); ``median(x, dim)``:
+    ``sk.return_types.median(values, indices)``."""
+    return _median("median", input, dim, keepdim, out)
+
+
+def nanmedian(input, dim=_NO_DIM, keepdim=False, *, out=None):
+    """Like ``median``, ignoring NaN (NaN only where every element is NaN)."""
+    return _median("nanmedian", input, dim, keepdim, out)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """``sk.return_types.kthvalue(values, indices)``: the ``k``-th smallest along ``dim``."""
+    k = check_int("kthvalue", "k", k, 2)
+    if out is not None:
+        res = _call(ops.kthvalue.values, input, k, dim, keepdim=keepdim, values=out[0],
+                    indices=out[1])
+        return return_types.kthvalue_out(*res)
+    args = (k,) if dim == -1 and not keepdim else (k, dim)
+    return return_types.kthvalue(*_call(ops.kthvalue, input, *args, keepdim=keepdim))
+
+
 _PUBLIC = {}
 for _fn in (count_nonzero, nansum, nanmean, aminmax, isclose, allclose, equal, cummax, cummin,
-            logcumsumexp):
+            logcumsumexp, median, nanmedian, kthvalue):
     _PUBLIC[_fn.__name__] = _export(_fn)
 globals().update(_PUBLIC)
