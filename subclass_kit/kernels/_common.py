@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from ..layout import Layout, contiguous_strides, format_size
 from ..dispatch import below_autograd
 from ..registry import ops, register_kernel
@@ -149,6 +151,17 @@ def check_out_device_first(first, out: Tensor):
     """
     if isinstance(first, Tensor) and first._storage.device is not out._storage.device:
         raise cross_device_error(first._storage.device, out._storage.device)
+
+
+def fill_scalar_pair(outs, arr) -> bool:
+    """For a 0-d ``arr``, write the (values, indices) outputs of a dim-wise reduction, sort or
+    scan -- the element itself and index 0, as PyTorch's kernels for a scalar input -- and
+    return True; return False (writing nothing) for any other ``arr``."""
+    if arr.ndim:
+        return False
+    np.copyto(outs[0], arr)
+    np.copyto(outs[1], 0)
+    return True
 
 
 def resize_out(out: Tensor, spec: Spec, op_name: str):

@@ -30,7 +30,8 @@ from .. import _dtype as dt
 from ..layout import contiguous_strides, wrap_dim, wrap_dims
 from ..registry import ops, register_kernel
 from ..storage import CPU, META
-from ._common import Spec, check_out_device_first, resize_out, type_name
+from ._common import (Spec, check_out_device_first, fill_scalar_pair, resize_out,
+                      type_name)
 from ._iter_layout import alloc
 from ._scalars import cpp_name, quiet, unquiet
 
@@ -459,9 +460,7 @@ def _max_dim_rule_for(name):
 def _max_dim_fill_for(argfn):
     def fill(outs, specs, self, dim, keepdim=False):
         arr = self._array()
-        if arr.ndim == 0:
-            np.copyto(outs[0], arr)
-            np.copyto(outs[1], 0)
+        if fill_scalar_pair(outs, arr):
             return
         axis = wrap_dim(dim, arr.ndim)
         idx = argfn(arr, axis=axis, keepdims=True)

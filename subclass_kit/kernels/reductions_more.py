@@ -28,7 +28,8 @@ from .. import _dtype as dt
 from ..layout import wrap_dim
 from ..registry import ops, register_kernel
 from ..storage import META
-from ._common import Spec, check_out_device_first, resize_out, type_name
+from ._common import (Spec, check_out_device_first, fill_scalar_pair, resize_out,
+                      type_name)
 from ._iter_layout import alloc, contig
 from .reductions import (
     _acc,
@@ -214,9 +215,7 @@ def _cum_extreme_rule_for(name):
 def _cum_extreme_fill_for(ufunc):
     def fill(outs, specs, self, dim):
         arr = self._array()
-        if arr.ndim == 0:
-            np.copyto(outs[0], arr)
-            np.copyto(outs[1], 0)
+        if fill_scalar_pair(outs, arr):
             return
         axis = wrap_dim(dim, arr.ndim)
         running = ufunc.accumulate(arr, axis=axis)

@@ -30,7 +30,8 @@ from .. import _dtype as dt
 from ..layout import wrap_dim
 from ..registry import ops, register_kernel
 from ..storage import META
-from ._common import Spec, check_out_device_first, resize_out, type_name
+from ._common import (Spec, check_out_device_first, fill_scalar_pair, resize_out,
+                      type_name)
 from ._iter_layout import alloc, contig, iter_strides
 from ._scalars import cpp_name
 from .reductions import reduced_sizes
@@ -65,9 +66,7 @@ def order(arr, axis, descending) -> np.ndarray:
 
 def _sort_fill(outs, specs, self, dim=-1, descending=False):
     arr = self._array()
-    if arr.ndim == 0:
-        np.copyto(outs[0], arr)
-        np.copyto(outs[1], 0)
+    if fill_scalar_pair(outs, arr):
         return
     axis = wrap_dim(dim, arr.ndim)
     idx = order(arr, axis, descending)
@@ -96,9 +95,7 @@ def _topk_rule(self, k, dim=-1, largest=True, sorted=True):
 
 def _topk_fill(outs, specs, self, k, dim=-1, largest=True, sorted=True):
     arr = self._array()
-    if arr.ndim == 0:
-        np.copyto(outs[0], arr)
-        np.copyto(outs[1], 0)
+    if fill_scalar_pair(outs, arr):
         return
     axis = wrap_dim(dim, arr.ndim)
     idx = np.take(order(arr, axis, largest), np.arange(k), axis=axis)
@@ -113,20 +110,23 @@ def _expect_dtype(want, out):
                            f"{cpp_name(out._dtype)} instead")
 
 
-def _register(op, out_op, rule, fill):
+def _register(op, out_op, rule, fill, out_specs, kernel_name=None):
+    """cpu and meta kernels of a (values, indices) op and its out= overload. ``out_specs(self,
+    args, kwargs, values, indices)`` runs the out= checks in the op's PyTorch order and returns
+    the specs; ``kernel_name``: the functional kernel refuses bool inputs after ``rule``, with
+    that kernel's NotImplementedError (``_no_bool``)."""
+
     def kernel(*args, **kwargs):
         specs = rule(*args, **kwargs)
+        if kernel_name is not None:
+            _no_bool(args[0], kernel_name)
         outs = tuple(alloc(s.sizes, s.strides, s.dtype, s.device) for s in specs)
         if specs[0].device is not META:
             fill([o._array() for o in outs], specs, *args, **kwargs)
         return outs
 
     def out_kernel(self, *args, values, indices, **kwargs):
-        check_out_device_first(self, values)
-        specs = rule(self, *args, **kwargs)
-        _expect_dtype(specs[0].dtype, values)
-        _expect_dtype(dt.int64, indices)
-        check_out_device_first(self, indices)
+        specs = out_specs(self, args, kwargs, values, indices)
         for o, s in zip((values, indices), specs):
             resize_out(o, s, op.name)
         if self._storage.device is not META:
@@ -139,9 +139,25 @@ def _register(op, out_op, rule, fill):
     op.rule, op.fill = rule, fill
 
 
-_register(ops.sort.default, ops.sort.values, _sort_rule, _sort_fill)
-_register(ops.sort.stable, ops.sort.values_stable, _sort_stable_rule, _sort_stable_fill)
-_register(ops.topk.default, ops.topk.values, _topk_rule, _topk_fill)
+def _sort_out_specs(rule):
+    """sort/topk's out= order: values' device, the rule, both dtypes, then indices' device."""
+    def out_specs(self, args, kwargs, values, indices):
+        check_out_device_first(self, values)
+        specs = rule(self, *args, **kwargs)
+        _expect_dtype(specs[0].dtype, values)
+        _expect_dtype(dt.int64, indices)
+        check_out_device_first(self, indices)
+        return specs
+    return out_specs
+
+
+def _register_sort(op, out_op, rule, fill):
+    _register(op, out_op, rule, fill, _sort_out_specs(rule))
+
+
+_register_sort(ops.sort.default, ops.sort.values, _sort_rule, _sort_fill)
+_register_sort(ops.sort.stable, ops.sort.values_stable, _sort_stable_rule, _sort_stable_fill)
+_register_sort(ops.topk.default, ops.topk.values, _topk_rule, _topk_fill)
 
 
 
@@ -185,9 +201,7 @@ def _positions(arr, axis, kind, k=None):
 
 def _select(outs, self, kind, k, dim, keepdim):
     arr = self._array()
-    if arr.ndim == 0:
-        np.copyto(outs[0], arr)
-        np.copyto(outs[1], 0)
+    if fill_scalar_pair(outs, arr):
         return
     axis = wrap_dim(dim, arr.ndim)
     if arr.size == 0:
@@ -248,33 +262,18 @@ def _kthvalue_out_check(specs, values, indices):
 
 
 def _register_select(op, out_op, rule, fill, out_check, kernel_name):
-    """Functional and out= kernels; the bool check (``kernel_name``'s NotImplementedError) runs
-    after ``out``'s dtype checks, as in PyTorch."""
+    """median/kthvalue's kernels: the out= order is both devices, the rule, ``out_check``'s
+    dtype checks, then the bool check (``kernel_name``'s NotImplementedError), as in PyTorch."""
 
-    def kernel(*args, **kwargs):
-        specs = rule(*args, **kwargs)
-        _no_bool(args[0], kernel_name)
-        outs = tuple(alloc(s.sizes, s.strides, s.dtype, s.device) for s in specs)
-        if specs[0].device is not META:
-            fill([o._array() for o in outs], specs, *args, **kwargs)
-        return outs
-
-    def out_kernel(self, *args, values, indices, **kwargs):
+    def out_specs(self, args, kwargs, values, indices):
         check_out_device_first(self, values)
         check_out_device_first(self, indices)
         specs = rule(self, *args, **kwargs)
         out_check(specs, values, indices)
         _no_bool(self, kernel_name)
-        for o, s in zip((values, indices), specs):
-            resize_out(o, s, op.name)
-        if self._storage.device is not META:
-            fill([values._array(), indices._array()], specs, self, *args, **kwargs)
-        return values, indices
+        return specs
 
-    for device in ("cpu", "meta"):
-        register_kernel(op, device)(kernel)
-        register_kernel(out_op, device)(out_kernel)
-    op.rule, op.fill = rule, fill
+    _register(op, out_op, rule, fill, out_specs, kernel_name)
 
 
 for _kind in ("median", "nanmedian"):
