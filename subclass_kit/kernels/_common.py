@@ -153,6 +153,40 @@ def check_out_device_first(first, out: Tensor):
         raise cross_device_error(first._storage.device, out._storage.device)
 
 
+def register_pair_kernels(op, out_op, rule, fill, out_specs, check_input=None):
+    """cpu and meta kernels of an op returning (values, indices) -- sort, topk, max.dim,
+    cummax, median... -- and of its out= overload.
+
+    ``rule(self, *args, **kw)`` gives the two Specs; ``fill(outs, specs, self, *args, **kw)``
+    writes the cpu outputs; ``check_input(self)`` runs after ``rule`` in the functional kernel.
+    ``out_specs(self, args, kwargs, values, indices)`` runs the out= checks in the op's PyTorch
+    order and returns the specs; both outputs are resized only after all of them passed."""
+    names = tuple(a.name for a in out_op.schema.arguments if a.is_write)
+
+    def kernel(*args, **kwargs):
+        specs = rule(*args, **kwargs)
+        if check_input is not None:
+            check_input(args[0])
+        outs = tuple(alloc(s.sizes, s.strides, s.dtype, s.device) for s in specs)
+        if specs[0].device is not META:
+            fill([o._array() for o in outs], specs, *args, **kwargs)
+        return outs
+
+    def out_kernel(self, *args, **kwargs):
+        values, indices = kwargs.pop(names[0]), kwargs.pop(names[1])
+        specs = out_specs(self, args, kwargs, values, indices)
+        for o, s in zip((values, indices), specs):
+            resize_out(o, s, op.name)
+        if self._storage.device is not META:
+            fill([values._array(), indices._array()], specs, self, *args, **kwargs)
+        return values, indices
+
+    for device in ("cpu", "meta"):
+        register_kernel(op, device)(kernel)
+        register_kernel(out_op, device)(out_kernel)
+    op.rule, op.fill = rule, fill
+
+
 def fill_scalar_pair(outs, arr) -> bool:
     """For a 0-d ``arr``, write the (values, indices) outputs of a dim-wise reduction, sort or
     scan -- the element itself and index 0, as PyTorch's kernels for a scalar input -- and

@@ -30,8 +30,8 @@ from .. import _dtype as dt
 from ..layout import contiguous_strides, wrap_dim, wrap_dims
 from ..registry import ops, register_kernel
 from ..storage import CPU, META
-from ._common import (Spec, check_out_device_first, fill_scalar_pair, resize_out,
-                      type_name)
+from ._common import (Spec, check_out_device_first, fill_scalar_pair,
+                      register_pair_kernels, resize_out, type_name)
 from ._iter_layout import alloc
 from ._scalars import cpp_name, quiet, unquiet
 
@@ -473,32 +473,17 @@ def _max_dim_fill_for(argfn):
 
 
 def _register_max_dim(op, out_op, name, argfn):
-    rule, fill = _max_dim_rule_for(name), _max_dim_fill_for(argfn)
-    values_name, indices_name = (a.name for a in out_op.schema.arguments if a.is_write)
+    rule = _max_dim_rule_for(name)
 
-    def kernel(self, dim, keepdim=False):
-        specs = rule(self, dim, keepdim)
-        outs = tuple(alloc(s.sizes, s.strides, s.dtype, s.device) for s in specs)
-        if self._storage.device is not META:
-            fill([o._array() for o in outs], specs, self, dim, keepdim)
-        return outs
-
-    def out_kernel(self, dim, keepdim=False, **outs):
-        values, indices = outs[values_name], outs[indices_name]
-        specs = rule(self, dim, keepdim)
+    def out_specs(self, args, kwargs, values, indices):
+        specs = rule(self, *args, **kwargs)
         _expect_dtype(specs[0].dtype, values)
         _expect_dtype(dt.int64, indices)
         for o, s in zip((values, indices), specs):
             _check_out_device(o, s)
-            resize_out(o, s, name)
-        if self._storage.device is not META:
-            fill([values._array(), indices._array()], specs, self, dim, keepdim)
-        return values, indices
+        return specs
 
-    for device in ("cpu", "meta"):
-        register_kernel(op, device)(kernel)
-        register_kernel(out_op, device)(out_kernel)
-    op.rule, op.fill = rule, fill
+    register_pair_kernels(op, out_op, rule, _max_dim_fill_for(argfn), out_specs)
 
 
 _register_max_dim(ops.max.dim, ops.max.dim_max, "max", np.argmax)

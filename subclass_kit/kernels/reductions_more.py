@@ -28,8 +28,8 @@ from .. import _dtype as dt
 from ..layout import wrap_dim
 from ..registry import ops, register_kernel
 from ..storage import META
-from ._common import (Spec, check_out_device_first, fill_scalar_pair, resize_out,
-                      type_name)
+from ._common import (Spec, check_out_device_first, fill_scalar_pair,
+                      register_pair_kernels, resize_out, type_name)
 from ._iter_layout import alloc, contig
 from .reductions import (
     _acc,
@@ -232,31 +232,16 @@ def _cum_extreme_fill_for(ufunc):
 
 
 def _register_cum_extreme(op, out_op, name, ufunc):
-    rule, fill = _cum_extreme_rule_for(name), _cum_extreme_fill_for(ufunc)
+    rule = _cum_extreme_rule_for(name)
 
-    def kernel(self, dim):
-        specs = rule(self, dim)
-        outs = tuple(alloc(s.sizes, s.strides, s.dtype, s.device) for s in specs)
-        if specs[0].device is not META:
-            fill([o._array() for o in outs], specs, self, dim)
-        return outs
-
-    def out_kernel(self, dim, *, values, indices):
+    def out_specs(self, args, kwargs, values, indices):
         check_out_device_first(self, values)
         check_out_device_first(self, indices)
         _check_scalar_type(self._dtype, values)
         _check_scalar_type(dt.int64, indices)
-        specs = rule(self, dim)
-        for o, s in zip((values, indices), specs):
-            resize_out(o, s, name)
-        if self._storage.device is not META:
-            fill([values._array(), indices._array()], specs, self, dim)
-        return values, indices
+        return rule(self, *args, **kwargs)
 
-    for device in ("cpu", "meta"):
-        register_kernel(op, device)(kernel)
-        register_kernel(out_op, device)(out_kernel)
-    op.rule, op.fill = rule, fill
+    register_pair_kernels(op, out_op, rule, _cum_extreme_fill_for(ufunc), out_specs)
 
 
 _register_cum_extreme(ops.cummax.default, ops.cummax.out, "cummax", np.maximum)

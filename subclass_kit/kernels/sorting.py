@@ -30,8 +30,8 @@ from .. import _dtype as dt
 from ..layout import wrap_dim
 from ..registry import ops, register_kernel
 from ..storage import META
-from ._common import (Spec, check_out_device_first, fill_scalar_pair, resize_out,
-                      type_name)
+from ._common import (Spec, check_out_device_first, fill_scalar_pair,
+                      register_pair_kernels, resize_out)
 from ._iter_layout import alloc, contig, iter_strides
 from ._scalars import cpp_name
 from .reductions import reduced_sizes
@@ -110,35 +110,6 @@ def _expect_dtype(want, out):
                            f"{cpp_name(out._dtype)} instead")
 
 
-def _register(op, out_op, rule, fill, out_specs, kernel_name=None):
-    """cpu and meta kernels of a (values, indices) op and its out= overload. ``out_specs(self,
-    args, kwargs, values, indices)`` runs the out= checks in the op's PyTorch order and returns
-    the specs; ``kernel_name``: the functional kernel refuses bool inputs after ``rule``, with
-    that kernel's NotImplementedError (``_no_bool``)."""
-
-    def kernel(*args, **kwargs):
-        specs = rule(*args, **kwargs)
-        if kernel_name is not None:
-            _no_bool(args[0], kernel_name)
-        outs = tuple(alloc(s.sizes, s.strides, s.dtype, s.device) for s in specs)
-        if specs[0].device is not META:
-            fill([o._array() for o in outs], specs, *args, **kwargs)
-        return outs
-
-    def out_kernel(self, *args, values, indices, **kwargs):
-        specs = out_specs(self, args, kwargs, values, indices)
-        for o, s in zip((values, indices), specs):
-            resize_out(o, s, op.name)
-        if self._storage.device is not META:
-            fill([values._array(), indices._array()], specs, self, *args, **kwargs)
-        return values, indices
-
-    for device in ("cpu", "meta"):
-        register_kernel(op, device)(kernel)
-        register_kernel(out_op, device)(out_kernel)
-    op.rule, op.fill = rule, fill
-
-
 def _sort_out_specs(rule):
     """sort/topk's out= order: values' device, the rule, both dtypes, then indices' device."""
     def out_specs(self, args, kwargs, values, indices):
@@ -152,7 +123,7 @@ def _sort_out_specs(rule):
 
 
 def _register_sort(op, out_op, rule, fill):
-    _register(op, out_op, rule, fill, _sort_out_specs(rule))
+    register_pair_kernels(op, out_op, rule, fill, _sort_out_specs(rule))
 
 
 _register_sort(ops.sort.default, ops.sort.values, _sort_rule, _sort_fill)
@@ -273,7 +244,8 @@ def _register_select(op, out_op, rule, fill, out_check, kernel_name):
         _no_bool(self, kernel_name)
         return specs
 
-    _register(op, out_op, rule, fill, out_specs, kernel_name)
+    register_pair_kernels(op, out_op, rule, fill, out_specs,
+                          lambda self: _no_bool(self, kernel_name))
 
 
 for _kind in ("median", "nanmedian"):
