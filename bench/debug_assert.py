@@ -33,7 +33,7 @@ TARGETS = {"checked": 2.0, "check_data": 5.0}
 def _contexts():
     try:
         import subclass_kit as sk
-        from modes import DebugAssertMode
+        from subclass_kit.modes import DebugAssertMode
     except ImportError as e:
         raise Skip(f"subclass_kit / modes not importable ({e})") from None
 

@@ -28,7 +28,7 @@ def gpt2_meta_mode(repeats=None) -> list:
     def sk_forward():
         try:
             import subclass_kit as sk
-            from modes import MetaMode
+            from subclass_kit.modes import MetaMode
             from subclass_kit import zoo
         except ImportError as e:
             raise Skip(f"modes.MetaMode not importable ({e})") from None

@@ -183,5 +183,5 @@ def inference_mode(mode: bool = True):
     """
     # The implementation lives in modes/ (built on the public API); imported on first use so
     # the core never needs the modes package to build.
-    inference = importlib.import_module("modes.inference")
+    inference = importlib.import_module("subclass_kit.modes.inference")
     return inference.InferenceMode(mode)

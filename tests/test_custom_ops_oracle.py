@@ -228,7 +228,7 @@ def _raising(x, y):
                                      "meta_mode"])
 @pytest.mark.parametrize("wrap", [False, True])
 def test_raising_kernel_leaves_versions_and_modes(define, context, wrap):
-    from modes import DebugAssertMode, LoggingMode, MetaMode
+    from subclass_kit.modes import DebugAssertMode, LoggingMode, MetaMode
     contexts = {"none": contextlib.nullcontext, "no_grad": sk.no_grad,
                 "inference_mode": sk.inference_mode, "logging": LoggingMode,
                 "debug": DebugAssertMode, "meta_mode": MetaMode}
@@ -275,7 +275,7 @@ SCHEMA_BUGS = {
 @pytest.mark.parametrize("case", list(SCHEMA_BUGS))
 @pytest.mark.no_debug_asserts
 def test_debug_assert_mode_checks_custom_kernels(define, case):
-    from modes import DebugAssertMode
+    from subclass_kit.modes import DebugAssertMode
     schema, kernel, rule = SCHEMA_BUGS[case]
     ours, _ = define(schema, kernel)
     args = [sk.arange(4.0), sk.arange(3.0)][:len(ours.schema.positional)]
@@ -287,7 +287,7 @@ def test_debug_assert_mode_checks_custom_kernels(define, case):
 
 
 def test_graph_capture_and_replay_of_custom_ops(define):
-    from modes import make_graph
+    from subclass_kit.modes import make_graph
     scale, _ = define("(Tensor x, float k) -> Tensor", lambda x, k: x * k)
     view, _ = define("(Tensor(a) x) -> Tensor(a)", lambda x: x[1:])
     inc, _ = define("(Tensor(a!) x) -> Tensor(a!)", lambda x: x.add_(1))
@@ -303,7 +303,7 @@ def test_graph_capture_and_replay_of_custom_ops(define):
 
 
 def test_meta_mode_runs_fake_kernels(define):
-    from modes import MetaMode
+    from subclass_kit.modes import MetaMode
     ours, _ = define("(Tensor x, int[2] s) -> Tensor", lambda x, s: x.reshape(s).clone(),
                      meta=lambda x, s: sk.empty(s, dtype=x.dtype, device=x.device))
     nometa, _ = define("(Tensor x) -> Tensor", lambda x: x + 1)

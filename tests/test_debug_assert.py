@@ -14,8 +14,8 @@ import pytest
 
 import subclass_kit as sk
 from oracle import Wrapper
-from modes import DebugAssertError, DebugAssertMode
-from modes.debug_assert import EXEMPTIONS, RULES, Violation, exemptions
+from subclass_kit.modes import DebugAssertError, DebugAssertMode
+from subclass_kit.modes.debug_assert import EXEMPTIONS, RULES, Violation, exemptions
 
 # The tests below push their own checker (and some break rules on purpose).
 pytestmark = pytest.mark.no_debug_asserts
@@ -379,7 +379,7 @@ def _run_pytest(tmp_path, *flags):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [root, os.environ.get("PYTHONPATH")])))
-    plugin = [] if _entry_point_installed() else ["-p", "modes.pytest_plugin"]
+    plugin = [] if _entry_point_installed() else ["-p", "pytest_subclass_kit"]
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *plugin, *flags, str(tmp_path)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
@@ -387,7 +387,7 @@ def _run_pytest(tmp_path, *flags):
 
 def _entry_point_installed() -> bool:
     from importlib.metadata import entry_points
-    return any(ep.value == "modes.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return any(ep.value == "pytest_subclass_kit" for ep in entry_points(group="pytest11"))
 
 
 def test_plugin_runs_tests_under_the_mode(tmp_path):

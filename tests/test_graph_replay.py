@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 import subclass_kit as sk
-from modes import LoggingMode, make_graph
+from subclass_kit.modes import LoggingMode, make_graph
 
 
 def assert_same(a, b):

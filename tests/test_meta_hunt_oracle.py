@@ -41,7 +41,7 @@ import pytest
 from oracle import normalize_message, to_sk
 
 import subclass_kit as sk
-from modes import DynamicOutputShapeError, MetaMode, infer_shapes
+from subclass_kit.modes import DynamicOutputShapeError, MetaMode, infer_shapes
 
 torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
 

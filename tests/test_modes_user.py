@@ -13,9 +13,9 @@ import pytest
 
 import subclass_kit as sk
 from oracle import Wrapper
-from modes import LoggingMode, MetaMode, OpUsageMode, explain, infer_shapes, make_graph
-from modes.explain import OpCall
-from modes.op_usage import read_op_list
+from subclass_kit.modes import LoggingMode, MetaMode, OpUsageMode, explain, infer_shapes, make_graph
+from subclass_kit.modes.explain import OpCall
+from subclass_kit.modes.op_usage import read_op_list
 
 
 class Recorder(sk.DispatchMode):

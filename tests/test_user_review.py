@@ -11,9 +11,10 @@ import re
 
 import pytest
 
-import modes
+from subclass_kit import modes
+
 import subclass_kit as sk
-from modes import infer_shapes
+from subclass_kit.modes import infer_shapes
 
 
 # -- every ``>>>`` example in the library runs (with ``sk`` imported, as the docs assume) --------
@@ -168,7 +169,7 @@ def test_infer_shapes_counts_model_parameters_not_its_inputs():
 # -- names the docs promise ----------------------------------------------------------------------
 def test_modes_exports_what_api_md_lists_and_exists():
     # API.md lists it: "what sk.inference_mode uses"
-    from modes import InferenceMode
+    from subclass_kit.modes import InferenceMode
     with InferenceMode():
         t = sk.ones(2)
     assert t.is_inference()

@@ -335,7 +335,7 @@ def test_shared_counter_wrapper(name):
 
 def test_shared_counter_under_debug_asserts():
     """The debug-assert mode expects one bump per mutated argument sharing a counter."""
-    from modes.debug_assert import DebugAssertMode
+    from subclass_kit.modes.debug_assert import DebugAssertMode
     x = sk.tensor([[1, 5], [7, 0]])
     bb = sk.zeros(2, 2, dtype=sk.int64)
     other = sk.zeros(2, dtype=sk.int64)

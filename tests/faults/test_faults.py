@@ -14,8 +14,8 @@ import dataclasses
 import pytest
 
 from faults.buggy import CATALOGUE, OPT_OUTS, Fault
-from modes import DebugAssertError, DebugAssertMode
-from modes.debug_assert import RULES
+from subclass_kit.modes import DebugAssertError, DebugAssertMode
+from subclass_kit.modes.debug_assert import RULES
 
 pytestmark = pytest.mark.no_debug_asserts
 

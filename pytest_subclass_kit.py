@@ -56,7 +56,7 @@ class DebugAssertSession:
     def pytest_runtest_call(self, item):
         if item.get_closest_marker(MARKER) is not None:
             return (yield)
-        from .debug_assert import DebugAssertMode
+        from subclass_kit.modes.debug_assert import DebugAssertMode
         mode = DebugAssertMode(raise_on_violation=False, check_data=self.check_data)
         mode.push()
         try:
@@ -82,7 +82,7 @@ class DebugAssertSession:
         if not self.violations:
             tr.write_line("DebugAssertMode: no violations")
             return
-        from .debug_assert import format_violations
+        from subclass_kit.modes.debug_assert import format_violations
         tests = {}
         for nodeid, v in self.violations:
             tests.setdefault((v.op, v.rule, v.argument), set()).add(nodeid)

@@ -1,0 +1,203 @@
+"""The derivative table: one backward formula per differentiable primitive of ``sk.ops``.
+
+PyTorch keeps its formulas in ``tools/autograd/derivatives.yaml``; this module is that file for
+subclass_kit. Each entry names the op overload (``"mul.Tensor"``), the node class PyTorch's
+codegen gives it (``"MulBackward0"``: the base name in CamelCase, ``Backward``, and the index of
+the overload among the yaml entries of that base name), the differentiable tensor arguments by
+schema name, and the tensors the node saves (the ones the saved-tensor version check of
+SEMANTICS §2.3 applies to). Formulas are written with ``sk`` ops, so with ``create_graph=True``
+the backward is itself recorded and differentiable.
+
+Formula protocol::
+
+    @derivative("mul.Tensor", "MulBackward0", inputs=("self", "other"), save=("self", "other"))
+    def _(ctx, grad):
+        return grad * ctx.other, grad * ctx.self
+
+- ``ctx.<name>``: the bound argument ``name`` of the forward call (schema name: ``self``,
+  ``other``, ``dim``, ``keepdim``, ``alpha`` ...; defaults filled in). A tensor argument listed
+  in ``save`` is the saved tensor (version-checked when unpacked); a tensor argument not saved is
+  not reachable (use ``ctx.meta(name)``). ``ctx.result`` / ``ctx.results`` are the outputs
+  (list ``"result"`` in ``save`` to use them).
+- ``ctx.meta(name)``: ``TensorMeta`` (``shape``, ``dtype``, ``device``, ``stride``) of any
+  tensor argument, always recorded (sizes need no saved data: ``sum``'s backward expands).
+- ``ctx.needs_input_grad``: one bool per entry of ``inputs``; skip work for ``False`` ones.
+- grads: one per output of the op. An output that is differentiable but received no gradient
+  gets zeros (materialized); a non-differentiable output (integer dtype, e.g. ``max.dim``'s
+  indices) gets ``None``.
+- return: a tuple aligned with ``inputs`` (a bare tensor when there is one input); ``None``
+  for no gradient. A ``Tensor[]`` argument (``cat``, ``stack``) takes a list of gradients.
+- The engine, not the formula, reduces a gradient broadcast over an input (``sum_to_size``)
+  and casts it to the input's dtype (PyTorch's ``validate_outputs``), so formulas return the
+  gradient in the broadcast shape and the computation dtype.
+
+Ops that have no derivative are marked ``non_differentiable(op, ...)``: their outputs never
+require grad (comparisons, ``argmax``, integer ops, random fills' results ...), as in PyTorch's
+yaml ``output_differentiability: [False]`` / ``not_implemented``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import subclass_kit as sk
+
+__all__ = ["Formula", "TensorMeta", "FormulaContext", "FORMULAS", "NON_DIFFERENTIABLE",
+           "derivative", "non_differentiable", "apply_formula", "sum_to"]
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One derivative-table entry (see the module docstring)."""
+    op: str                         # overload name, e.g. "mul.Tensor", "sum.default"
+    node: str                       # node class name, e.g. "MulBackward0"
+    inputs: tuple                   # differentiable tensor arguments, by schema name
+    save: tuple                     # saved tensors: argument names and/or "result"
+    fn: Callable
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """What a node keeps of a tensor it does not save: enough to shape a gradient."""
+    shape: tuple
+    dtype: object
+    device: object
+    stride: tuple
+
+    @classmethod
+    def of(cls, t) -> "TensorMeta":
+        return cls(tuple(t.shape), t.dtype, t.device, tuple(t.stride()))
+
+
+FORMULAS: dict[str, Formula] = {}
+NON_DIFFERENTIABLE: dict[str, str] = {}
+
+
+def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = ()):
+    """Register the backward formula of overload ``op`` (decorator). Raises ValueError for an
+    op registered twice."""
+    def register(fn):
+        if op in FORMULAS or op in NON_DIFFERENTIABLE:
+            raise ValueError(f"derivative for {op!r} registered twice")
+        FORMULAS[op] = Formula(op, node, tuple(inputs), tuple(save), fn)
+        return fn
+    return register
+
+
+def non_differentiable(*ops: str, reason: str = "not differentiable") -> None:
+    """Mark overloads whose outputs never require grad."""
+    for op in ops:
+        if op in FORMULAS or op in NON_DIFFERENTIABLE:
+            raise ValueError(f"derivative for {op!r} registered twice")
+        NON_DIFFERENTIABLE[op] = reason
+
+
+class FormulaContext:
+    """The ``ctx`` a formula sees: bound forward arguments by schema name, outputs, metadata.
+
+    ``values`` maps argument names to values (tensors only for saved ones); ``metas`` maps every
+    tensor argument to its ``TensorMeta`` (lists of them for ``Tensor[]`` arguments).
+    """
+
+    def __init__(self, values: dict, metas: dict, results, needs_input_grad: tuple):
+        self.__dict__.update(values)
+        self._metas = metas
+        self.results = results
+        self.result = results[0] if len(results) == 1 else results
+        self.needs_input_grad = needs_input_grad
+
+    def meta(self, name: str):
+        return self._metas[name]
+
+
+def sum_to(grad, shape):
+    """Reduce ``grad`` to ``shape`` by summing broadcast dims (PyTorch's ``at::sum_to``: leading
+    dims summed away, size-1 dims summed with keepdim). Returns ``grad`` itself when the shape
+    already matches."""
+    shape = tuple(shape)
+    if tuple(grad.shape) == shape:
+        return grad
+    lead = grad.dim() - len(shape)
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape)
+                                if s == 1 and grad.shape[lead + i] != 1]
+    if dims:
+        grad = grad.sum(dims, keepdim=True)
+    if lead:
+        grad = grad.view(shape)
+    return grad
+
+
+def bind(op, args: tuple, kwargs: dict) -> dict:
+    """The forward call's arguments by schema name, defaults filled in."""
+    bound = {}
+    for i, a in enumerate(op.schema.arguments):
+        if i < len(args):
+            bound[a.name] = args[i]
+        elif a.name in kwargs:
+            bound[a.name] = kwargs[a.name]
+        elif a.default is not None:
+            value = a.default_value
+            bound[a.name] = list(value) if isinstance(value, list) else value
+        else:
+            bound[a.name] = None
+    return bound
+
+
+def _meta(value):
+    if isinstance(value, sk.Tensor):
+        return TensorMeta.of(value)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, sk.Tensor) for v in value):
+        return [TensorMeta.of(v) for v in value]
+    return None
+
+
+def make_context(formula: Formula, op, args, kwargs, results, needs_input_grad) -> FormulaContext:
+    """Build the ``ctx`` of ``formula`` from a forward call (no saved-tensor hooks, no version
+    recording: the engine wraps the saved values itself)."""
+    bound = bind(op, args, kwargs)
+    metas = {name: m for name, v in bound.items() if (m := _meta(v)) is not None}
+    values = {name: v for name, v in bound.items()
+              if name in formula.save or _meta(v) is None}
+    return FormulaContext(values, metas, tuple(results), tuple(needs_input_grad))
+
+
+def finish_grads(formula: Formula, ctx: FormulaContext, raw) -> list:
+    """Normalize a formula's return to one entry per input, each reduced to the input's shape
+    and cast to its dtype (PyTorch's ``validate_outputs``)."""
+    if not isinstance(raw, tuple):
+        raw = (raw,)
+    if len(raw) != len(formula.inputs):
+        raise RuntimeError(f"{formula.node}: formula returned {len(raw)} gradients, expected "
+                           f"{len(formula.inputs)}")
+    out = []
+    for name, g in zip(formula.inputs, raw):
+        meta = ctx.meta(name)
+        if isinstance(meta, list):
+            out.append([None if gi is None else _fit(gi, m) for gi, m in zip(g, meta)]
+                       if g is not None else None)
+        else:
+            out.append(None if g is None else _fit(g, meta))
+    return out
+
+
+def _fit(grad, meta: TensorMeta):
+    grad = sum_to(grad, meta.shape)
+    if grad.dtype != meta.dtype:
+        grad = grad.to(meta.dtype)
+    return grad
+
+
+def apply_formula(op, args: tuple, kwargs: dict, results, grads, needs_input_grad=None) -> list:
+    """Run ``op``'s formula once, outside any graph: the gradients of ``op``'s differentiable
+    inputs for output gradients ``grads``. Used by the engine's nodes and by formula tests.
+
+    ``op``: an ``OpOverload``; ``results``: the forward outputs (a tuple); ``grads``: one per
+    output (``None`` for non-differentiable ones). Raises KeyError for an op with no formula.
+    """
+    key = f"{op.name}.{op.overload}"
+    formula = FORMULAS[key]
+    if needs_input_grad is None:
+        needs_input_grad = (True,) * len(formula.inputs)
+    ctx = make_context(formula, op, args, kwargs, results, needs_input_grad)
+    return finish_grads(formula, ctx, formula.fn(ctx, *grads))
