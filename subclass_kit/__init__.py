@@ -183,6 +183,9 @@ from .api.shape_more import vdot as vdot  # noqa: E402
 from .api.shape_more import vsplit as vsplit  # noqa: E402
 from .api.shape_more import vstack as vstack  # noqa: E402
 from . import nn as nn  # noqa: E402
+from . import optim as optim  # noqa: E402
+from .serialization import load as load  # noqa: E402
+from .serialization import save as save  # noqa: E402
 from . import return_types as return_types  # noqa: E402
 from ._repr import set_printoptions as set_printoptions  # noqa: E402
 from .api.reductions import all as all  # noqa: E402,A001

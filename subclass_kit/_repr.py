@@ -176,11 +176,12 @@ def _grad_suffix(t) -> list:
     return []
 
 
-def tensor_repr(t) -> str:
+def tensor_repr(t, plain: bool = False) -> str:
     """``repr(t)`` in PyTorch's format; see the module docstring. A subclass instance prints
-    its class name instead of ``tensor`` (``Sub([0., 1.])``), as PyTorch's ``_str_intern``."""
+    its class name instead of ``tensor`` (``Sub([0., 1.])``), as PyTorch's ``_str_intern``,
+    unless ``plain`` (``nn.Parameter``'s body is the plain tensor's repr)."""
     from .tensor import Tensor      # tensor.py imports this module lazily
-    prefix = "tensor(" if type(t) is Tensor else f"{type(t).__name__}("
+    prefix = "tensor(" if plain or type(t) is Tensor else f"{type(t).__name__}("
     indent = len(prefix)
     suffixes = []
     sizes = tuple(t._layout.sizes)

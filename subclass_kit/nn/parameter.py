@@ -1,0 +1,63 @@
+"""``sk.nn.Parameter``: a tensor that a ``Module`` registers as one of its parameters.
+
+PyTorch's ``torch.nn.Parameter``: a direct ("is-a") subclass sharing the storage of the data it
+is made from, ``requires_grad=True`` by default. Like PyTorch's, it opts out of the function
+level (``__tensor_function__ = disabled_tensor_function``), so ``p * 2`` and ``p.t()`` are plain
+``Tensor``s: an expression of a parameter is not a parameter of any module.
+"""
+
+from __future__ import annotations
+
+from ..subclass import make_subclass
+from ..tensor import Tensor, disabled_tensor_function
+
+__all__ = ["Parameter", "Buffer", "is_parameter"]
+
+
+class Parameter(Tensor):
+    """A module parameter (PyTorch's ``nn.Parameter``).
+
+    ``Parameter(data=None, requires_grad=True)``: shares ``data``'s storage and version counter
+    (no copy); ``data=None`` gives an empty float tensor. The result is a leaf. Raises
+    RuntimeError for ``requires_grad=True`` on a non-floating ``data`` (as PyTorch).
+    """
+
+    __tensor_function__ = disabled_tensor_function
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
+        if data is None:
+            from ..api.creation import empty
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter(): argument 'data' must be Tensor, not "
+                            f"{type(data).__name__}")
+        return make_subclass(cls, data.detach(), requires_grad)
+
+    def __repr__(self):
+        from .._repr import tensor_repr
+        return "Parameter containing:\n" + tensor_repr(self, plain=True)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = result
+        return result
+
+
+class Buffer(Tensor):
+    """Marks a tensor to register as a module buffer when assigned (PyTorch's ``nn.Buffer``):
+    ``Buffer(data, persistent=True)`` returns ``data`` itself, tagged; ``Module.__setattr__``
+    registers it with ``register_buffer``."""
+
+    def __new__(cls, data: Tensor, *, persistent: bool = True):
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer(): argument 'data' must be Tensor, not "
+                            f"{type(data).__name__}")
+        t = data.detach()
+        t._buffer_persistent = persistent
+        return t
+
+
+def is_parameter(value) -> bool:
+    return isinstance(value, Parameter)
