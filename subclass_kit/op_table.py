@@ -284,6 +284,21 @@ OTHER = [
     "diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor",
 ]
 
+# Losses and their backward ops (``reduction``: 0 none, 1 mean, 2 sum), ``softplus``,
+# ``constant_pad_nd``: primitives in PyTorch, which modes see (kernels/losses.py).
+LOSSES = [
+    "nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)",
+    "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
+    "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+    "mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor",
+    "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor",
+    "binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor",
+    "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor",
+    "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+    "softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor",
+    "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor",
+]
+
 # Index accumulation, blends and sorting. ``name_`` and ``name.out`` overloads of
 # ``WITH_INPLACE_AND_OUT`` are derived as for the pointwise ops (``lerp_.Scalar``,
 # ``lerp.Scalar_out``, ``index_add.out``...), exactly as native_functions.yaml spells them.
@@ -469,5 +484,5 @@ def derived_schemas() -> list:
 
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
-       + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
+       + POINTWISE_BINARY + REDUCTIONS + OTHER + LOSSES + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
        + REDUCTIONS_MORE + COMPOSITE)

@@ -1,0 +1,295 @@
+"""Loss primitives and their backward ops, as PyTorch's CPU kernels compute them:
+``nll_loss_forward`` / ``nll_loss_backward``, ``mse_loss`` / ``mse_loss_backward``,
+``binary_cross_entropy`` / ``binary_cross_entropy_backward``,
+``binary_cross_entropy_with_logits``, ``softplus`` / ``softplus_backward`` and
+``constant_pad_nd``.
+
+``reduction`` is PyTorch's enum: 0 none, 1 mean, 2 sum. One rule per op (Note [One rule per
+op]); elementwise losses take TensorIterator's output layout (``layout_of``), reduced results are
+0-d. Data-dependent checks (target range, input in [0, 1]) run in the fill, so meta tensors skip
+them as in PyTorch. The functional API (``F.cross_entropy``, ``F.nll_loss``, ...) is in
+``api/losses.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..layout import broadcast_shapes, contiguous_strides
+from ..registry import ops
+from ._common import Spec, common_device, register_rule
+from ._iter_layout import layout_of
+
+NONE, MEAN, SUM = 0, 1, 2
+_BCE_EPS = 1e-12
+
+
+def _reduced(loss: np.ndarray, reduction: int):
+    if reduction == MEAN:
+        return loss.mean() if loss.size else np.array(np.nan, loss.dtype)
+    if reduction == SUM:
+        return loss.sum()
+    return loss
+
+
+def _pointwise_spec(tensors, reduction, dtype=None) -> Spec:
+    device = common_device(tensors)
+    dtype = dtype or tensors[0]._dtype
+    sizes = broadcast_shapes(*(t._layout.sizes for t in tensors))
+    if reduction != NONE:
+        return Spec((), (), dtype, device)
+    if all(t._layout.sizes == sizes for t in tensors):
+        sizes, strides = layout_of(tensors)
+    else:
+        strides = contiguous_strides(sizes)
+    return Spec(sizes, strides, dtype, device)
+
+
+def _store(out: np.ndarray, value) -> None:
+    np.copyto(out, np.broadcast_to(np.asarray(value), out.shape), casting="unsafe")
+
+
+# -- nll_loss ------------------------------------------------------------------------------------
+def _nll_check(self, target, weight):
+    if not 0 < self.ndim <= 2:
+        raise RuntimeError("input tensor should be 1D or 2D")
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    no_batch = self.ndim == 1 and target.ndim == 0
+    if not no_batch and self._layout.sizes[0] != target._layout.sizes[0]:
+        raise RuntimeError(f"size mismatch (got input: {list(self._layout.sizes)}, target: "
+                           f"{list(target._layout.sizes)})")
+    n_classes = self._layout.sizes[-1]
+    if weight is not None and not (weight.ndim == 1 and weight.numel() == n_classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
+                           "classes or no classes but got weight tensor of shape: "
+                           f"{list(weight._layout.sizes)}")
+    if target._dtype not in (dt.int64, dt.uint8):
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{target._dtype.legacy_name.replace('Tensor', '')}")
+
+
+def _nll_rule(self, target, weight, reduction, ignore_index):
+    _nll_check(self, target, weight)
+    device = common_device([t for t in (self, target, weight) if t is not None])
+    batched = self.ndim == 2
+    out_sizes = (self._layout.sizes[0],) if reduction == NONE and batched else ()
+    return (Spec(out_sizes, contiguous_strides(out_sizes), self._dtype, device),
+            Spec((), (), self._dtype, device))
+
+
+def _nll_terms(self, target, weight, ignore_index):
+    """(picked log-probabilities, per-sample weights with ignored samples at 0, targets)."""
+    x = self._array().reshape(-1, self._layout.sizes[-1])
+    t = target._array().reshape(-1).astype(np.int64)
+    keep = t != ignore_index
+    bad = keep & ((t < 0) | (t >= x.shape[1]))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    safe = np.where(keep, t, 0)
+    w = weight._array()[safe] if weight is not None else np.ones(len(t), x.dtype)
+    w = np.where(keep, w, 0).astype(x.dtype)
+    return x[np.arange(len(t)), safe], w, safe
+
+
+def _nll_fill(outs, spec, self, target, weight, reduction, ignore_index):
+    picked, w, _ = _nll_terms(self, target, weight, ignore_index)
+    loss = -(w * picked)
+    total = w.sum()
+    if reduction == NONE:
+        _store(outs[0], loss)
+        _store(outs[1], 0)
+        return
+    with np.errstate(all="ignore"):
+        _store(outs[0], loss.sum() / total if reduction == MEAN else loss.sum())
+    _store(outs[1], total)
+
+
+def _nll_backward_rule(grad_output, self, target, weight, reduction, ignore_index,
+                       total_weight):
+    _nll_check(self, target, weight)
+    device = common_device([grad_output, self, target])
+    return Spec(self._layout.sizes, contiguous_strides(self._layout.sizes), self._dtype, device)
+
+
+def _nll_backward_fill(outs, spec, grad_output, self, target, weight, reduction, ignore_index,
+                       total_weight):
+    _, w, safe = _nll_terms(self, target, weight, ignore_index)
+    g = grad_output._array()
+    if reduction == NONE:
+        g = g.reshape(-1)
+    elif reduction == MEAN:
+        g = g / total_weight._array()
+    grad = np.zeros((len(safe), self._layout.sizes[-1]), outs[0].dtype)
+    grad[np.arange(len(safe)), safe] = -w * g
+    _store(outs[0], grad.reshape(outs[0].shape))
+
+
+# -- mse -----------------------------------------------------------------------------------------
+def _mse_rule(self, target, reduction=MEAN):
+    dtype = dt.promote_types(self._dtype, target._dtype)
+    return _pointwise_spec([self, target], reduction, dtype)
+
+
+def _mse_fill(outs, spec, self, target, reduction=MEAN):
+    with np.errstate(all="ignore"):
+        diff = self._array().astype(outs[0].dtype) - target._array().astype(outs[0].dtype)
+        _store(outs[0], _reduced(diff * diff, reduction))
+
+
+def _contiguous_like(self, *others) -> Spec:
+    """PyTorch's backward kernels allocate ``zeros_like(self, LEGACY_CONTIGUOUS_MEMORY_FORMAT)``."""
+    sizes = broadcast_shapes(self._layout.sizes, *(t._layout.sizes for t in others))
+    return Spec(sizes, contiguous_strides(sizes), self._dtype,
+                common_device([self, *others]))
+
+
+def _mse_backward_rule(grad_output, self, target, reduction):
+    return _contiguous_like(self, target)
+
+
+def _mse_backward_fill(outs, spec, grad_output, self, target, reduction):
+    x, y = self._array(), target._array()
+    numel = int(np.prod(np.broadcast_shapes(x.shape, y.shape), dtype=np.int64))
+    norm = 2.0 / numel if reduction == MEAN else 2.0
+    with np.errstate(all="ignore"):
+        _store(outs[0], norm * (x - y) * grad_output._array())
+
+
+# -- binary cross entropy ------------------------------------------------------------------------
+def _bce_rule(self, target, weight=None, reduction=MEAN):
+    tensors = [t for t in (self, target, weight) if t is not None]
+    return _pointwise_spec(tensors, reduction)
+
+
+def _bce_fill(outs, spec, self, target, weight=None, reduction=MEAN):
+    x, y = self._array(), target._array()
+    if ((x < 0) | (x > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if ((y < 0) | (y > 1)).any():
+        raise RuntimeError("all elements of target should be between 0 and 1")
+    with np.errstate(all="ignore"):
+        # PyTorch clamps the logs at -100 so that x = 0 or 1 gives a finite loss.
+        loss = -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
+        if weight is not None:
+            loss = loss * weight._array()
+        _store(outs[0], _reduced(loss.astype(outs[0].dtype), reduction))
+
+
+def _bce_backward_rule(grad_output, self, target, weight=None, reduction=MEAN):
+    return _pointwise_spec([self, target], NONE)
+
+
+def _bce_backward_fill(outs, spec, grad_output, self, target, weight=None, reduction=MEAN):
+    x, y = self._array(), target._array()
+    with np.errstate(all="ignore"):
+        grad = grad_output._array() * (x - y) / np.maximum((1 - x) * x, _BCE_EPS)
+        if weight is not None:
+            grad = grad * weight._array()
+        if reduction == MEAN:
+            grad = grad / max(x.size, 1)
+        _store(outs[0], grad)
+
+
+def _bce_logits_rule(self, target, weight=None, pos_weight=None, reduction=MEAN):
+    # PyTorch computes ``(1 - target) * self`` first: broadcast errors name target first.
+    tensors = [t for t in (target, self, weight, pos_weight) if t is not None]
+    return _pointwise_spec(tensors, reduction, self._dtype)
+
+
+def _bce_logits_fill(outs, spec, self, target, weight=None, pos_weight=None, reduction=MEAN):
+    x, y = self._array(), target._array()
+    with np.errstate(all="ignore"):
+        log_sigmoid = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+        if pos_weight is not None:
+            log_weight = (pos_weight._array() - 1) * y + 1
+            loss = (1 - y) * x - log_weight * log_sigmoid
+        else:
+            loss = (1 - y) * x - log_sigmoid
+        if weight is not None:
+            loss = loss * weight._array()
+        _store(outs[0], _reduced(loss.astype(outs[0].dtype), reduction))
+
+
+# -- softplus ------------------------------------------------------------------------------------
+def _softplus_rule(self, beta=1, threshold=20):
+    if not self._dtype.is_floating_point:
+        raise NotImplementedError(f'"softplus_cpu" not implemented for '
+                                  f"'{self._dtype.legacy_name.replace('Tensor', '')}'")
+    return _pointwise_spec([self], NONE)
+
+
+def _softplus_fill(outs, spec, self, beta=1, threshold=20):
+    x = self._array()
+    with np.errstate(all="ignore"):
+        xb = x * beta
+        _store(outs[0], np.where(xb > threshold, x, np.log1p(np.exp(xb)) / beta))
+
+
+def _softplus_backward_rule(grad_output, self, beta, threshold):
+    return _pointwise_spec([grad_output, self], NONE)
+
+
+def _softplus_backward_fill(outs, spec, grad_output, self, beta, threshold):
+    x, g = self._array(), grad_output._array()
+    with np.errstate(all="ignore"):
+        z = np.exp(x * beta)
+        _store(outs[0], np.where(x * beta > threshold, g, g * z / (z + 1)))
+
+
+# -- constant_pad_nd -----------------------------------------------------------------------------
+def _pad_sizes(self, pad) -> tuple:
+    pad = list(pad)
+    if len(pad) % 2:
+        raise RuntimeError(f"Length of pad must be even but instead it equals {len(pad)}")
+    ndim = self.ndim
+    if len(pad) > 2 * ndim:
+        raise RuntimeError("Length of pad should be no more than twice the number of dimensions "
+                           f"of the input. Pad length is {len(pad)}while the input has "
+                           f"{ndim}dimensions.")
+    sizes = list(self._layout.sizes)
+    n_pad = len(pad) // 2
+    # PyTorch narrows for the negative pads first, outer dim first, left side first.
+    for i in range(n_pad):
+        d = ndim - n_pad + i
+        lo, hi = pad[2 * (n_pad - i - 1)], pad[2 * (n_pad - i - 1) + 1]
+        for p in (lo, hi):
+            if p < 0:
+                if sizes[d] + p < 0:
+                    raise RuntimeError("narrow(): length must be non-negative.")
+                sizes[d] += p
+        sizes[d] += max(lo, 0) + max(hi, 0)
+    return tuple(sizes)
+
+
+def _pad_rule(self, pad, value=0):
+    sizes = _pad_sizes(self, pad)
+    return Spec(sizes, contiguous_strides(sizes), self._dtype, self._storage.device)
+
+
+def _pad_fill(outs, spec, self, pad, value=0):
+    out = outs[0]
+    out[...] = value
+    src, dst = [], []
+    ndim = self.ndim
+    for d in range(ndim):
+        i = ndim - 1 - d
+        lo, hi = (pad[2 * i], pad[2 * i + 1]) if 2 * i < len(pad) else (0, 0)
+        n = self._layout.sizes[d]
+        s0, s1 = max(-lo, 0), n - max(-hi, 0)
+        src.append(slice(s0, max(s1, s0)))
+        dst.append(slice(max(lo, 0), max(lo, 0) + max(s1 - s0, 0)))
+    out[tuple(dst)] = self._array()[tuple(src)]
+
+
+register_rule(ops.nll_loss_forward, _nll_rule, _nll_fill)
+register_rule(ops.nll_loss_backward, _nll_backward_rule, _nll_backward_fill)
+register_rule(ops.mse_loss, _mse_rule, _mse_fill)
+register_rule(ops.mse_loss_backward, _mse_backward_rule, _mse_backward_fill)
+register_rule(ops.binary_cross_entropy, _bce_rule, _bce_fill)
+register_rule(ops.binary_cross_entropy_backward, _bce_backward_rule, _bce_backward_fill)
+register_rule(ops.binary_cross_entropy_with_logits, _bce_logits_rule, _bce_logits_fill)
+register_rule(ops.softplus, _softplus_rule, _softplus_fill)
+register_rule(ops.softplus_backward, _softplus_backward_rule, _softplus_backward_fill)
+register_rule(ops.constant_pad_nd, _pad_rule, _pad_fill)
