@@ -405,3 +405,19 @@ def test_load_never_executes_code(tmp_path):
         sk.load(tmp_path / "p.zip")
     with pytest.raises(NotImplementedError):
         sk.load(tmp_path / "p.zip", weights_only=False)
+
+
+def test_manual_seed_reproduces_init_randn_and_dropout():
+    def run():
+        sk.manual_seed(123)
+        model = _build(nn, "block")
+        x = sk.randn(3, 8)
+        drop = nn.Dropout(0.5)
+        return model.state_dict(), x, drop(sk.ones(50))
+    (sd1, x1, d1), (sd2, x2, d2) = run(), run()
+    assert all(sk.equal(sd1[k], sd2[k]) for k in sd1)
+    assert sk.equal(x1, x2) and sk.equal(d1, d2)
+    drop = nn.Dropout(0.5).eval()
+    assert sk.equal(drop(x1), x1)
+    sk.manual_seed(124)
+    assert not sk.equal(_build(nn, "block").layers[0].weight, sd1["layers.0.weight"])
