@@ -20,6 +20,17 @@ pytest.importorskip("hypothesis", reason="hypothesis generates the shapes")
 import torch.nn.functional as TF  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _torch_einsum_left_to_right():
+    """torch.einsum reorders contractions with opt_einsum when that package is installed (JAX
+    brings it); subclass_kit contracts left to right, as torch does without it."""
+    backend = torch.backends.opt_einsum
+    before = backend.enabled
+    backend.enabled = False
+    yield
+    backend.enabled = before
 from oracle import SkOpLog, assert_same, normalize_message, to_sk, torch_op_log  # noqa: E402
 
 F = sk.nn.functional
