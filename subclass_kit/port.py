@@ -111,7 +111,8 @@ class _Porter:
         self.out_name: dict = {}         # that name -> the name it is spelled as afterwards
         self.out_bind: dict = {}         # names bound in the output -> our dotted path
         self.needs: set = set()          # import lines to add
-        self.emitted: set = set()        # import lines written so far (no duplicates)
+        self.emitted: set = set()        # module-level import lines so far (no duplicates)
+        self.seen: set = self.emitted    # the set the current import statement dedupes against
         self.in_import: set = set()      # indices of tokens inside import statements
         self.first_import = None         # offset of the first rewritten import at column 0
         self.checked: set = set()        # targets whose existence was checked
@@ -169,6 +170,9 @@ class _Porter:
         words = [t.string for t in sig if t.string not in "()"]
         first, last = sig[0], sig[-1]
         line = first.start[0]
+        # Duplicates are dropped only at module level: an import in a function body binds a
+        # local name that the function needs.
+        self.seen = self.emitted if first.start[1] == 0 else set()
         if words[0] == "import":
             items = _items(words[1:])
             new, changed = self.plain_import(items, line)
@@ -184,11 +188,14 @@ class _Porter:
             return
         if first.start[1] == 0 and self.first_import is None:
             self.first_import = self.off(first.start)
+        end = self.toks[j]
         if text:
             self.edit(first, last, text)
-        else:            # the whole statement went away (a duplicate import): drop its lines
-            end = self.toks[j]
+        elif first.start[1] == 0 and end.type == tokenize.NEWLINE:
+            # a duplicate import on lines of its own: drop them
             self.edits.append((self.off((line, 0)), self.off(end.end), ""))
+        else:            # `import torch; import torch.nn`: the statement must stay a statement
+            self.edit(first, last, "pass")
 
     def plain_import(self, items, line):
         out, changed = [], False
@@ -197,7 +204,7 @@ class _Porter:
             bound = alias or root
             if root != "torch":
                 self.out_bind[bound] = dotted if alias else root
-                self.emitted.add("import " + _item(dotted, alias))
+                self.seen.add("import " + _item(dotted, alias))
                 out.append(_item(dotted, alias))
                 continue
             self.in_bind[bound] = dotted if alias else root
@@ -216,8 +223,8 @@ class _Porter:
                 text = "subclass_kit as sk"
                 self.out_bind["sk"], self.out_name["torch"] = "subclass_kit", "sk"
                 self.need_lazy(target, "subclass_kit")
-            if text not in self.emitted:
-                self.emitted.add(text)
+            if text not in self.seen and text not in out:
+                self.seen.add(text)
                 out.append(text)
         return out, changed
 
@@ -248,8 +255,8 @@ class _Porter:
         out = [f"from {module} import {', '.join(kept)}"] if kept else []
         for mod, names in groups.items():
             text = f"from {mod} import {', '.join(names)}"
-            if text not in self.emitted:
-                self.emitted.add(text)
+            if text not in self.seen:
+                self.seen.add(text)
                 out.append(text)
         return out, True
 
@@ -352,6 +359,7 @@ class _Porter:
             return
         renames = table.KEYWORDS.get(target, {})
         args, depth, k = [], 0, j + 1
+        positional, starts_arg = 0, True
         while k < len(toks):
             t = toks[k]
             if t.type == tokenize.OP and t.string in _OPEN:
@@ -362,10 +370,18 @@ class _Porter:
                     break
             elif depth == 1 and t.type not in _SKIP:
                 args.append(t)
+                if starts_arg and t.string != ",":
+                    keyword = t.type == tokenize.NAME and toks[k + 1].string == "="
+                    positional += not keyword and t.string not in ("*", "**")
+                starts_arg = t.string == ","
                 if (t.type == tokenize.NAME and t.string in renames
                         and toks[k + 1].string == "=" and toks[k - 1].string in "(,"):
                     self.edit(t, t, renames[t.string])
             k += 1
+        limit, advice = table.POSITIONAL.get(target, (None, ""))
+        if limit is not None and positional > limit:
+            self.warn(toks[j].start[0], f"{target.replace('subclass_kit', 'sk')}: {positional} "
+                                        f"positional arguments; {advice}")
         fixer = table.CALL_FIXERS.get(target)
         if fixer == "join_name_and_schema":
             self.join_name_and_schema(args)
@@ -400,7 +416,8 @@ class _Porter:
                 continue
             if isinstance(node, ast.ImportFrom) and node.module == "__future__":
                 continue
-            return self.off((node.lineno, 0))
+            decorators = getattr(node, "decorator_list", None)
+            return self.off((decorators[0].lineno if decorators else node.lineno, 0))
         return len(self.source)
 
 

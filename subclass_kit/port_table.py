@@ -15,6 +15,8 @@ every PyTorch name here appears there). To add a name, add one entry:
 ``RECEIVERLESS`` ``anything.attr`` -> a function that does not take the receiver
                  (``cls._make_wrapper_subclass(cls, ...)`` -> ``sk.make_wrapper_subclass(cls, ...)``).
 ``KEYWORDS``     per target, keyword arguments renamed inside its call parentheses.
+``POSITIONAL``   per target, the positional arguments that mean the same in PyTorch; more
+                 are reported.
 ``CALL_FIXERS``  per target, a rewrite of its call's arguments (a function in port.py).
 ``LITERALS``     a PyTorch enum namespace whose members become string literals (``torch.Tag.X``
                  -> ``"X"``: our tags are strings in ``func.tags``).
@@ -24,7 +26,8 @@ every PyTorch name here appears there). To add a name, add one entry:
 from __future__ import annotations
 
 __all__ = ["RENAMES", "CANNOT_PORT", "MEMBERS", "RECEIVERLESS", "KEYWORDS", "LITERALS",
-           "MEMBER_WARNINGS", "LAZY_MODULES", "CALL_FIXERS"]
+           "MEMBER_WARNINGS", "LAZY_MODULES", "CALL_FIXERS",
+           "POSITIONAL"]
 
 _PD = "torch.utils._python_dispatch"
 
@@ -123,6 +126,15 @@ RECEIVERLESS: dict[str, str] = {
 
 KEYWORDS: dict[str, dict[str, str]] = {
     "subclass_kit.make_subclass": {"require_grad": "requires_grad"},
+}
+
+# per target, (how many positional arguments its PyTorch counterpart takes in the same order,
+# what to do instead): a call with more is reported, since the later positions differ
+POSITIONAL: dict[str, tuple[int, str]] = {
+    # torch: (cls, size, strides, storage_offset, memory_format, dtype, ...); ours: (cls, size,
+    # strides, storage_offset, dtype, device, requires_grad)
+    "subclass_kit.make_wrapper_subclass": (4, "pass the arguments after storage_offset by "
+                                              "keyword (the positional orders differ)"),
 }
 
 # per target, a fix of the call's arguments (functions in port.py)

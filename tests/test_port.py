@@ -11,7 +11,7 @@ import os
 import runpy
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from subclass_kit import port_table
@@ -79,6 +79,14 @@ CASES = [
      "s = 'torch.add'\n"),
     ("def f():\n    import torch\n    return torch.ones(1)\n",
      "def f():\n    import subclass_kit as sk\n    return sk.ones(1)\n"),
+    ("from torch.utils._python_dispatch import TorchDispatchMode as TDM\nclass M(TDM):\n    pass\n",
+     "from subclass_kit import DispatchMode as TDM\nclass M(TDM):\n    pass\n"),
+    # a duplicate at module level goes; one in a block stays (the block needs a statement)
+    ("import torch\nif flag:\n    import torch.overrides\n",
+     "import subclass_kit as sk\nif flag:\n    import subclass_kit as sk\n"),
+    ("@dataclass\nclass A:\n    def f(self):\n        return self._make_subclass(A, x)\n",
+     "import subclass_kit as sk\n@dataclass\nclass A:\n    def f(self):\n"
+     "        return sk.make_subclass(A, x)\n"),
 ]
 
 
@@ -99,6 +107,10 @@ WARNINGS = [
     ("import torch\nz = torch.zeros(1, dtype=torch.complex64)\n",
      [(2, ["torch.complex64", "no complex"])]),
     ("import torch\ns = f'{torch.ops.aten.add.Tensor}'\n", [(2, ["f-string"])]),
+    ("x = super()._make_wrapper_subclass(cls, size)\n",
+     [(1, ["_make_wrapper_subclass", "sk.make_wrapper_subclass(cls, ...)"])]),
+    ("import torch\nw = torch.Tensor._make_wrapper_subclass(\n    cls, s, st, 0, None, d)\n",
+     [(2, ["6 positional", "by keyword"])]),
     ("import torch\nt = torch.no_such_function_xyz(1)\n",
      [(2, ["torch.no_such_function_xyz", "sk.no_such_function_xyz", "not in the installed"])]),
 ]
@@ -133,9 +145,40 @@ def test_code_without_pytorch_names_is_unchanged(parts):
 def test_ported_code_is_a_fixed_point(cases, gap):
     """Porting the port of any mix of the cases changes nothing more."""
     source = gap.join(src for src, _ in cases)
+    try:
+        compile(source, "<source>", "exec")
+    except SyntaxError:       # e.g. a __future__ import after other code
+        assume(False)
     once = port_source(source)[0]
     assert port_source(once)[0] == once
     compile(once, "<port>", "exec")
+
+
+TRICKY = ["import torch", "import torch; import torch.nn", "from torch import (Tensor,  # c\n"
+          "    Size)", "if flag:\n    import torch.overrides", "x = torch.Tag.inplace_view",
+          "y = a._make_wrapper_subclass(a, (2,))", "@dec\nclass A(torch.Tensor):\n    pass",
+          "def f():\n    from torch.utils import _pytree as p\n    return p.tree_map",
+          "z = torch.compile(f)", "w = torch.library.define('a::f', '(Tensor x) -> Tensor')",
+          "with torch.overrides.enable_reentrant_dispatch(): pass",
+          "m = torch._subclasses.FakeTensorMode", "from torch import *", "v = x.cuda()",
+          "u = torch.Tensor._make_subclass(cls, e, require_grad=False)", "pass"]
+
+
+@given(st.lists(st.sampled_from(TRICKY), min_size=1, max_size=6))
+def test_the_port_of_valid_code_is_valid_code(parts):
+    source = "\n".join(parts) + "\n"
+    compile(source, "<source>", "exec")
+    out, _ = port_source(source)
+    compile(out, "<port>", "exec")
+
+
+@given(st.text(alphabet="torch._()[]{},=:;'\"#\n abfimpsTx*\\", max_size=60))
+def test_any_text_ports_or_raises_syntax_error(text):
+    try:
+        out, warnings = port_source(text)
+    except SyntaxError:
+        return
+    assert isinstance(out, str) and all(w.line >= 1 for w in warnings)
 
 
 def test_lookup_takes_the_longest_prefix():
