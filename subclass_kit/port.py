@@ -63,6 +63,9 @@ def lookup(name: str):
         if prefix in table.LITERALS:
             return ("literal", prefix, None)
         if prefix in table.RENAMES:
+            if prefix == "torch" and rest and rest[0].startswith("_"):
+                return ("cannot", f"torch.{rest[0]}", "a private PyTorch name the table does "
+                        "not map (docs/porting.md lists the ones subclass code uses)")
             rest = [table.MEMBERS.get(p, p) for p in rest]
             return ("rename", prefix, ".".join([table.RENAMES[prefix], *rest]))
     return None

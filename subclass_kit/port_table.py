@@ -13,7 +13,8 @@ every PyTorch name here appears there). To add a name, add one entry:
 ``MEMBERS``      attribute names renamed wherever they appear after a dot (``func._schema``,
                  ``def __torch_dispatch__``: the hook names also as plain names).
 ``RECEIVERLESS`` ``anything.attr`` -> a function that does not take the receiver
-                 (``cls._make_wrapper_subclass(cls, ...)`` -> ``sk.make_wrapper_subclass(cls, ...)``).
+                 (``cls._make_wrapper_subclass(cls, ...)`` ->
+                 ``sk.make_wrapper_subclass(cls, ...)``).
 ``KEYWORDS``     per target, keyword arguments renamed inside its call parentheses.
 ``POSITIONAL``   per target, the positional arguments that mean the same in PyTorch; more
                  are reported.
@@ -139,7 +140,8 @@ POSITIONAL: dict[str, tuple[int, str]] = {
 
 # per target, a fix of the call's arguments (functions in port.py)
 CALL_FIXERS: dict[str, str] = {
-    # torch.library.define("ns::f", "(Tensor x) -> Tensor") -> sk.library.define("ns::f(Tensor x) -> Tensor")
+    # torch.library.define("ns::f", "(Tensor x) -> Tensor")
+    #   -> sk.library.define("ns::f(Tensor x) -> Tensor")
     "subclass_kit.library.define": "join_name_and_schema",
 }
 

@@ -187,6 +187,7 @@ def test_lookup_takes_the_longest_prefix():
     assert lookup("torch._C._disabled_torch_function_impl")[0] == "rename"
     assert lookup("torch._C._some_binding")[0] == "cannot"
     assert lookup("numpy.zeros") is None
+    assert lookup("torch._utils._get_device_index")[:2] == ("cannot", "torch._utils")
 
 
 # Targets of the table that the installed subclass_kit does not have yet (issue 12's planned
@@ -247,7 +248,7 @@ def test_cli_warnings_errors_and_several_files(tmp_path, capsys):
     assert main(["port", "-w", "--diff", str(b)]) == 2     # one or the other
 
 
-# -- the examples: ported by the tool alone, run against their PyTorch originals --------------------
+# -- the examples: ported by the tool alone, run against their PyTorch originals ---------------
 def _read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
