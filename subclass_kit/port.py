@@ -100,7 +100,9 @@ def port_source(source: str) -> tuple[str, list[PortWarning]]:
 class _Porter:
     def __init__(self, source: str):
         self.source = source
-        self.lines = source.splitlines(keepends=True)
+        # Lines as tokenize counts them: split at "\n" only (str.splitlines also splits at form
+        # feeds and other separators, which would shift every offset after them).
+        self.lines = io.StringIO(source).readlines()
         self.starts = [0]
         for line in self.lines:
             self.starts.append(self.starts[-1] + len(line))

@@ -79,6 +79,8 @@ CASES = [
      "s = 'torch.add'\n"),
     ("def f():\n    import torch\n    return torch.ones(1)\n",
      "def f():\n    import subclass_kit as sk\n    return sk.ones(1)\n"),
+    ("import torch\n\f\nx = 1  # \u2028\ny = torch.ones(1)\n",      # separators other than \\n
+     "import subclass_kit as sk\n\f\nx = 1  # \u2028\ny = sk.ones(1)\n"),
     ("from torch.utils._python_dispatch import TorchDispatchMode as TDM\nclass M(TDM):\n    pass\n",
      "from subclass_kit import DispatchMode as TDM\nclass M(TDM):\n    pass\n"),
     # a duplicate at module level goes; one in a block stays (the block needs a statement)
