@@ -175,9 +175,10 @@ class _Porter:
         words = [t.string for t in sig if t.string not in "()"]
         first, last = sig[0], sig[-1]
         line = first.start[0]
-        # Duplicates are dropped only at module level: an import in a function body binds a
-        # local name that the function needs.
-        self.seen = self.emitted if first.start[1] == 0 else set()
+        # Duplicates are dropped only at module level (an import in a function body binds a
+        # local name that the function needs) and only without comments (which would go too).
+        comments = [t for t in self.toks[i:j] if t.type == tokenize.COMMENT]
+        self.seen = self.emitted if first.start[1] == 0 and not comments else set()
         if words[0] == "import":
             items = _items(words[1:])
             new, changed = self.plain_import(items, line)
@@ -194,8 +195,10 @@ class _Porter:
         if first.start[1] == 0 and self.first_import is None:
             self.first_import = self.off(first.start)
         end = self.toks[j]
+        inner = [t.string for t in comments if t.start < last.end]
         if text:
-            self.edit(first, last, text)
+            # comments between the old statement's lines follow the new one
+            self.edit(first, last, "  ".join([text, *inner]))
         elif first.start[1] == 0 and end.type == tokenize.NEWLINE:
             # a duplicate import on lines of its own: drop them
             self.edits.append((self.off((line, 0)), self.off(end.end), ""))

@@ -9,6 +9,7 @@ import contextlib
 import io
 import os
 import runpy
+import tokenize
 
 import pytest
 from hypothesis import assume, given
@@ -157,7 +158,8 @@ def test_ported_code_is_a_fixed_point(cases, gap):
 
 
 TRICKY = ["import torch", "import torch; import torch.nn", "from torch import (Tensor,  # c\n"
-          "    Size)", "if flag:\n    import torch.overrides", "x = torch.Tag.inplace_view",
+          "    Size)  # d", "import torch.nn  # e", "from torch.utils._python_dispatch import (\n"
+          "    _push_mode,  # f\n    TorchDispatchMode)", "if flag:\n    import torch.overrides", "x = torch.Tag.inplace_view",
           "y = a._make_wrapper_subclass(a, (2,))", "@dec\nclass A(torch.Tensor):\n    pass",
           "def f():\n    from torch.utils import _pytree as p\n    return p.tree_map",
           "z = torch.compile(f)", "w = torch.library.define('a::f', '(Tensor x) -> Tensor')",
@@ -172,6 +174,13 @@ def test_the_port_of_valid_code_is_valid_code(parts):
     compile(source, "<source>", "exec")
     out, _ = port_source(source)
     compile(out, "<port>", "exec")
+    assert _comments(out) == _comments(source)      # every comment survives, in order
+
+
+def _comments(text):
+    """The words of all comments, in order (moved comments may share a line)."""
+    return " ".join(t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                    if t.type == tokenize.COMMENT).split()
 
 
 @given(st.text(alphabet="torch._()[]{},=:;'\"#\n abfimpsTx*\\", max_size=60))
