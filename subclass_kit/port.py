@@ -53,11 +53,13 @@ class PortWarning(NamedTuple):
 def lookup(name: str):
     """How the dotted PyTorch ``name`` ports, by the longest matching prefix of the table:
     ``("rename", prefix, target)``, ``("cannot", prefix, reason)``, ``("literal", prefix,
-    None)`` or None (not a PyTorch name)."""
+    None)``, ``("method", prefix, method name)`` or None (not a PyTorch name)."""
     parts = name.split(".")
     for k in range(len(parts), 0, -1):
         prefix = ".".join(parts[:k])
         rest = parts[k:]
+        if prefix in table.METHOD_CALLS:
+            return ("method", prefix, table.METHOD_CALLS[prefix])
         if prefix in table.CANNOT_PORT:
             return ("cannot", prefix, table.CANNOT_PORT[prefix])
         if prefix in table.LITERALS:
@@ -242,11 +244,14 @@ class _Porter:
                 self.out_bind[alias or name] = f"{module}.{name}"
         if module.split(".")[0] != "torch":
             return [], False
-        kept, groups = [], {}
+        kept, groups, dropped = [], {}, False
         for name, alias in items:
             full = f"{module}.{name}"
             how = lookup(full) if name != "*" else ("cannot", full, "star imports are not ported")
             bound = alias or name
+            if how is not None and how[0] == "method" and how[1] == full:
+                self.in_bind[bound], dropped = full, True      # its calls become method calls
+                continue
             if how is None or how[0] != "rename":
                 self.warn(line, _cannot(full, how))
                 kept.append(_item(name, alias))
@@ -258,7 +263,7 @@ class _Porter:
             self.out_name[bound], self.out_bind[new_name] = new_name, target
             self.check_exists(line, target, target, full)
             groups.setdefault(mod, []).append(_item(attr, alias if alias != attr else None))
-        if not groups:
+        if not groups and not dropped:
             return [], False
         out = [f"from {module} import {', '.join(kept)}"] if kept else []
         for mod, names in groups.items():
@@ -306,6 +311,12 @@ class _Porter:
             if how[0] == "cannot":
                 self.warn(line, _cannot(full, how))
                 return
+            if how[0] == "method":
+                if how[1] == full:
+                    self.method_call(j, full, how[2])
+                else:
+                    self.warn(line, _cannot(full, None))
+                return
             if how[0] == "literal":
                 rest = full[len(how[1]) + 1:]
                 if rest and "." not in rest:
@@ -338,6 +349,57 @@ class _Porter:
             for tok, old, n in zip(toks, names, new):
                 if old != n:
                     self.edit(tok, tok, n)
+
+    def method_call(self, j: int, full: str, method: str) -> None:
+        """``f(x)`` -> ``x.method()`` for the chain ending at token j (``f`` is ``full``). Two
+        edits, around the argument, so names inside it are still ported on their own."""
+        toks = self.toks
+        close = self.closing(j + 1)
+        args = [t for t in toks[j + 2:close] if t.type not in _SKIP]
+        if args and args[-1].string == ",":
+            args.pop()
+        line = toks[j].start[0]
+        depth, commas = 0, 0
+        for t in args:
+            depth += (t.string in _OPEN) - (t.string in _CLOSE)
+            commas += depth == 0 and t.string == ","
+        if close is None or not args or commas:
+            self.warn(line, f"{full}: call it as {full.rsplit('.', 1)[-1]}(mode) to port it to "
+                            f"mode.{method}()")
+            return
+        # A name, a dotted name or a call of one needs no parentheses before ".push()".
+        a = toks.index(args[0], j + 2)
+        b = a
+        while args[0].type == tokenize.NAME and toks[b + 1].string == "." \
+                and toks[b + 2].type == tokenize.NAME:
+            b += 2
+        last = toks.index(args[-1], b)
+        simple = args[0].type == tokenize.NAME and (b == last or self.closing(b + 1) == last)
+        head = self.chain_start(j)
+        self.edits.append((self.off(head.start), self.off(args[0].start), "" if simple else "("))
+        self.edits.append((self.off(args[-1].end), self.off(toks[close].end),
+                           ("" if simple else ")") + f".{method}()"))
+
+    def chain_start(self, j: int):
+        """The first token of the dotted name that ends at token j."""
+        while j >= 2 and self.toks[j - 1].string == "." and self.toks[j - 2].type == tokenize.NAME:
+            j -= 2
+        return self.toks[j]
+
+    def closing(self, k: int):
+        """Index of the bracket closing the one at token k (None if token k is not "(")."""
+        if k >= len(self.toks) or self.toks[k].string != "(":
+            return None
+        depth = 0
+        for m in range(k, len(self.toks)):
+            t = self.toks[m]
+            if t.type == tokenize.OP and t.string in _OPEN:
+                depth += 1
+            elif t.type == tokenize.OP and t.string in _CLOSE:
+                depth -= 1
+                if depth == 0:
+                    return m
+        return None
 
     def spell(self, head, target: str) -> str:
         """``target`` written with the output's names: through ``head``'s new name when that

@@ -12,6 +12,8 @@ every PyTorch name here appears there). To add a name, add one entry:
                  the name alone and warns with file:line.
 ``MEMBERS``      attribute names renamed wherever they appear after a dot (``func._schema``,
                  ``def __torch_dispatch__``: the hook names also as plain names).
+``METHOD_CALLS`` a one-argument function -> the method of its argument it becomes
+                 (``_push_mode(m)`` -> ``m.push()``); its import is dropped.
 ``RECEIVERLESS`` ``anything.attr`` -> a function that does not take the receiver
                  (``cls._make_wrapper_subclass(cls, ...)`` ->
                  ``sk.make_wrapper_subclass(cls, ...)``).
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 __all__ = ["RENAMES", "CANNOT_PORT", "MEMBERS", "RECEIVERLESS", "KEYWORDS", "LITERALS",
            "MEMBER_WARNINGS", "LAZY_MODULES", "CALL_FIXERS",
-           "POSITIONAL"]
+           "POSITIONAL", "METHOD_CALLS"]
 
 _PD = "torch.utils._python_dispatch"
 
@@ -76,9 +78,7 @@ RENAMES: dict[str, str] = {
 }
 
 CANNOT_PORT: dict[str, str] = {
-    f"{_PD}._push_mode": "call mode.push() on the mode instead (sk.DispatchMode.push)",
     f"{_PD}._pop_mode": "call mode.pop() on the mode you pushed (modes leave in order here)",
-    "torch.overrides._push_mode": "call mode.push() on the mode instead (sk.FunctionMode.push)",
     "torch.overrides._pop_mode": "call mode.pop() on the mode you pushed",
     f"{_PD}._get_current_dispatch_mode": "use sk.get_mode_stack()[-1] (the stack is a list)",
     f"{_PD}._pop_mode_temporarily": "a handler already runs with its own mode popped "
@@ -118,6 +118,13 @@ MEMBERS: dict[str, str] = {
     "__torch_function__": "__tensor_function__",
     "_schema": "schema",
     "alias_info": "alias",
+}
+
+# a function of one argument -> the method of that argument it becomes (the import goes away):
+# _push_mode(m) -> m.push()
+METHOD_CALLS: dict[str, str] = {
+    f"{_PD}._push_mode": "push",
+    "torch.overrides._push_mode": "push",
 }
 
 RECEIVERLESS: dict[str, str] = {

@@ -71,6 +71,10 @@ CASES = [
      "from subclass_kit.modes import MetaMode\nwith MetaMode():\n    pass\n"),
     ("import torch\nm = torch._subclasses.fake_tensor.FakeTensorMode()\n",
      "import subclass_kit.modes\nimport subclass_kit as sk\nm = sk.modes.MetaMode()\n"),
+    ("from torch.utils._python_dispatch import _push_mode\nimport torch\n_push_mode(mode)\n"
+     "_push_mode( LoggingMode(torch.float32) , )\n_push_mode(a or b)  # c\n",
+     "import subclass_kit as sk\nmode.push()\nLoggingMode(sk.float32).push()\n"
+     "(a or b).push()  # c\n"),
     ("w = [a.name for a in func._schema.arguments if a.alias_info and a.alias_info.is_write]\n",
      "w = [a.name for a in func.schema.arguments if a.alias and a.alias.is_write]\n"),
     # comments, spacing, line breaks and strings stay as written
@@ -105,8 +109,9 @@ def test_port_rewrites_as_the_table_says(source, expected):
 WARNINGS = [
     ("import torch\n\nf = torch.compile(g)\n", [(3, ["torch.compile", "cannot be ported"])]),
     ("x = y.cuda()\n", [(1, [".cuda", "no CUDA"])]),
-    ("from torch.utils._python_dispatch import _push_mode, TorchDispatchMode\n",
-     [(1, ["_push_mode", "mode.push()"])]),
+    ("from torch.utils._python_dispatch import _pop_mode, TorchDispatchMode\n",
+     [(1, ["_pop_mode", "mode.pop()"])]),
+    ("import torch\nf = torch.overrides._push_mode\n", [(2, ["_push_mode(mode)"])]),
     ("import torch\nz = torch.zeros(1, dtype=torch.complex64)\n",
      [(2, ["torch.complex64", "no complex"])]),
     ("import torch\ns = f'{torch.ops.aten.add.Tensor}'\n", [(2, ["f-string"])]),
@@ -126,8 +131,8 @@ def test_port_warns_with_the_line(source, expected):
     for w, (_, words) in zip(warnings, expected):
         for word in words:
             assert word in w.message
-    if "_push_mode" in source:     # the unportable name stays, the rest of the import is ported
-        assert out == ("from torch.utils._python_dispatch import _push_mode\n"
+    if "_pop_mode" in source:     # the unportable name stays, the rest of the import is ported
+        assert out == ("from torch.utils._python_dispatch import _pop_mode\n"
                        "from subclass_kit import DispatchMode\n")
 
 
@@ -165,6 +170,8 @@ TRICKY = ["import torch", "import torch; import torch.nn", "from torch import (T
           "z = torch.compile(f)", "w = torch.library.define('a::f', '(Tensor x) -> Tensor')",
           "with torch.overrides.enable_reentrant_dispatch(): pass",
           "m = torch._subclasses.FakeTensorMode", "from torch import *", "v = x.cuda()",
+          "from torch.utils._python_dispatch import _push_mode", "_push_mode(m)",
+          "if m:\n    from torch.overrides import _push_mode",
           "u = torch.Tensor._make_subclass(cls, e, require_grad=False)", "pass"]
 
 
