@@ -1,8 +1,10 @@
-"""The ``subclass-kit`` command line: list the model zoo and report a model's shapes and sizes.
+"""The ``subclass-kit`` command line: list the model zoo, report a model's shapes and sizes, and
+port PyTorch subclass/mode code to subclass_kit.
 
     subclass-kit list
     subclass-kit shapes MODEL [--batch B] [--seq S] [--dtype DTYPE] [--json]
     subclass-kit shapes path/to/file.py:function [...]
+    subclass-kit port FILE.py... [-w | --diff]
 
 ``shapes`` builds the parameters on the meta device (no data), runs the forward on meta inputs
 (token ids int64 (B, S) for language models and BERT, images (B, 3, 224, 224) for ViT) and
@@ -10,7 +12,8 @@ prints the parameter count and bytes, the output shape and dtype, a per-block ta
 peak-activation estimate. See ``shapes --help`` for the user-function contract and the
 definition of each number. Exit status: 0 on success, 2 for bad arguments (unknown model,
 unloadable file or function, bad option, sizes so large that a tensor passes the int64 byte
-range), 1 when the model's own code raises.
+range), 1 when the model's own code raises. ``port``'s exit status is described in its help
+(``_PORT_HELP``).
 """
 
 from __future__ import annotations
@@ -56,6 +59,23 @@ The numbers:
                     of the inputs' bytes plus the bytes of op results still referenced, each
                     freed when its last tensor dies (as eager execution frees memory). No
                     autograd buffers, allocator rounding, kernel workspaces or fusion.
+"""
+
+
+_PORT_HELP = """\
+Rewrites PyTorch tensor-subclass and mode code to subclass_kit by the rename table of
+docs/porting.md (import torch -> import subclass_kit as sk, __torch_dispatch__ ->
+__tensor_dispatch__, torch.ops.aten.add.Tensor -> sk.ops.add.Tensor, TorchDispatchMode ->
+sk.DispatchMode, ...), changing names only: comments and formatting stay. Names with no
+counterpart are left as written and reported on stderr as FILE:LINE: warning: ...
+
+Output: without options, the rewritten files on stdout (one after another, each under a
+"# ==> FILE <==" line when there are several); with -w, each file rewritten in place; with
+--diff, a unified diff per file.
+
+Exit status: 0 when nothing had to change (or in the printing mode), 1 when -w rewrote a file
+or --diff found a difference (as pyupgrade and black --check do), 2 for a missing or
+untokenizable file. Warnings do not change the status.
 """
 
 
@@ -112,6 +132,14 @@ def _parser() -> argparse.ArgumentParser:
     shapes.add_argument("--dtype", choices=list(DTYPES),
                         help="parameter and activation dtype (default float32)")
     shapes.add_argument("--json", action="store_true", help="print one JSON object")
+    port = sub.add_parser(
+        "port", help="rewrite PyTorch subclass/mode code to subclass_kit",
+        description="Rewrite PyTorch tensor-subclass and mode code to subclass_kit.",
+        epilog=_PORT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    port.add_argument("files", metavar="FILE", nargs="+", help="Python files to port")
+    how = port.add_mutually_exclusive_group()
+    how.add_argument("-w", "--write", action="store_true", help="rewrite the files in place")
+    how.add_argument("--diff", action="store_true", help="print a unified diff per file")
     return parser
 
 
@@ -126,6 +154,8 @@ def main(argv=None) -> int:
         for name in zoo.list_models():
             print(name)
         return 0
+    if args.command == "port":
+        return _port(args)
     try:
         model, inputs, name = _build(args)
     except _UsageError as e:
@@ -157,6 +187,42 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     return 0
+
+
+def _port(args) -> int:
+    """``subclass-kit port``: see _PORT_HELP."""
+    import difflib
+
+    from .port import port_source
+    status = 0
+    for path in args.files:
+        try:
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+            new, warnings = port_source(source)
+        except (OSError, SyntaxError, UnicodeDecodeError) as e:
+            print(f"subclass-kit port: error: {path}: {e}", file=sys.stderr)
+            return 2
+        for w in warnings:
+            print(f"{path}:{w.line}: warning: {w.message}", file=sys.stderr)
+        if args.write:
+            if new != source:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(new)
+                print(f"rewrote {path}", file=sys.stderr)
+                status = 1
+        elif args.diff:
+            diff = list(difflib.unified_diff(source.splitlines(True), new.splitlines(True),
+                                             path, path))
+            sys.stdout.writelines(line if line.endswith("\n") else line + "\n"
+                                  for line in diff)
+            status = 1 if diff else status
+        else:
+            if len(args.files) > 1:
+                print(f"# ==> {path} <==")
+            sys.stdout.write(new)
+    sys.stdout.flush()
+    return status
 
 
 # -- building the model ------------------------------------------------------------------------
