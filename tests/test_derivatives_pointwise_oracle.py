@@ -24,7 +24,8 @@ import subclass_kit as sk
 import subclass_kit.modes.autograd.derivatives.pointwise  # noqa: F401  (registers formulas)
 import subclass_kit.modes.autograd.derivatives.pointwise_binary  # noqa: F401
 from subclass_kit.modes.autograd import formulas
-from subclass_kit.op_table import POINTWISE_BINARY, POINTWISE_UNARY, WITH_INPLACE_AND_OUT
+from subclass_kit.op_table import (POINTWISE_BACKWARD, POINTWISE_BINARY, POINTWISE_UNARY,
+                                   WITH_INPLACE_AND_OUT)
 
 # The autograd engineer's ops in these families (issue 13's split): not covered here.
 OTHERS = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "neg.default", "exp.default",
@@ -36,7 +37,7 @@ def _key(schema: str) -> str:
     return name if "." in name else name + ".default"
 
 
-FAMILY = ({_key(s) for s in POINTWISE_UNARY + POINTWISE_BINARY}
+FAMILY = ({_key(s) for s in POINTWISE_UNARY + POINTWISE_BINARY + POINTWISE_BACKWARD}
           | {_key(s) for s in WITH_INPLACE_AND_OUT
              if s.startswith(("lerp", "addcmul", "addcdiv"))}) - OTHERS
 MINE = sorted(k for k in FAMILY if k in formulas.FORMULAS)
@@ -262,6 +263,7 @@ def test_gradients_match_torch(torch, key, i, sample):
 # Formulas that differ with grad mode (PyTorch's ``GradMode::is_enabled() ? ...``), and a few
 # others, checked in a create_graph backward too.
 GRAPH_KEYS = ("logit.default", "silu.default", "gelu.default", "pow.Tensor_Tensor",
+              "gelu_backward.default", "threshold_backward.default", "sigmoid_backward.default",
               "digamma.default", "maximum.default", "clamp.Tensor")
 GRAPH_CASES = [c for c in CASES if c[0] in GRAPH_KEYS]
 
@@ -280,6 +282,10 @@ FD = [
     ("gelu.default", S(_v((3,), [-1.2, 0.1, 2.0]), approximate="tanh")),
     ("gelu.default", S(_v((3,), [-1.2, 0.1, 2.0]))),
     ("sinc.default", S(_v((3,), [0.3, -1.7, 2.2]))),
+    ("gelu_backward.default", S(_v((3,), [0.7, -0.2, 1.1]), _v((3,), [-1.2, 0.1, 2.0]),
+                                approximate="tanh")),
+    ("gelu_backward.default", S(_v((3,), [0.7, -0.2, 1.1]), _v((3,), [-1.2, 0.1, 2.0]))),
+    ("sigmoid_backward.default", S(_v((3,), [0.7, -0.2, 1.1]), _v((3,), [0.2, 0.5, 0.9]))),
     ("logit.default", S(_v((3,), [0.2, 0.5, 0.9]))),
     ("erfinv.default", S(_v((3,), [-0.7, 0.1, 0.95]))),
     ("pow.Tensor_Tensor", S(_v((3,), [0.5, 1.5, 2.0]), _v((3,), [-1.0, 0.5, 2.5]))),

@@ -6,10 +6,11 @@ Each formula follows PyTorch 2.13's entry for the op (the node names are its cod
 Gradients come back in the broadcast shape and computation dtype; the engine reduces and casts
 them (``formulas.finish_grads``).
 
-PyTorch's backward *ops* (``threshold_backward``, ``sigmoid_backward``, ``gelu_backward``,
-``silu_backward``, ``logit_backward``, ``polygamma``) do not exist in ``sk.ops``; their math is
-composed here from existing ops, so the values match PyTorch's and the backward op stream is
-longer (docs/differences.md). The binary, ternary and predicate ops are in
+relu, gelu and sigmoid call PyTorch's backward ops (``threshold_backward``, ``gelu_backward``,
+``sigmoid_backward``, kernels in ``kernels/pointwise_backward.py``), which have rows of their own
+for double backward. ``silu_backward``, ``logit_backward`` and ``polygamma`` are not in
+``sk.ops``: their math is composed here from existing ops, with PyTorch's values and a longer
+backward op stream (docs/differences.md). The binary, ternary and predicate ops are in
 ``pointwise_binary.py``.
 """
 
@@ -189,23 +190,37 @@ def _digamma(ctx, grad):
     return grad * trigamma(ctx.self)
 
 
-# -- activations ----------------------------------------------------------------------------
+# -- activations: PyTorch's backward ops, and their own derivatives (double backward) ---------
 @derivative("sigmoid.default", "SigmoidBackward0", save=("result",))
 def _sigmoid(ctx, grad):
-    # sigmoid_backward(grad, y) = grad * (1 - y) * y
-    y = ctx.result
-    return grad * (1 - y) * y
+    return sk.ops.sigmoid_backward(grad, ctx.result)
+
+
+@derivative("sigmoid_backward.default", "SigmoidBackwardBackward0",
+            inputs=("grad_output", "output"), save=("grad_output", "output"))
+def _sigmoid_backward(ctx, grad):
+    y = ctx.output
+    return (sk.ops.sigmoid_backward(grad, y) if ctx.needs_input_grad[0] else None,
+            grad * ctx.grad_output * (-2 * y + 1) if ctx.needs_input_grad[1] else None)
 
 
 @derivative("relu.default", "ReluBackward0", save=("result",))
 def _relu(ctx, grad):
-    # threshold_backward(grad, result, 0): zero where result <= 0.
-    return sk.where(ctx.result <= 0, 0.0, grad)
+    return sk.ops.threshold_backward(grad, ctx.result, 0)
+
+
+@derivative("threshold_backward.default", "ThresholdBackwardBackward0",
+            inputs=("grad_output", "self"), save=("self",))
+def _threshold_backward(ctx, grad):
+    return (sk.ops.threshold_backward(grad, ctx.self, ctx.threshold)
+            if ctx.needs_input_grad[0] else None,
+            sk.zeros_like(grad) if ctx.needs_input_grad[1] else None)
 
 
 @derivative("silu.default", "SiluBackward0", save=("self",))
 def _silu(ctx, grad):
-    # infinitely_differentiable_silu_backward
+    # infinitely_differentiable_silu_backward (PyTorch calls the silu_backward op when grad
+    # mode is off: the same values)
     x = ctx.self
     s = x.sigmoid()
     return grad * s * (1.0 + x * (1.0 - s))
@@ -213,22 +228,32 @@ def _silu(ctx, grad):
 
 @derivative("gelu.default", "GeluBackward0", save=("self",))
 def _gelu(ctx, grad):
-    # gelu_backward's math (ATen's GeluKernel), for both ``approximate`` modes.
-    x = ctx.self
-    if ctx.approximate == "tanh":
+    return sk.ops.gelu_backward(grad, ctx.self, approximate=ctx.approximate)
+
+
+def _gelu_second(x, approximate: str):
+    """d^2 gelu / dx^2 (FunctionsManual's gelu_double_backward without ``ggI * gO``)."""
+    if approximate == "tanh":
         beta = _M_SQRT2 * _M_2_SQRTPI * 0.5
         kappa = 0.044715
-        x_sq = x * x
-        inner = beta * (x + kappa * x_sq * x)
-        t = inner.tanh()
-        left = 0.5 * x
-        right = 1 + t
-        left_derivative = 0.5 * right
-        right_derivative = left * (1 - t * t) * beta * (1 + 3 * kappa * x_sq)
-        return grad * (left_derivative + right_derivative)
-    cdf = 0.5 * (1 + (x * _M_SQRT1_2).erf())
+        t = (beta * (x + kappa * x * x * x)).tanh()
+        sech_sq = 1 - t * t
+        du = beta * (1 + 3 * kappa * x * x)          # inner'
+        ddu = 6 * kappa * beta * x                     # inner''
+        # gelu = x/2 (1 + t): gelu'' = sech^2 (du + x/2 (ddu - 2 t du^2))
+        return sech_sq * (du + 0.5 * x * (ddu - 2 * t * du * du))
     pdf = (-0.5 * x * x).exp() * (_M_2_SQRTPI * _M_SQRT1_2 * 0.5)
-    return grad * (cdf + x * pdf)
+    return 2 * pdf - x * x * pdf
+
+
+@derivative("gelu_backward.default", "GeluBackwardBackward0", inputs=("grad_output", "self"),
+            save=("grad_output", "self"))
+def _gelu_backward(ctx, grad):
+    x = ctx.self
+    return (sk.ops.gelu_backward(grad, x, approximate=ctx.approximate)
+            if ctx.needs_input_grad[0] else None,
+            grad * ctx.grad_output * _gelu_second(x, ctx.approximate)
+            if ctx.needs_input_grad[1] else None)
 
 
 @derivative("logit.default", "LogitBackward0", save=("self",))
