@@ -353,3 +353,35 @@ def test_node_names_follow_number_positions():
     assert formulas.node_name(pow_tt, (2.0, x), {}) == "PowBackward2"
     assert formulas.node_name(sk.ops.fmod.Tensor, (x, 2), {}) == "FmodBackward0"
     assert formulas.node_name(sk.ops.where.self, (x > 1, x, 0.0), {}) == "WhereBackward0"
+
+
+# -- meta: formulas need no data (a backward on meta sizes gradients) ---------------------------
+def _grads(key, sample, device):
+    op = _op(key)
+    formula = formulas.FORMULAS[key]
+    args, kwargs, _ = build(sample, "sk", device)
+    out = op(*args, **kwargs)
+    needs = tuple(t is not None for t in _grad_inputs(op, formula, args, kwargs))
+    if not any(needs):
+        return None
+    grad = sk.ones_like(out)
+    return formulas.apply_formula(op, args, kwargs, (out,), (grad,), needs)
+
+
+META_CASES = [c for c in CASES if c[2].meta is True and c[0] != "heaviside.default"
+              and not (c[0] == "remainder.Tensor" and not isinstance(c[2].args[0], T))]
+
+
+@pytest.mark.parametrize("key,i,sample", META_CASES,
+                         ids=[f"{k}-{i}" for k, i, _ in META_CASES])
+def test_formulas_run_on_meta(key, i, sample):
+    cpu = _grads(key, sample, "cpu")
+    meta = _grads(key, sample, "meta")
+    if cpu is None:
+        assert meta is None
+        return
+    for c, m in zip(cpu, meta):
+        assert (c is None) == (m is None)
+        if c is not None:
+            assert m.device.type == "meta"
+            assert (tuple(m.shape), m.dtype) == (tuple(c.shape), c.dtype)
