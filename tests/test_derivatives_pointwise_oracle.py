@@ -385,3 +385,41 @@ def test_formulas_run_on_meta(key, i, sample):
         if c is not None:
             assert m.device.type == "meta"
             assert (tuple(m.shape), m.dtype) == (tuple(c.shape), c.dtype)
+
+
+# -- hypothesis: ties, zeros and broadcasting on the piecewise and binary formulas -------------
+BINARY_KEYS = ("maximum.default", "minimum.default", "fmax.default", "fmin.default",
+               "atan2.default", "hypot.default", "logaddexp.default", "logaddexp2.default",
+               "xlogy.Tensor", "pow.Tensor_Tensor", "remainder.Tensor", "fmod.Tensor",
+               "clamp_min.Tensor", "clamp_max.Tensor", "threshold_backward.default")
+UNARY_KEYS = ("abs.default", "relu.default", "sqrt.default", "log.default", "sinc.default",
+              "logit.default", "sgn.default", "frac.default", "gelu.default", "sigmoid.default")
+# hand-picked values: ties, signed zeros, boundaries of logit/sqrt/log, one NaN
+VALUES = (-2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, float("nan"))
+SHAPES = ((), (3,), (2, 3), (2, 1))
+
+
+def _spec(draw, st, shape):
+    n = int(np.prod(shape)) if shape else 1
+    vals = draw(st.lists(st.sampled_from(VALUES), min_size=n, max_size=n))
+    return T(shape, "float64", values=vals)
+
+
+def test_hypothesis_edges_match_torch(torch):
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+
+    @hypothesis.given(st.data())
+    def check(data):
+        if data.draw(st.booleans()):
+            key = data.draw(st.sampled_from(BINARY_KEYS))
+            a = _spec(data.draw, st, data.draw(st.sampled_from(SHAPES)))
+            b = _spec(data.draw, st, data.draw(st.sampled_from(SHAPES)))
+            sample = S(a, b, 0.5) if key == "threshold_backward.default" else S(a, b)
+        else:
+            key = data.draw(st.sampled_from(UNARY_KEYS))
+            sample = S(_spec(data.draw, st, data.draw(st.sampled_from(SHAPES))))
+        problems = _compare(torch, key, sample)
+        assert not problems, f"{key}{sample!r} {sample.args}: " + "; ".join(problems)
+
+    check()
