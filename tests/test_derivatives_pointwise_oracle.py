@@ -353,6 +353,11 @@ def test_node_names_follow_number_positions():
     assert formulas.node_name(pow_tt, (2.0, x), {}) == "PowBackward2"
     assert formulas.node_name(sk.ops.fmod.Tensor, (x, 2), {}) == "FmodBackward0"
     assert formulas.node_name(sk.ops.where.self, (x > 1, x, 0.0), {}) == "WhereBackward0"
+    # in-place overloads are named by their functional variant (torch: x.pow_(2) is
+    # PowBackward0, x.clamp_(0.1) ClampBackward1)
+    pow_ = next(o for o in sk.ops if o.is_inplace and o.functional_variant is pow_tt)
+    assert formulas.node_name(pow_, (x, 2), {}) == "PowBackward0"
+    assert formulas.node_name(sk.ops.clamp_.default, (x, 0.1), {}) == "ClampBackward1"
 
 
 # -- meta: formulas need no data (a backward on meta sizes gradients) ---------------------------

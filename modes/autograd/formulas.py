@@ -98,9 +98,14 @@ def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
 
 def node_name(op, args: tuple, kwargs: dict) -> str:
     """The node class name PyTorch gives the backward of this call of ``op`` (its formula's
-    ``node``, or a ``numbers`` variant when Tensor-typed arguments are Python numbers). Raises
-    KeyError for an op with no formula."""
-    formula = FORMULAS[f"{op.name}.{op.overload}"]
+    ``node``, or a ``numbers`` variant when Tensor-typed arguments are Python numbers); an
+    in-place ``foo_`` is named by its functional variant's formula, as in PyTorch
+    (``x.pow_(2)``: ``PowBackward0``). Raises KeyError for an op with no formula."""
+    key = f"{op.name}.{op.overload}"
+    if key not in FORMULAS and op.is_inplace and op.functional_variant is not None:
+        op = op.functional_variant
+        key = f"{op.name}.{op.overload}"
+    formula = FORMULAS[key]
     if formula.numbers:
         bound = bind(op, args, kwargs)
         given = frozenset(n for n in formula.inputs
