@@ -77,6 +77,7 @@ short = int16
 from .kernels import factories as _factories  # noqa: E402
 from .kernels import pointwise as _pointwise  # noqa: E402
 from .kernels import pointwise_more as _pointwise_more  # noqa: E402
+from .kernels import pointwise_backward as _pointwise_backward  # noqa: E402
 from .kernels import reductions as _reductions  # noqa: E402
 from .kernels import views as _views  # noqa: E402
 from . import decompositions as _decompositions  # noqa: E402

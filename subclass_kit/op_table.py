@@ -361,6 +361,14 @@ SHAPE_MORE = [
     "vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
 ]
 
+# PyTorch's pointwise backward ops (kernels/pointwise_backward.py), called by the autograd
+# mode's formulas as PyTorch's backward calls them (relu -> threshold_backward ...).
+POINTWISE_BACKWARD = [
+    "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
+    "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
+    "sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor",
+]
+
 # Composite ops: decomposed into the ops above before the dispatch level (PyTorch's
 # CompositeImplicitAutograd), so modes never see them.
 COMPOSITE = [
@@ -484,5 +492,5 @@ def derived_schemas() -> list:
 
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
-       + POINTWISE_BINARY + REDUCTIONS + OTHER + LOSSES + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
-       + REDUCTIONS_MORE + COMPOSITE)
+       + POINTWISE_BINARY + REDUCTIONS + OTHER + LOSSES + WITH_INPLACE_AND_OUT + SORTING
+       + SHAPE_MORE + REDUCTIONS_MORE + POINTWISE_BACKWARD + COMPOSITE)

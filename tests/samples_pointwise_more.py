@@ -168,3 +168,35 @@ ENTRIES["float_power_.Tensor"] = E(
     [S(F((2, 3), "float64"), F((2, 3))), S(F((2, 3), "float64", "t"), 2),
      S(F((4,), "float64"), F((), "int64")), S(F((4,), "float64"), 0.5)],
     [S(F((2, 3)), F((2, 3))), S(F((4,), "int64"), 2), S(F((2, 3), "float64"), F((4,), "float64"))])
+
+# -- backward ops (kernels/pointwise_backward.py): relu's, gelu's and sigmoid's backward -----------
+def _backward_samples(extra=(), broadcast=True, dtypes=FLOATS):
+    s = [S(F((2, 3)), F((2, 3)), *extra), S(F((3, 4), "float32", "t"), F((3, 4)), *extra),
+         S(F((2, 3, 4, 5), "float32", "cl"), F((2, 3, 4, 5)), *extra),
+         S(F((2, 4), "float32", "step"), F((2, 4), "float32", "offset"), *extra),
+         S(F((0, 3)), F((0, 3)), *extra), S(F(()), F(()), *extra),
+         S(F((3,)), F((3,), "float64"), *extra),
+         S(F((8,), values=_SPECIAL_VALUES), F((8,), values=_SPECIAL_VALUES), *extra)]
+    s += [S(F((4,), d), F((4,), d), *extra) for d in dtypes if d != "float32"]
+    if broadcast:
+        s += [S(F((2, 3)), F((3,)), *extra), S(F((3, 1), "float64"), F((1, 4), "float64"), *extra)]
+    return s
+
+
+ENTRIES["threshold_backward.default"] = E(
+    _backward_samples((0,), dtypes=ALL[1:] if ALL[0] == "bool" else ALL)
+    + [S(F((2, 3)), F((2, 3)), 0.5), S(F((4,), "int64"), F((4,), "int64"), 1.5),
+       S(F((4,), "int32"), F((4,), "float64"), -1)],
+    [S(F((4,), "bool"), F((4,), "bool"), 0), S(F((2, 3)), F((4,)), 0)])
+# torch 2.13's oneDNN gelu_backward fails on broadcast float32 operands: same shapes only
+ENTRIES["gelu_backward.default"] = E(
+    _backward_samples(broadcast=False) + [
+        S(F((2, 3)), F((2, 3)), approximate="tanh"),
+        S(F((8,), "float64", values=_SPECIAL_VALUES), F((8,), "float64", values=_SPECIAL_VALUES),
+          approximate="tanh"),
+        S(F((4,), "float16"), F((4,), "float16"), approximate="tanh")],
+    [S(F((4,), "int64"), F((4,), "int64")), S(F((2, 3)), F((2, 3)), approximate="foo")])
+ENTRIES["sigmoid_backward.default"] = E(
+    _backward_samples(),
+    [S(F((4,), "int64"), F((4,), "int64")), S(F((4,), "bool"), F((4,), "bool")),
+     S(F((2, 3)), F((4,)))])

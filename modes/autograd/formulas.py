@@ -44,7 +44,7 @@ from typing import Callable
 import subclass_kit as sk
 
 __all__ = ["Formula", "TensorMeta", "FormulaContext", "FORMULAS", "NON_DIFFERENTIABLE",
-           "derivative", "non_differentiable", "apply_formula", "sum_to"]
+           "derivative", "non_differentiable", "apply_formula", "sum_to", "node_name"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,9 @@ class Formula:
     inputs: tuple                   # differentiable tensor arguments, by schema name
     save: tuple                     # saved tensors: argument names and/or "result"
     fn: Callable
+    # ((frozenset of argument names given Python numbers, node name), ...): PyTorch picks a
+    # Scalar overload there (``x.pow(2)`` is ``pow.Tensor_Scalar``, ``PowBackward0``).
+    numbers: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -74,15 +77,43 @@ FORMULAS: dict[str, Formula] = {}
 NON_DIFFERENTIABLE: dict[str, str] = {}
 
 
-def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = ()):
+def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
+               numbers: dict | None = None):
     """Register the backward formula of overload ``op`` (decorator). Raises ValueError for an
-    op registered twice."""
+    op registered twice.
+
+    ``numbers`` maps a tuple of argument names to the node name used when exactly those
+    Tensor-typed arguments are Python numbers (subclass_kit has one overload where PyTorch has
+    a Scalar one: ``{("exponent",): "PowBackward0", ("self",): "PowBackward2"}``); the formula
+    itself then sees the number and returns ``None`` for it."""
+    variants = tuple((frozenset(k), v) for k, v in (numbers or {}).items())
+
     def register(fn):
         if op in FORMULAS or op in NON_DIFFERENTIABLE:
             raise ValueError(f"derivative for {op!r} registered twice")
-        FORMULAS[op] = Formula(op, node, tuple(inputs), tuple(save), fn)
+        FORMULAS[op] = Formula(op, node, tuple(inputs), tuple(save), fn, variants)
         return fn
     return register
+
+
+def node_name(op, args: tuple, kwargs: dict) -> str:
+    """The node class name PyTorch gives the backward of this call of ``op`` (its formula's
+    ``node``, or a ``numbers`` variant when Tensor-typed arguments are Python numbers); an
+    in-place ``foo_`` is named by its functional variant's formula, as in PyTorch
+    (``x.pow_(2)``: ``PowBackward0``). Raises KeyError for an op with no formula."""
+    key = f"{op.name}.{op.overload}"
+    if key not in FORMULAS and op.is_inplace and op.functional_variant is not None:
+        op = op.functional_variant
+        key = f"{op.name}.{op.overload}"
+    formula = FORMULAS[key]
+    if formula.numbers:
+        bound = bind(op, args, kwargs)
+        given = frozenset(n for n in formula.inputs
+                          if isinstance(bound.get(n), (bool, int, float, complex)))
+        for names, node in formula.numbers:
+            if names == given:
+                return node
+    return formula.node
 
 
 def non_differentiable(*ops: str, reason: str = "not differentiable") -> None:
@@ -172,6 +203,9 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw) -> list:
                            f"{len(formula.inputs)}")
     out = []
     for name, g in zip(formula.inputs, raw):
+        if g is None:               # also a Python number or an absent optional tensor
+            out.append(None)
+            continue
         meta = ctx.meta(name)
         if isinstance(meta, list):
             out.append([None if gi is None else _fit(gi, m) for gi, m in zip(g, meta)]

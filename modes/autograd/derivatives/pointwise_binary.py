@@ -1,0 +1,259 @@
+"""Derivative-table entries of the binary and ternary pointwise ops, and the non-differentiable
+marks of the pointwise predicates (comparisons, logical and bitwise ops, ``isnan`` ...).
+
+subclass_kit has one overload where PyTorch has a Tensor and a Scalar one (``x.pow(2)`` calls
+``pow.Tensor_Tensor`` with the number 2, PyTorch's Python API ``pow.Tensor_Scalar``): such a
+formula sees the Python number, returns ``None`` for it, and names the node as PyTorch's Scalar
+overload does (``numbers=`` of ``derivative``; ``formulas.node_name``). Formulas follow PyTorch
+2.13's ``derivatives.yaml`` and ``FunctionsManual.cpp`` helpers, written with ``sk`` ops.
+"""
+
+from __future__ import annotations
+
+import math
+
+import subclass_kit as sk
+from ..formulas import derivative, non_differentiable
+
+_NOT_IMPLEMENTED = "torch::autograd::NotImplemented"
+
+
+def _tensor(v) -> bool:
+    return isinstance(v, sk.Tensor)
+
+
+def _wants(ctx, i: int, name: str) -> bool:
+    """Input ``i`` needs a gradient and is a tensor (not a Python number or None): only tensor
+    arguments have a recorded ``TensorMeta``."""
+    if not ctx.needs_input_grad[i]:
+        return False
+    try:
+        ctx.meta(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _not_implemented(op: str):
+    raise RuntimeError(f"derivative for aten::{op} is not implemented")
+
+
+# -- powers and divisions --------------------------------------------------------------------
+@derivative("pow.Tensor_Tensor", "PowBackward1", inputs=("self", "exponent"),
+            save=("self", "exponent", "result"),
+            numbers={("exponent",): "PowBackward0", ("self",): "PowBackward2"})
+def _pow(ctx, grad):
+    x, e = ctx.self, ctx.exponent
+    g_self = g_exp = None
+    if _wants(ctx, 0, "self"):
+        if _tensor(e):     # pow_backward_self
+            g_self = sk.where(e == 0.0, 0.0, grad * (e * x.pow(e - 1)))
+        elif e == 0:       # pow_backward with a Scalar exponent
+            g_self = sk.zeros_like(grad)
+        else:
+            g_self = grad * (e * x.pow(e - 1))
+    if _wants(ctx, 1, "exponent"):
+        r = ctx.result
+        if _tensor(x):     # pow_backward_exponent: d/de at x == 0, e >= 0 is 0 by continuity
+            cond = sk.logical_and(x == 0, e >= 0)
+            g_exp = grad * sk.where(cond, 0.0, r * x.log())
+        else:              # Scalar base: log of the number (NaN below 0, as C's log)
+            log_base = math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+            if x == 0:
+                g_exp = grad * sk.where(e >= 0, 0.0, r * log_base)
+            else:
+                g_exp = grad * (r * log_base)
+    return g_self, g_exp
+
+
+@derivative("div.Tensor_mode", "DivBackward2", inputs=("self", "other"), save=("self", "other"))
+def _div_mode(ctx, grad):
+    x, y = ctx.self, ctx.other
+    if ctx.rounding_mode is not None:    # floor / trunc: piecewise constant
+        return (sk.zeros_like(grad) if _wants(ctx, 0, "self") else None,
+                sk.zeros_like(grad) if _wants(ctx, 1, "other") else None)
+    return (grad / y if _wants(ctx, 0, "self") else None,
+            -grad * ((x / y) / y) if _wants(ctx, 1, "other") else None)
+
+
+@derivative("remainder.Tensor", "RemainderBackward1", inputs=("self", "other"),
+            save=("self", "other"),
+            numbers={("other",): "RemainderBackward0", ("self",): _NOT_IMPLEMENTED})
+def _remainder(ctx, grad):
+    if not _tensor(ctx.self):    # PyTorch's remainder.Scalar_Tensor has no formula
+        _not_implemented("remainder")
+    return (grad if ctx.needs_input_grad[0] else None,
+            -grad * ctx.self.div(ctx.other, rounding_mode="floor")
+            if _wants(ctx, 1, "other") else None)
+
+
+@derivative("fmod.Tensor", "FmodBackward1", inputs=("self", "other"), save=("self", "other"),
+            numbers={("other",): "FmodBackward0"})
+def _fmod(ctx, grad):
+    return (grad if _wants(ctx, 0, "self") else None,
+            -grad * ctx.self.div(ctx.other, rounding_mode="trunc")
+            if _wants(ctx, 1, "other") else None)
+
+
+@derivative("xlogy.Tensor", "XlogyBackward0", inputs=("self", "other"), save=("self", "other"),
+            numbers={("self",): "XlogyBackward1", ("other",): "XlogyBackward2"})
+def _xlogy(ctx, grad):
+    x, y = ctx.self, ctx.other
+    g_self = g_other = None
+    if _wants(ctx, 0, "self"):
+        if _tensor(y):
+            g_self = sk.xlogy(grad, y).masked_fill(sk.logical_and(x == 0.0, y <= 0.0), 0.0)
+        elif y > 0:
+            g_self = sk.xlogy(grad, y)
+        else:
+            g_self = sk.xlogy(grad, y).masked_fill(x == 0.0, 0.0)
+    if _wants(ctx, 1, "other"):
+        g_other = grad * x / y
+    return g_self, g_other
+
+
+# -- two-argument math -----------------------------------------------------------------------
+@derivative("atan2.default", "Atan2Backward0", inputs=("self", "other"), save=("self", "other"))
+def _atan2(ctx, grad):
+    x, y = ctx.self, ctx.other
+    recip = (x * x + y * y).reciprocal()
+    return (grad * y * recip if ctx.needs_input_grad[0] else None,
+            grad * -x * recip if ctx.needs_input_grad[1] else None)
+
+
+@derivative("hypot.default", "HypotBackward0", inputs=("self", "other"),
+            save=("self", "other", "result"))
+def _hypot(ctx, grad):
+    r = ctx.result
+    return (grad * ctx.self / r if ctx.needs_input_grad[0] else None,
+            grad * ctx.other / r if ctx.needs_input_grad[1] else None)
+
+
+@derivative("logaddexp.default", "LogaddexpBackward0", inputs=("self", "other"),
+            save=("self", "other"))
+def _logaddexp(ctx, grad):
+    x, y = ctx.self, ctx.other
+    return (grad / (1 + (y - x).exp()) if ctx.needs_input_grad[0] else None,
+            grad / (1 + (x - y).exp()) if ctx.needs_input_grad[1] else None)
+
+
+@derivative("logaddexp2.default", "Logaddexp2Backward0", inputs=("self", "other"),
+            save=("self", "other"))
+def _logaddexp2(ctx, grad):
+    x, y = ctx.self, ctx.other
+    return (grad / (1 + 2 ** (y - x)) if ctx.needs_input_grad[0] else None,
+            grad / (1 + 2 ** (x - y)) if ctx.needs_input_grad[1] else None)
+
+
+def _max_min(ctx, grad, lose_self, lose_other):
+    """maximum/minimum: ties split the gradient in half."""
+    x, y = ctx.self, ctx.other
+    shared = sk.where(x == y, grad / 2, grad)
+    return (shared.masked_fill(lose_self(x, y), 0) if ctx.needs_input_grad[0] else None,
+            shared.masked_fill(lose_other(x, y), 0) if ctx.needs_input_grad[1] else None)
+
+
+@derivative("maximum.default", "MaximumBackward0", inputs=("self", "other"),
+            save=("self", "other"))
+def _maximum(ctx, grad):
+    return _max_min(ctx, grad, lambda x, y: x < y, lambda x, y: x > y)
+
+
+@derivative("minimum.default", "MinimumBackward0", inputs=("self", "other"),
+            save=("self", "other"))
+def _minimum(ctx, grad):
+    return _max_min(ctx, grad, lambda x, y: x > y, lambda x, y: x < y)
+
+
+def _fmax_fmin(ctx, grad, self_wins):
+    """fmax/fmin: the NaN-ignoring choice takes all of the gradient (no tie split)."""
+    x, y = ctx.self, ctx.other
+    picked = sk.logical_or(self_wins(x, y), y.isnan())
+    return (grad.masked_fill(sk.logical_not(picked), 0) if ctx.needs_input_grad[0] else None,
+            grad.masked_fill(picked, 0) if ctx.needs_input_grad[1] else None)
+
+
+@derivative("fmax.default", "FmaxBackward0", inputs=("self", "other"), save=("self", "other"))
+def _fmax(ctx, grad):
+    return _fmax_fmin(ctx, grad, lambda x, y: x >= y)
+
+
+@derivative("fmin.default", "FminBackward0", inputs=("self", "other"), save=("self", "other"))
+def _fmin(ctx, grad):
+    return _fmax_fmin(ctx, grad, lambda x, y: x <= y)
+
+
+@derivative("heaviside.default", _NOT_IMPLEMENTED, inputs=("self", "values"))
+def _heaviside(ctx, grad):
+    _not_implemented("heaviside")
+
+
+# -- selection -------------------------------------------------------------------------------
+@derivative("where.self", "WhereBackward0", inputs=("self", "other"), save=("condition",))
+def _where(ctx, grad):
+    c = ctx.condition
+    return (sk.where(c, grad, 0.0) if _wants(ctx, 0, "self") else None,
+            sk.where(c, 0.0, grad) if _wants(ctx, 1, "other") else None)
+
+
+@derivative("masked_fill.Scalar", "MaskedFillBackward0", save=("mask",))
+def _masked_fill_scalar(ctx, grad):
+    return grad.masked_fill(ctx.mask, 0)
+
+
+@derivative("masked_fill.Tensor", "MaskedFillBackward1", inputs=("self", "value"),
+            save=("mask",))
+def _masked_fill_tensor(ctx, grad):
+    # masked_fill_backward: the 0-d value receives the sum of the filled positions' gradient.
+    m = ctx.mask
+    return (grad.masked_fill(m, 0) if ctx.needs_input_grad[0] else None,
+            sk.where(m, grad, 0).sum() if ctx.needs_input_grad[1] else None)
+
+
+# -- blends ----------------------------------------------------------------------------------
+@derivative("lerp.Scalar", "LerpBackward0", inputs=("self", "end"))
+def _lerp_scalar(ctx, grad):
+    w = ctx.weight
+    return (grad * (1 - w) if ctx.needs_input_grad[0] else None,
+            grad * w if ctx.needs_input_grad[1] else None)
+
+
+@derivative("lerp.Tensor", "LerpBackward1", inputs=("self", "end", "weight"),
+            save=("self", "end", "weight"))
+def _lerp_tensor(ctx, grad):
+    w = ctx.weight
+    return (grad * (1 - w) if ctx.needs_input_grad[0] else None,
+            grad * w if ctx.needs_input_grad[1] else None,
+            grad * (ctx.end - ctx.self) if ctx.needs_input_grad[2] else None)
+
+
+@derivative("addcmul.default", "AddcmulBackward0", inputs=("self", "tensor1", "tensor2"),
+            save=("tensor1", "tensor2"))
+def _addcmul(ctx, grad):
+    v = ctx.value
+    return (grad if ctx.needs_input_grad[0] else None,
+            grad * (ctx.tensor2 * v) if ctx.needs_input_grad[1] else None,
+            grad * (ctx.tensor1 * v) if ctx.needs_input_grad[2] else None)
+
+
+@derivative("addcdiv.default", "AddcdivBackward0", inputs=("self", "tensor1", "tensor2"),
+            save=("tensor1", "tensor2"))
+def _addcdiv(ctx, grad):
+    v, t1, t2 = ctx.value, ctx.tensor1, ctx.tensor2
+    return (grad if ctx.needs_input_grad[0] else None,
+            grad * (v / t2) if ctx.needs_input_grad[1] else None,
+            -grad * (v * t1 / (t2 * t2)) if ctx.needs_input_grad[2] else None)
+
+
+# -- predicates and integer ops: outputs never require grad -----------------------------------
+non_differentiable(
+    "eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor",
+    reason="comparison: boolean output")
+non_differentiable(
+    "logical_and.default", "logical_or.default", "logical_xor.default", "logical_not.default",
+    "isnan.default", "isinf.default", "isposinf.default", "isneginf.default", "signbit.default",
+    reason="predicate: boolean output")
+non_differentiable(
+    "bitwise_and.Tensor", "bitwise_or.Tensor", "bitwise_xor.Tensor", "bitwise_not.default",
+    "gcd.default", "lcm.default",
+    reason="integral or boolean inputs only")

@@ -1,0 +1,103 @@
+"""PyTorch's pointwise backward ops: ``threshold_backward`` (relu's backward),
+``gelu_backward`` and ``sigmoid_backward``, so that the autograd mode's backward pass calls the
+same ops as PyTorch's (a mode sees one op where a composition would show five).
+
+Each is a binary TensorIterator op over ``(grad_output, self|output)``: broadcasting, type
+promotion and TensorIterator's output layout as ``pointwise.py``; the Scalar ``threshold`` takes
+no part in promotion (it is cast to the computation type, as ATen's ``threshold_kernel`` does).
+dtype errors are PyTorch's: ``"threshold_cpu" not implemented for 'Bool'``,
+``"GeluBackwardKernelImpl"`` and ``"sigmoid_backward_cpu"`` for integral and bool types;
+``gelu_backward`` checks ``approximate`` as ``gelu`` does. float16 computes in float32
+(ATen's opmath). Note [One rule per op].
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..registry import ops
+from . import _pointwise_fns as fns
+from ._common import Spec, register_rule, type_name
+from ._scalars import quiet, unquiet
+from .pointwise import _BOOL, _INTEGRAL, _Info, pointwise_spec
+
+_F32 = np.dtype(np.float32)
+_M_SQRT1_2 = math.sqrt(0.5)
+_M_2_SQRTPI = 2.0 / math.sqrt(math.pi)
+
+
+def _make_rule(info: _Info, kname: str, unsupported, check=None, self_first=False):
+    """``self_first``: the iterator's first operand is ``self`` (threshold_backward is ATen's
+    ``threshold`` kernel over ``(self, grad)``), which decides the output layout and the
+    size-mismatch message."""
+    def rule(grad_output, other, *args, **kwargs):
+        if check is not None:
+            check(*args, **kwargs)
+        operands = (other, grad_output) if self_first else (grad_output, other)
+        sizes, strides, common, out, device = pointwise_spec(info, operands, {})
+        if common in unsupported:
+            raise NotImplementedError(f'"{kname}" not implemented for \'{type_name(common)}\'')
+        return Spec(sizes, strides, out, device, common)
+    return rule
+
+
+def _make_fill(compute):
+    """``compute(dy, x, *args, **kwargs) -> array`` on the operands in the computation dtype
+    (float32 for float16)."""
+    def fill(outs, spec, grad_output, other, *args, **kwargs):
+        cn = spec.compute.numpy
+        if spec.compute is dt.float16:
+            cn = _F32
+        dy = grad_output._array().astype(cn, copy=False)
+        x = other._array().astype(cn, copy=False)
+        token = quiet() if cn.kind == "f" else None
+        try:
+            res = compute(dy, x, *args, **kwargs)
+        finally:
+            if token is not None:
+                unquiet(token)
+        np.copyto(outs[0], res, casting="unsafe")
+    return fill
+
+
+def _threshold(dy, x, threshold):
+    thr = np.array(threshold).astype(x.dtype)   # C++'s Scalar::to<scalar_t>()
+    return np.where(x <= thr, np.zeros((), x.dtype), dy)
+
+
+def _gelu(dy, x, *, approximate="none"):
+    if approximate == "tanh":
+        beta = math.sqrt(2.0) * _M_2_SQRTPI * 0.5
+        kappa = 0.044715
+        x_sq = x * x
+        t = np.tanh(beta * (x + kappa * x_sq * x))
+        left = 0.5 * x
+        right = 1 + t
+        right_derivative = left * (1 - t * t) * beta * (1 + 3 * kappa * x_sq)
+        return dy * (0.5 * right + right_derivative)
+    cdf = 0.5 * (1 + fns.erf(x * _M_SQRT1_2))
+    pdf = np.exp(-0.5 * x * x) * (_M_2_SQRTPI * _M_SQRT1_2 * 0.5)
+    return dy * (cdf + x * pdf)
+
+
+def _sigmoid(dy, y):
+    return dy * (1 - y) * y
+
+
+def _check_gelu(*, approximate="none"):
+    fns.check_gelu(None, approximate=approximate)
+
+
+_NOT_FLOAT = _INTEGRAL | _BOOL
+_PROMOTE = _Info("backward", "promote", None)
+
+register_rule(ops.threshold_backward,
+              _make_rule(_PROMOTE, "threshold_cpu", _BOOL, self_first=True), _make_fill(_threshold))
+register_rule(ops.gelu_backward,
+              _make_rule(_PROMOTE, "GeluBackwardKernelImpl", _NOT_FLOAT, _check_gelu),
+              _make_fill(_gelu))
+register_rule(ops.sigmoid_backward,
+              _make_rule(_PROMOTE, "sigmoid_backward_cpu", _NOT_FLOAT), _make_fill(_sigmoid))
