@@ -172,7 +172,10 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw) -> list:
                            f"{len(formula.inputs)}")
     out = []
     for name, g in zip(formula.inputs, raw):
-        meta = ctx.meta(name)
+        meta = ctx._metas.get(name)
+        if meta is None:            # an optional tensor argument not given (weight=None)
+            out.append(None)
+            continue
         if isinstance(meta, list):
             out.append([None if gi is None else _fit(gi, m) for gi, m in zip(g, meta)]
                        if g is not None else None)
