@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from derivatives_support import check_formula, finite_difference, samples_of, uncovered
-from samples import D, S, T
+from samples import D, S, T, build
 
 import subclass_kit as sk
 import subclass_kit.modes.autograd.derivatives.reductions  # noqa: F401  (registers)
@@ -88,9 +88,7 @@ def test_formula_matches_torch(key, torch):
 ])
 def test_finite_differences(key, args, kwargs, name):
     op = _op(key)
-    from samples import S as _S
-    from samples import build
-    a, kw, _ = build(_S(*args, **kwargs), "sk", op=op)
+    a, kw, _ = build(S(*args, **kwargs), "sk", op=op)
     results = op(*a, **kw)
     results = list(results) if isinstance(results, (tuple, list)) else [results]
     rng = np.random.default_rng(3)

@@ -5,8 +5,6 @@ so a formula built from them is itself differentiable (double backward)."""
 
 from __future__ import annotations
 
-import subclass_kit as sk
-
 __all__ = ["wrap", "dims_of", "unsqueeze_multiple", "restore_reduced_dims", "scale_grad_by_count",
            "value_selecting_backward", "evenly_distribute_backward", "zeros", "maybe_multiply"]
 
