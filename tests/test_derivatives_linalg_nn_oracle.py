@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from derivatives_support import check_formula, finite_difference, samples_of, uncovered
-from samples import S, T, build
+from samples import D, S, T, build
 
 import subclass_kit as sk
 import subclass_kit.modes.autograd.derivatives.linalg_nn  # noqa: F401  (registers)
@@ -33,6 +33,13 @@ EXTRA = {
     "native_layer_norm.default": [S(T((2, 3, 4), F), [4], T((4,), F), T((4,), F), 1e-5),
                                   S(T((2, 3, 4), F), [3, 4], T((3, 4), F), None, 1e-5),
                                   S(T((4,), F), [4], None, T((4,), F), 1e-5)],
+    "_softmax_backward_data.default": [S(T((2, 3), F), T((2, 3), F, lo=0, hi=1), 1, D(F)),
+                                       S(T((2, 3, 4), F), T((2, 3, 4), F, lo=0, hi=1), 0,
+                                         D("float32"))],
+    "_log_softmax_backward_data.default": [S(T((2, 3), F), T((2, 3), F, hi=0), 1, D(F)),
+                                           S(T((4,), F), T((4,), F, hi=0), -1, D(F))],
+    "embedding_dense_backward.default": [S(T((2, 3, 4), F), IDX, 5, -1, False),
+                                         S(T((2, 3, 4), F), IDX, 5, 2, True)],
     "embedding.default": [S(T((5, 3), F), IDX), S(T((5, 3), F), IDX, 2),
                           S(T((5, 3), F), IDX, -1, True), S(T((5, 3), F), IDX, 0, True),
                           S(T((5, 3), F), T((), "int64", values=[3]))],
@@ -90,7 +97,8 @@ def test_finite_differences(key, sample, name):
 
 
 LINALG_NN_BASES = {"bmm", "baddbmm", "dot", "mv", "vdot", "_softmax", "_log_softmax",
-                   "native_layer_norm", "embedding"}
+                   "native_layer_norm", "embedding", "_softmax_backward_data",
+                   "_log_softmax_backward_data", "embedding_dense_backward"}
 
 
 def test_every_linalg_nn_op_has_a_formula_or_a_mark():

@@ -1,12 +1,13 @@
 """Derivatives of the batched/vector linear-algebra primitives (bmm, baddbmm, dot, mv, vdot) and
 the neural-network primitives of ``kernels/nn.py`` (``_softmax``, ``_log_softmax``,
-``native_layer_norm``, ``embedding``), after PyTorch's ``derivatives.yaml``.
+``native_layer_norm``, ``embedding``) and of the backward ops their formulas call
+(``_softmax_backward_data``, ``_log_softmax_backward_data``, ``embedding_dense_backward``: their
+double backward), after PyTorch's ``derivatives.yaml``.
 
 ``matmul``, ``linear``, ``softmax``, ``log_softmax``, ``layer_norm`` and ``einsum`` are composite
 (CompositeImplicitAutograd): they are differentiated through the primitives they lower to and
-have no entry here. The backward ops PyTorch runs as ops of their own
-(``_softmax_backward_data``, ``native_layer_norm_backward``, ``embedding_dense_backward``) are
-composed from existing ``sk`` ops with the same arithmetic.
+have no entry here. ``native_layer_norm_backward`` is not an op here: its arithmetic is
+composed from ``sk`` ops in the formula.
 """
 
 from __future__ import annotations
@@ -58,18 +59,44 @@ def _(ctx, grad):
 # -- softmax -------------------------------------------------------------------------------------
 @derivative("_softmax.default", "SoftmaxBackward0", save=("result",))
 def _(ctx, grad):
-    # _softmax_backward_data: out * (grad - sum(grad * out, dim)).
-    out = ctx.result
-    dim = wrap(ctx.dim, out.dim())
-    return out * (grad - (grad * out).sum([dim], keepdim=True))
+    return sk.ops._softmax_backward_data(grad, ctx.result, ctx.dim, ctx.meta("self").dtype)
 
 
 @derivative("_log_softmax.default", "LogSoftmaxBackward0", save=("result",))
 def _(ctx, grad):
-    # _log_softmax_backward_data: grad - exp(out) * sum(grad, dim).
-    out = ctx.result
-    dim = wrap(ctx.dim, out.dim())
-    return grad - out.exp() * grad.sum([dim], keepdim=True)
+    return sk.ops._log_softmax_backward_data(grad, ctx.result, ctx.dim, ctx.meta("self").dtype)
+
+
+def _as(grad, dtype):
+    return grad if grad.dtype == dtype else grad.to(dtype)
+
+
+@derivative("_softmax_backward_data.default", "SoftmaxBackwardDataBackward0",
+            inputs=("grad_output", "output"), save=("grad_output", "output"))
+def _(ctx, grad):
+    # d/d grad_output is the same op again; d/d output is PyTorch's softmax_double_backward.
+    out, gout = ctx.output, ctx.grad_output
+    grad = _as(grad, out.dtype)
+    dim = [wrap(ctx.dim, out.dim())]
+    ggo = sk.ops._softmax_backward_data(grad, out, ctx.dim, ctx.input_dtype) \
+        if ctx.needs_input_grad[0] else None
+    gout_ = None
+    if ctx.needs_input_grad[1]:
+        gout_ = (gout * grad - (out * gout).sum(dim, keepdim=True) * grad
+                 - gout * (out * grad).sum(dim, keepdim=True))
+    return ggo, gout_
+
+
+@derivative("_log_softmax_backward_data.default", "LogSoftmaxBackwardDataBackward0",
+            inputs=("grad_output", "output"), save=("grad_output", "output"))
+def _(ctx, grad):
+    out, gout = ctx.output, ctx.grad_output
+    grad = _as(grad, out.dtype)
+    dim = [wrap(ctx.dim, out.dim())]
+    ggo = grad - (grad * out.exp()).sum(dim, keepdim=True) if ctx.needs_input_grad[0] else None
+    gout_ = (-gout.sum(dim, keepdim=True) * out.exp() * grad) if ctx.needs_input_grad[1] \
+        else None
+    return ggo, gout_
 
 
 # -- layer norm ----------------------------------------------------------------------------------
@@ -116,16 +143,19 @@ def _(ctx, grad, _grad_mean, _grad_rstd):
 # -- embedding -----------------------------------------------------------------------------------
 @derivative("embedding.default", "EmbeddingBackward0", inputs=("weight",), save=("indices",))
 def _(ctx, grad):
-    # embedding_dense_backward: rows of grad summed into the rows they were read from; the
-    # padding row gets nothing; scale_grad_by_freq divides by how often each row was read.
     # ``sparse=True`` yields a dense gradient here (no sparse layout; docs/differences.md).
+    return sk.ops.embedding_dense_backward(grad, ctx.indices, ctx.meta("weight").shape[0],
+                                           ctx.padding_idx, ctx.scale_grad_by_freq)
+
+
+@derivative("embedding_dense_backward.default", "EmbeddingDenseBackwardBackward0",
+            inputs=("grad_output",), save=("indices",))
+def _(ctx, grad):
+    # embedding_dense_double_backward: the rows read back at the indices (padding rows zero;
+    # PyTorch ignores scale_grad_by_freq here too).
     indices = ctx.indices
-    num_weights, dim = ctx.meta("weight").shape
     flat = indices.reshape([-1])
-    rows = grad.reshape([-1, dim])
+    rows = grad.index_select(0, flat)
     if ctx.padding_idx >= 0:
         rows = rows.masked_fill((flat == ctx.padding_idx).unsqueeze(1), 0)
-    if ctx.scale_grad_by_freq:
-        counts = grad.new_zeros([num_weights]).index_add(0, flat, grad.new_ones([flat.numel()]))
-        rows = rows / counts.index_select(0, flat).unsqueeze(1)
-    return grad.new_zeros([num_weights, dim]).index_add(0, flat, rows)
+    return rows.view(list(indices.shape) + [grad.shape[1]])
