@@ -124,3 +124,61 @@ def test_registered_keys_are_real_overloads():
     for key in list(formulas.FORMULAS) + list(formulas.NON_DIFFERENTIABLE):
         name, _, overload = key.partition(".")
         assert overload in getattr(sk.ops, name)._overloads, key
+
+
+# -- hypothesis: random shapes, layouts, dims and tie/zero-heavy values --------------------------
+try:
+    from hypothesis import assume, given, settings
+    from hypothesis import strategies as st
+except ImportError:         # hypothesis is a test extra
+    given = None
+
+if given is not None:
+    _LIST_DIM = {"amax.default", "amin.default", "logsumexp.default", "norm.ScalarOpt_dim",
+                 "var.correction", "std.correction", "linalg_vector_norm.default",
+                 "nansum.default"}
+    _INT_DIM = {"prod.dim_int", "cumsum.default", "cumprod.default", "logcumsumexp.default",
+                "max.dim", "min.dim", "cummax.default", "cummin.default"}
+
+    @st.composite
+    def _cases(draw):
+        key = draw(st.sampled_from(sorted(_LIST_DIM | _INT_DIM)))
+        shape = tuple(draw(st.lists(st.integers(1, 4), min_size=0, max_size=3)))
+        layout = draw(st.sampled_from(["contig", "t", "step", "offset"]))
+        n = max(len(shape), 1)
+        # Few distinct values: ties and zeros are common (the interesting branches).
+        pool = draw(st.sampled_from([(-1.0, 0.0, 1.0, 2.0), (-2.5, -0.5, 0.75, 1.5, 3.0)]))
+        values = draw(st.lists(st.sampled_from(pool), min_size=int(np.prod(shape)),
+                               max_size=int(np.prod(shape))))
+        x = T(shape, F, layout=layout, values=np.array(values).reshape(shape))
+        keepdim = draw(st.booleans())
+        if key in _INT_DIM:
+            dim = draw(st.integers(-n, n - 1))
+            args = (x, dim) + ((keepdim,) if key in ("prod.dim_int", "max.dim",
+                                                     "min.dim") else ())
+            return key, S(*args)
+        dims = draw(st.lists(st.integers(0, n - 1), unique=True, min_size=1, max_size=n))
+        if key == "norm.ScalarOpt_dim":
+            p = draw(st.sampled_from([None, 1, 2, 3, 0.5, 1.5, float("inf")]))
+            return key, S(x, p, dims, keepdim)
+        if key == "linalg_vector_norm.default":
+            o = draw(st.sampled_from([2, 1, 3, 0.5, float("inf"), -float("inf")]))
+            return key, S(x, o, draw(st.sampled_from([None, dims])), keepdim)
+        if key in ("var.correction", "std.correction"):
+            return key, S(x, draw(st.sampled_from([None, dims])), keepdim=keepdim,
+                          correction=draw(st.sampled_from([0, 1, 2])))
+        if key == "nansum.default":
+            return key, S(x, draw(st.sampled_from([None, dims])), keepdim)
+        return key, S(x, dims, keepdim)
+
+    @settings(max_examples=120)
+    @given(case=_cases())
+    def test_formulas_hypothesis(case, torch):
+        key, sample = case
+        op = _op(key)
+        try:
+            problems = check_formula(op, sample, torch)
+        except (RuntimeError, IndexError) as e:      # the forward itself raises in torch
+            assume(False)
+            raise AssertionError from e
+        assert not problems, "\n".join(problems[:4])
