@@ -207,3 +207,43 @@ def uncovered(bases) -> list:
         if key not in formulas.FORMULAS and key not in formulas.NON_DIFFERENTIABLE:
             missing.append(key)
     return missing
+
+
+def check_meta(op, sample):
+    """The formula on meta twins of ``sample``: gradients with the cpu gradients' sizes and
+    dtypes and no data (what sizing training memory needs). Returns problem strings."""
+    key = f"{op.name}.{op.overload}"
+    grads_by_device = {}
+    for device in ("cpu", "meta"):
+        args, kwargs, _ = build(sample, "sk", device, op=op)
+        results = _flat(op(*args, **kwargs))
+        grads = [sk.ones_like(r) if r.dtype.is_floating_point else None for r in results]
+        grads_by_device[device] = formulas.apply_formula(op, args, kwargs, tuple(results), grads)
+    problems = []
+    for c, m in zip(grads_by_device["cpu"], grads_by_device["meta"]):
+        cs = c if isinstance(c, list) else [c]
+        ms = m if isinstance(m, list) else [m]
+        for ci, mi in zip(cs, ms):
+            if (ci is None) != (mi is None):
+                problems.append(f"{key}{sample!r}: cpu grad {ci is None}, meta {mi is None}")
+            elif ci is not None and (tuple(ci.shape) != tuple(mi.shape) or ci.dtype != mi.dtype
+                                     or not mi.is_meta):
+                problems.append(f"{key}{sample!r}: meta grad {tuple(mi.shape)} {mi.dtype} "
+                                f"{mi.device}, cpu {tuple(ci.shape)} {ci.dtype}")
+    return problems
+
+
+def meta_problems(op, samples, data_dependent=False):
+    """``check_meta`` over the samples that run on meta. ``data_dependent``: the backward reads
+    values through a boolean mask (masked_scatter's source, index_put's values), so on meta it
+    may raise NotImplementedError as PyTorch's meta ``nonzero`` does."""
+    problems = []
+    for s in samples:
+        if s.meta is not True:
+            continue
+        try:
+            problems += check_meta(op, s)
+        except NotImplementedError as e:
+            if not (data_dependent and "nonzero" in str(e)):
+                problems.append(f"{op}{s!r}: {e}")
+    return problems

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from derivatives_support import check_formula, finite_difference, samples_of, uncovered
+from derivatives_support import (check_formula, finite_difference, meta_problems, samples_of,
+                                 uncovered)
 from samples import D, S, T, build
 
 import subclass_kit as sk
@@ -103,3 +104,12 @@ LINALG_NN_BASES = {"bmm", "baddbmm", "dot", "mv", "vdot", "_softmax", "_log_soft
 
 def test_every_linalg_nn_op_has_a_formula_or_a_mark():
     assert uncovered(LINALG_NN_BASES) == []
+
+
+@pytest.mark.parametrize("key", OPS)
+def test_formula_on_meta(key):
+    """On meta twins the formula gives the cpu gradients' sizes and dtypes, no data."""
+    op = _op(key)
+    problems = meta_problems(op, samples_of(op, EXTRA.get(key, ())),
+                             data_dependent=key in ("masked_scatter.default", "index_put.default"))
+    assert not problems, "\n".join(problems[:6])

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from derivatives_support import check_formula, finite_difference, samples_of, uncovered
+from derivatives_support import (check_formula, finite_difference, meta_problems, samples_of,
+                                 uncovered)
 from samples import D, S, T, build
 
 import subclass_kit as sk
@@ -182,3 +183,12 @@ if given is not None:
             assume(False)
             raise AssertionError from e
         assert not problems, "\n".join(problems[:4])
+
+
+@pytest.mark.parametrize("key", OPS)
+def test_formula_on_meta(key):
+    """On meta twins the formula gives the cpu gradients' sizes and dtypes, no data."""
+    op = _op(key)
+    problems = meta_problems(op, samples_of(op, EXTRA.get(key, ())),
+                             data_dependent=key in ("masked_scatter.default", "index_put.default"))
+    assert not problems, "\n".join(problems[:6])

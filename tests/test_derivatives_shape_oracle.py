@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from derivatives_support import (check_formula, finite_difference, float64_sample, samples_of,
-                                 uncovered)
+from derivatives_support import (check_formula, finite_difference, float64_sample, meta_problems,
+                                 samples_of, uncovered)
 from samples import S, T, build, entry_for
 
 import subclass_kit as sk
@@ -169,3 +169,12 @@ SHAPE_BASES = {
 
 def test_every_shape_op_has_a_formula_or_a_mark():
     assert uncovered(SHAPE_BASES) == []
+
+
+@pytest.mark.parametrize("key", OPS)
+def test_formula_on_meta(key):
+    """On meta twins the formula gives the cpu gradients' sizes and dtypes, no data."""
+    op = _op(key)
+    problems = meta_problems(op, samples_of(op, EXTRA.get(key, ())),
+                             data_dependent=key in ("masked_scatter.default", "index_put.default"))
+    assert not problems, "\n".join(problems[:6])

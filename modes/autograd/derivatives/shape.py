@@ -351,6 +351,9 @@ def _(ctx, grad):
 
 def _multi_output(join):
     def formula(ctx, *grads):
+        if not grads:           # no outputs (unbind of an empty dim): nothing flows back
+            meta = ctx.meta("self")
+            return sk.zeros(list(meta.shape), dtype=meta.dtype, device=meta.device)
         return join(ctx, list(grads))
     return formula
 
@@ -373,6 +376,13 @@ def _positions(shape, stride, offset, device):
     return pos.expand(list(shape)) if shape else pos
 
 
+def _last(shape, stride, offset) -> int:
+    """The largest storage position of a geometry (``offset`` when it has no element)."""
+    if any(size == 0 for size in shape):
+        return offset
+    return offset + sum((size - 1) * st for size, st in zip(shape, stride))
+
+
 @derivative("as_strided_copy.default", "AsStridedBackward0_copy", save=("self",))
 def _(ctx, grad):
     # as_strided_backward for an input whose elements have distinct storage positions: each
@@ -383,8 +393,8 @@ def _(ctx, grad):
     offset = inp.storage_offset() if ctx.storage_offset is None else ctx.storage_offset
     in_pos = _positions(shape, stride, inp.storage_offset(), grad.device).reshape([-1])
     out_pos = _positions(list(ctx.size), list(ctx.stride), offset, grad.device).reshape([-1])
-    extent = int(max(in_pos.max().item() if in_pos.numel() else 0,
-                     out_pos.max().item() if out_pos.numel() else 0)) + 1
+    extent = max(_last(shape, stride, inp.storage_offset()),
+                 _last(ctx.size, ctx.stride, offset)) + 1
     numel = in_pos.numel()
     owner = sk.full([extent], numel, dtype=sk.int64, device=grad.device)
     owner = owner.index_put([in_pos], sk.arange(0, numel, 1, dtype=sk.int64,
