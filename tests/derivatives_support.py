@@ -247,3 +247,33 @@ def meta_problems(op, samples, data_dependent=False):
             if not (data_dependent and "nonzero" in str(e)):
                 problems.append(f"{op}{s!r}: {e}")
     return problems
+
+
+def expanded_grad_problems(op, samples):
+    """The engine hands formulas gradients of any layout (``sum``'s backward gives an expanded
+    one): an expanded 0-stride gradient must give what the same values laid out contiguously
+    give."""
+    key = f"{op.name}.{op.overload}"
+    problems = []
+    for s in samples:
+        args, kwargs, _ = build(s, "sk", op=op)
+        results = _flat(op(*args, **kwargs))
+        out = []
+        for expanded in (False, True):
+            grads = []
+            for r in results:
+                if not r.dtype.is_floating_point:
+                    grads.append(None)
+                elif expanded:
+                    grads.append(sk.scalar_tensor(0.625, dtype=r.dtype).expand(list(r.shape)))
+                else:
+                    grads.append(sk.full(list(r.shape), 0.625, dtype=r.dtype))
+            flat = []
+            for g in formulas.apply_formula(op, args, kwargs, tuple(results), grads):
+                flat += g if isinstance(g, list) else [g]
+            out.append(flat)
+        for a, b in zip(*out):
+            if (a is None) != (b is None) or (a is not None and not np.array_equal(
+                    a.numpy(), b.numpy(), equal_nan=True)):
+                problems.append(f"{key}{s!r}: expanded grad gives another gradient")
+    return problems

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from derivatives_support import (check_formula, finite_difference, meta_problems, samples_of,
-                                 uncovered)
+from derivatives_support import (check_formula, expanded_grad_problems, finite_difference,
+                                 meta_problems, samples_of, uncovered)
 from samples import D, S, T, build
 
 import subclass_kit as sk
@@ -191,4 +191,11 @@ def test_formula_on_meta(key):
     op = _op(key)
     problems = meta_problems(op, samples_of(op, EXTRA.get(key, ())),
                              data_dependent=key in ("masked_scatter.default", "index_put.default"))
+    assert not problems, "\n".join(problems[:6])
+
+
+@pytest.mark.parametrize("key", OPS)
+def test_formula_takes_expanded_grads(key):
+    op = _op(key)
+    problems = expanded_grad_problems(op, samples_of(op, EXTRA.get(key, ())))
     assert not problems, "\n".join(problems[:6])
