@@ -47,6 +47,17 @@ def _has_float(obj) -> bool:
     return False
 
 
+def native_samples(op):
+    """The op's table samples that take a floating tensor, in their own dtypes (float16/32:
+    the formulas compute in the saved tensors' dtype, as PyTorch's do)."""
+    entry = entry_for(op)
+    if entry is None or entry.random:
+        return []
+    return [s for s in entry.samples
+            if s.values and (_has_float(s.args) or _has_float(tuple(s.kwargs.values())))
+            and s != float64_sample(s)]
+
+
 def samples_of(op, extra=()):
     """The op's table samples that take a floating tensor, in float64, plus ``extra``."""
     entry = entry_for(op)
@@ -83,7 +94,7 @@ def _grad_values(shape, seed):
     return np.round(rng.uniform(-2, 2, shape) * 8) / 8
 
 
-def check_formula(op, sample, torch, seed=0):
+def check_formula(op, sample, torch, seed=0, rtol=RTOL, atol=ATOL):
     """Compare ``op``'s formula with torch on ``sample``; returns a list of problem strings."""
     key = f"{op.name}.{op.overload}"
     formula = formulas.FORMULAS[key]
@@ -159,7 +170,7 @@ def check_formula(op, sample, torch, seed=0):
             continue
         want = np.zeros(tuple(tv.shape)) if tg is None else tg.detach().numpy()
         got = g.numpy()
-        if not np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True):
+        if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
             problems.append(f"{key}{sample!r}: {label} grad differs:\nours  {got}\ntorch {want}")
     return problems
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from derivatives_support import (check_formula, expanded_grad_problems, finite_difference,
-                                 float64_sample, meta_problems, samples_of, uncovered)
+                                 float64_sample, meta_problems, native_samples, samples_of,
+                                 uncovered)
 from samples import S, T, build, entry_for
 
 import subclass_kit as sk
@@ -184,4 +185,13 @@ def test_formula_on_meta(key):
 def test_formula_takes_expanded_grads(key):
     op = _op(key)
     problems = expanded_grad_problems(op, samples_of(op, EXTRA.get(key, ())))
+    assert not problems, "\n".join(problems[:6])
+
+
+@pytest.mark.parametrize("key", [k for k in OPS if native_samples(_op(k))])
+def test_formula_matches_torch_in_float32_and_float16(key, torch):
+    op = _op(key)
+    problems = []
+    for i, s in enumerate(native_samples(op)):
+        problems += check_formula(op, s, torch, seed=i, rtol=2e-3, atol=2e-3)
     assert not problems, "\n".join(problems[:6])

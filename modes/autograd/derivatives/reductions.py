@@ -81,8 +81,9 @@ def _var_backward(grad, inp, dim, correction, keepdim):
     if inp.dim() == 0 or dim is None:
         dof = inp.numel() - correction
         if dof <= 0:
-            nan_inf = sk.where(inp == inp.mean(), sk.scalar_tensor(math.nan, dtype=inp.dtype),
-                               sk.scalar_tensor(math.inf, dtype=inp.dtype))
+            nan = sk.scalar_tensor(math.nan, dtype=inp.dtype, device=inp.device)
+            inf = sk.scalar_tensor(math.inf, dtype=inp.dtype, device=inp.device)
+            nan_inf = sk.where(inp == inp.mean(), nan, inf)
             return grad * nan_inf
         return (2.0 / dof) * grad * (inp - inp.mean())
     dims = dims_of(dim, inp.dim())
