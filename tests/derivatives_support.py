@@ -288,3 +288,26 @@ def expanded_grad_problems(op, samples):
                     a.numpy(), b.numpy(), equal_nan=True)):
                 problems.append(f"{key}{s!r}: expanded grad gives another gradient")
     return problems
+
+
+class _OpRecorder(sk.DispatchMode):
+    """Records every op a formula runs (composites arrive as the primitives they lower to)."""
+
+    def __init__(self):
+        self.seen = set()
+
+    def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.add(func)
+        return func(*args, **(kwargs or {}))
+
+
+def ops_run_by_formula(op, samples) -> set:
+    """The ops ``op``'s formula runs over ``samples`` (its backward's op stream)."""
+    rec = _OpRecorder()
+    for s in samples:
+        args, kwargs, _ = build(s, "sk", op=op)
+        results = _flat(op(*args, **kwargs))
+        grads = [sk.ones_like(r) if r.dtype.is_floating_point else None for r in results]
+        with rec:
+            formulas.apply_formula(op, args, kwargs, tuple(results), grads)
+    return rec.seen

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from derivatives_support import (check_formula, expanded_grad_problems, finite_difference,
-                                 float64_sample, meta_problems, native_samples, samples_of,
-                                 uncovered)
+                                 float64_sample, meta_problems, native_samples,
+                                 ops_run_by_formula, samples_of, uncovered)
 from samples import S, T, build, entry_for
 
 import subclass_kit as sk
@@ -195,3 +195,38 @@ def test_formula_matches_torch_in_float32_and_float16(key, torch):
     for i, s in enumerate(native_samples(op)):
         problems += check_formula(op, s, torch, seed=i, rtol=2e-3, atol=2e-3)
     assert not problems, "\n".join(problems[:6])
+
+
+def _owned_elsewhere(op) -> bool:
+    """Ops whose derivatives the other derivative modules register: views, the autograd core's
+    copies and arithmetic, and every pointwise op (op_table's pointwise families)."""
+    table = sk.op_table
+    pointwise = {s.partition("(")[0].partition(".")[0]
+                 for s in table.POINTWISE_UNARY + table.POINTWISE_BINARY}
+    core = {"add", "sub", "mul", "div", "neg", "sum", "mean", "mm", "addmm", "tanh", "exp",
+            "clone", "_to_copy", "copy", "fill", "zero_", "lift_fresh", "detach", "alias"}
+    return (op.is_view or op.name in core or op.name in pointwise
+            or op.name in ("lerp", "addcmul", "addcdiv"))
+
+
+def test_backward_op_streams_stay_in_the_table():
+    """Every op a formula of this package runs (over all the formula samples) has a derivative
+    or a non-differentiable mark here, or belongs to a family the other derivative modules
+    cover: the backward is itself differentiable (double backward) once the table is whole."""
+    import subclass_kit.modes.autograd.derivatives.linalg_nn  # noqa: F401
+    import subclass_kit.modes.autograd.derivatives.reductions  # noqa: F401
+    stray = {}
+    for key, f in formulas.FORMULAS.items():
+        if not f.fn.__module__.startswith("subclass_kit.modes.autograd.derivatives"):
+            continue
+        op = _op(key)
+        if op.is_inplace:
+            continue
+        for used in ops_run_by_formula(op, samples_of(op)):
+            k = f"{used.name}.{used.overload}"
+            # ``_local_scalar_dense`` (item) picks a branch (prod/cumprod with zeros), as
+            # PyTorch's formulas do: a Python number, not on the gradient's path.
+            if not (k in formulas.FORMULAS or k in formulas.NON_DIFFERENTIABLE
+                    or _owned_elsewhere(used) or k == "_local_scalar_dense.default"):
+                stray.setdefault(k, []).append(key)
+    assert not stray, stray
