@@ -276,6 +276,10 @@ OTHER = [
     "triu(Tensor self, int diagonal=0) -> Tensor",
     "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
     "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)",
+    # backward ops of the nn primitives (what their derivative formulas call, as in PyTorch)
+    "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+    "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+    "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
     "nonzero(Tensor self) -> Tensor",
     # Copies that rearrange elements (fresh outputs).
     "flip(Tensor self, int[] dims) -> Tensor",

@@ -411,6 +411,28 @@ ENTRIES["native_layer_norm.default"] = E(
      S(F((0, 4)), [4], None, None, 1e-5)],
     [S(F((2, 3, 4)), [3], None, None, 1e-5), S(F((2, 3, 4)), [4], F((3,)), None, 1e-5)],
     rtol=1e-5, atol=1e-5)
+_SMB = [S(F((3, 4)), F((3, 4)), 1, D("float32")),
+        S(F((3, 4), layout="t"), F((3, 4)), 0, D("float32")),
+        S(F((2, 3, 4), "float64"), F((2, 3, 4), "float64", "t"), -1, D("float64")),
+        S(F((3, 4), "float64"), F((3, 4), "float64"), 1, D("float32")),
+        S(F(()), F(()), 0, D("float32")), S(F((0, 4)), F((0, 4)), 1, D("float32")),
+        S(F((2, 3, 4, 5), layout="cl"), F((2, 3, 4, 5)), 1, D("float32")),
+        S(F((3, 4), "float16"), F((3, 4), "float16"), 1, D("float16"))]
+_SMB_ERRORS = [S(F((3, 4)), F((3, 4)), 2, D("float32")),
+               S(F((3, 4)), F((3, 4), "float64"), 1, D("float32")),
+               S(F((3, 4)), F((3, 4)), 1, D("float16")),
+               S(F((3, 4), "int32"), F((3, 4), "int32"), 0, D("int32"))]
+ENTRIES["_softmax_backward_data.default"] = E(
+    _SMB, _SMB_ERRORS + [S(F((3, 4)), F((3, 5)), 1, D("float32"))])
+# (PyTorch's log_softmax backward does not compare the two sizes: no mismatch sample.)
+ENTRIES["_log_softmax_backward_data.default"] = E(list(_SMB), list(_SMB_ERRORS))
+ENTRIES["embedding_dense_backward.default"] = E(
+    [S(F((2, 4, 3)), _idx((2, 4), 4), 5, -1, False),
+     S(F((3, 3), layout="t"), _idx((3,), 4), 5, 1, False),
+     S(F((3, 3)), _idx((3,), 4, values=(1, 1, 2)), 5, -1, True),
+     S(F((3, 3), "float64"), _idx((3,), 4, "int32", values=(0, 2, 0)), 5, 0, True),
+     S(F((3,), "float64"), _idx((), 4), 5, -1, False), S(F((0, 3)), _idx((0,), 4), 5, -1, False)],
+    [S(F((2, 3)), _idx((3,), 4), 5, -1, False), S(F((3, 3)), F((3,)), 5, -1, False)])
 ENTRIES["layer_norm.default"] = E(
     [S(F((2, 3, 4)), [4]), S(F((2, 3, 4)), [4], F((4,)), F((4,))),
      S(F((2, 3, 4)), [3, 4], None, None, 1e-3)],

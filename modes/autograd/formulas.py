@@ -203,10 +203,10 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw) -> list:
                            f"{len(formula.inputs)}")
     out = []
     for name, g in zip(formula.inputs, raw):
-        if g is None:               # also a Python number or an absent optional tensor
+        meta = ctx._metas.get(name)
+        if g is None or meta is None:   # no gradient, a Python number, an absent optional
             out.append(None)
             continue
-        meta = ctx.meta(name)
         if isinstance(meta, list):
             out.append([None if gi is None else _fit(gi, m) for gi, m in zip(g, meta)]
                        if g is not None else None)

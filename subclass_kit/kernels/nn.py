@@ -1,4 +1,6 @@
-"""Neural-network primitives: ``_softmax``, ``_log_softmax``, ``native_layer_norm``, ``embedding``.
+"""Neural-network primitives: ``_softmax``, ``_log_softmax``, ``native_layer_norm``, ``embedding``,
+and the backward ops PyTorch's derivative formulas call: ``_softmax_backward_data``,
+``_log_softmax_backward_data``, ``embedding_dense_backward``.
 
 One rule per op (Note [One rule per op]); outputs are fresh and contiguous, as PyTorch's CPU
 kernels make them (softmax of a transposed or channels-last input is contiguous). float16
@@ -174,6 +176,95 @@ def _embedding_fill(outs, spec, weight, indices, padding_idx=-1, scale_grad_by_f
     np.copyto(outs[0], np.take(weight._array(), idx, axis=0))
 
 
+# -- backward ops ----------------------------------------------------------------------------------
+def _softmax_backward_rule_for(name):
+    def rule(grad_output, output, dim, input_dtype):
+        gs, os_ = grad_output._layout.sizes, output._layout.sizes
+        if gs != os_:
+            raise RuntimeError(
+                f"Expected tensor for argument #1 'grad' to have same size as tensor for argument "
+                f"#2 'output'; but {format_size(gs)} does not equal {format_size(os_)} (while "
+                f"checking arguments for {name}_backward)")
+        d = wrap_dim(dim, output.ndim)
+        gdt = grad_output._dtype
+        # half_to_float (float32 grad of a float16 input) has no CPU kernel.
+        if input_dtype is dt.float16 and gdt is dt.float32:
+            raise RuntimeError("expected scalar type Float but found Half")
+        if output._dtype is not gdt:
+            raise RuntimeError(f"expected scalar type {type_name(gdt)} but found "
+                               f"{type_name(output._dtype)}")
+        if not gdt.is_floating_point:
+            which = "lastdim_kernel_impl" if d == max(output.ndim - 1, 0) else "kernel_impl"
+            raise NotImplementedError(
+                f'"{name}_backward_{which}" not implemented for \'{type_name(gdt)}\'')
+        return _fresh(gs, gdt, common_device([grad_output, output]))
+    return rule
+
+
+def _softmax_backward_fill(outs, spec, grad_output, output, dim, input_dtype):
+    if outs[0].size == 0:
+        return
+    g, y = _opmath(grad_output._array()), _opmath(output._array())
+    d = wrap_dim(dim, y.ndim)
+    if y.ndim == 0:
+        g, y = g.reshape(1), y.reshape(1)
+    with np.errstate(all="ignore"):
+        res = y * (g - np.sum(g * y, axis=d, keepdims=True))
+    np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
+
+
+def _log_softmax_backward_fill(outs, spec, grad_output, output, dim, input_dtype):
+    if outs[0].size == 0:
+        return
+    g, y = _opmath(grad_output._array()), _opmath(output._array())
+    d = wrap_dim(dim, y.ndim)
+    if y.ndim == 0:
+        g, y = g.reshape(1), y.reshape(1)
+    with np.errstate(all="ignore"):
+        res = g - np.exp(y) * np.sum(g, axis=d, keepdims=True)
+    np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
+
+
+def _embedding_backward_rule(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+    if indices._dtype not in (dt.int64, dt.int32):
+        raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got "
+                           f"sk.{indices._dtype.legacy_name} instead (while checking "
+                           f"arguments for embedding_backward)")
+    n = int(np.prod(indices._layout.sizes, dtype=np.int64))
+    sizes = grad_output._layout.sizes
+    dim = sizes[-1] if sizes else 1
+    numel = int(np.prod(sizes, dtype=np.int64))
+    if n * dim != numel:
+        raise RuntimeError(f"shape '[{n}, {dim}]' is invalid for input of size {numel}")
+    return _fresh((num_weights, dim), grad_output._dtype,
+                  common_device([grad_output, indices]))
+
+
+def _embedding_backward_fill(outs, spec, grad_output, indices, num_weights, padding_idx,
+                             scale_grad_by_freq):
+    # Rows of grad_output summed into the rows they were read from (np.add.at accumulates
+    # repeated indices); the padding row gets nothing; scale_grad_by_freq divides each row by
+    # how often its index occurs. Out-of-range indices are undefined in PyTorch: dropped here.
+    out = outs[0]
+    dim = out.shape[1]
+    idx = indices._array().reshape(-1).astype(np.int64)
+    rows = _opmath(grad_output._array()).reshape(idx.size, dim)
+    keep = (idx >= 0) & (idx < num_weights) & (idx != padding_idx)
+    idx, rows = idx[keep], rows[keep]
+    if scale_grad_by_freq and idx.size:
+        counts = np.bincount(idx, minlength=num_weights)
+        rows = rows / counts[idx][:, None]
+    acc = np.zeros(out.shape, dtype=rows.dtype)
+    np.add.at(acc, idx, rows)
+    np.copyto(out, acc, casting="unsafe")
+
+
+register_rule(ops._softmax_backward_data, _softmax_backward_rule_for("softmax"),
+              _softmax_backward_fill)
+register_rule(ops._log_softmax_backward_data, _softmax_backward_rule_for("log_softmax"),
+              _log_softmax_backward_fill)
+register_rule(ops.embedding_dense_backward, _embedding_backward_rule, _embedding_backward_fill)
 register_rule(ops._softmax, _softmax_rule_for("softmax"), _softmax_fill)
 register_rule(ops._log_softmax, _softmax_rule_for("log_softmax"), _log_softmax_fill)
 register_rule(ops.native_layer_norm, _layer_norm_rule, _layer_norm_fill)

@@ -1,0 +1,161 @@
+"""Derivatives of the batched/vector linear-algebra primitives (bmm, baddbmm, dot, mv, vdot) and
+the neural-network primitives of ``kernels/nn.py`` (``_softmax``, ``_log_softmax``,
+``native_layer_norm``, ``embedding``) and of the backward ops their formulas call
+(``_softmax_backward_data``, ``_log_softmax_backward_data``, ``embedding_dense_backward``: their
+double backward), after PyTorch's ``derivatives.yaml``.
+
+``matmul``, ``linear``, ``softmax``, ``log_softmax``, ``layer_norm`` and ``einsum`` are composite
+(CompositeImplicitAutograd): they are differentiated through the primitives they lower to and
+have no entry here. ``native_layer_norm_backward`` is not an op here: its arithmetic is
+composed from ``sk`` ops in the formula.
+"""
+
+from __future__ import annotations
+
+import math
+
+import subclass_kit as sk
+
+from ..formulas import derivative
+from ._helpers import maybe_multiply, wrap
+
+
+# -- linear algebra ------------------------------------------------------------------------------
+@derivative("bmm.default", "BmmBackward0", inputs=("self", "mat2"), save=("self", "mat2"))
+def _(ctx, grad):
+    gs = grad.bmm(ctx.mat2.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+    gm = ctx.self.transpose(1, 2).bmm(grad) if ctx.needs_input_grad[1] else None
+    return gs, gm
+
+
+@derivative("baddbmm.default", "BaddbmmBackward0", inputs=("self", "batch1", "batch2"),
+            save=("batch1", "batch2"))
+def _(ctx, grad):
+    need = ctx.needs_input_grad
+    gs = maybe_multiply(grad, ctx.beta) if need[0] else None
+    g1 = maybe_multiply(grad.bmm(ctx.batch2.transpose(1, 2)), ctx.alpha) if need[1] else None
+    g2 = maybe_multiply(ctx.batch1.transpose(1, 2).bmm(grad), ctx.alpha) if need[2] else None
+    return gs, g1, g2
+
+
+@derivative("dot.default", "DotBackward0", inputs=("self", "tensor"), save=("self", "tensor"))
+def _(ctx, grad):
+    return grad * ctx.tensor, grad * ctx.self
+
+
+@derivative("vdot.default", "VdotBackward0", inputs=("self", "other"), save=("self", "other"))
+def _(ctx, grad):
+    # Real dtypes only: conj() is the identity.
+    return grad * ctx.other, grad * ctx.self
+
+
+@derivative("mv.default", "MvBackward0", inputs=("self", "vec"), save=("self", "vec"))
+def _(ctx, grad):
+    gs = grad.ger(ctx.vec) if ctx.needs_input_grad[0] else None
+    gv = ctx.self.t().mv(grad) if ctx.needs_input_grad[1] else None
+    return gs, gv
+
+
+# -- softmax -------------------------------------------------------------------------------------
+@derivative("_softmax.default", "SoftmaxBackward0", save=("result",))
+def _(ctx, grad):
+    return sk.ops._softmax_backward_data(grad, ctx.result, ctx.dim, ctx.meta("self").dtype)
+
+
+@derivative("_log_softmax.default", "LogSoftmaxBackward0", save=("result",))
+def _(ctx, grad):
+    return sk.ops._log_softmax_backward_data(grad, ctx.result, ctx.dim, ctx.meta("self").dtype)
+
+
+def _as(grad, dtype):
+    return grad if grad.dtype == dtype else grad.to(dtype)
+
+
+@derivative("_softmax_backward_data.default", "SoftmaxBackwardDataBackward0",
+            inputs=("grad_output", "output"), save=("grad_output", "output"))
+def _(ctx, grad):
+    # d/d grad_output is the same op again; d/d output is PyTorch's softmax_double_backward.
+    out, gout = ctx.output, ctx.grad_output
+    grad = _as(grad, out.dtype)
+    dim = [wrap(ctx.dim, out.dim())]
+    ggo = sk.ops._softmax_backward_data(grad, out, ctx.dim, ctx.input_dtype) \
+        if ctx.needs_input_grad[0] else None
+    gout_ = None
+    if ctx.needs_input_grad[1]:
+        gout_ = (gout * grad - (out * gout).sum(dim, keepdim=True) * grad
+                 - gout * (out * grad).sum(dim, keepdim=True))
+    return ggo, gout_
+
+
+@derivative("_log_softmax_backward_data.default", "LogSoftmaxBackwardDataBackward0",
+            inputs=("grad_output", "output"), save=("grad_output", "output"))
+def _(ctx, grad):
+    out, gout = ctx.output, ctx.grad_output
+    grad = _as(grad, out.dtype)
+    dim = [wrap(ctx.dim, out.dim())]
+    ggo = grad - (grad * out.exp()).sum(dim, keepdim=True) if ctx.needs_input_grad[0] else None
+    gout_ = (-gout.sum(dim, keepdim=True) * out.exp() * grad) if ctx.needs_input_grad[1] \
+        else None
+    return ggo, gout_
+
+
+# -- layer norm ----------------------------------------------------------------------------------
+def _has(ctx, name) -> bool:
+    """Whether the optional tensor argument ``name`` was given (metadata is kept for tensors)."""
+    try:
+        ctx.meta(name)
+    except KeyError:
+        return False
+    return True
+
+
+@derivative("native_layer_norm.default", "NativeLayerNormBackward0",
+            inputs=("input", "weight", "bias"), save=("input", "weight", "result"))
+def _(ctx, grad, _grad_mean, _grad_rstd):
+    # native_layer_norm_backward: with x_hat = (x - mean) * rstd over the N normalized
+    # elements, dx = rstd / N * (N * dy_hat - sum(dy_hat) - x_hat * sum(dy_hat * x_hat)),
+    # dy_hat = grad * weight; dweight = sum over the batch dims of grad * x_hat, dbias of grad.
+    # As in PyTorch, gradients reaching the mean and rstd outputs are ignored.
+    x, weight = ctx.input, ctx.weight
+    _, mean, rstd = ctx.results
+    k = len(ctx.normalized_shape)
+    axis = x.dim() - k
+    norm_dims = list(range(axis, x.dim()))
+    batch_dims = list(range(axis))
+    n = math.prod(x.shape[axis:])
+    need = ctx.needs_input_grad
+    x_hat = (x - mean) * rstd
+    gx = gw = gb = None
+    if need[0]:
+        if n == 0:
+            gx = sk.zeros_like(x)
+        else:
+            dy = grad * weight if weight is not None else grad
+            gx = (rstd / n) * (n * dy - dy.sum(norm_dims, keepdim=True)
+                               - x_hat * (dy * x_hat).sum(norm_dims, keepdim=True))
+    if need[1] and weight is not None:
+        gw = (grad * x_hat).sum(batch_dims) if batch_dims else grad * x_hat
+    if need[2] and _has(ctx, "bias"):
+        gb = grad.sum(batch_dims) if batch_dims else grad
+    return gx, gw, gb
+
+
+# -- embedding -----------------------------------------------------------------------------------
+@derivative("embedding.default", "EmbeddingBackward0", inputs=("weight",), save=("indices",))
+def _(ctx, grad):
+    # ``sparse=True`` yields a dense gradient here (no sparse layout; docs/differences.md).
+    return sk.ops.embedding_dense_backward(grad, ctx.indices, ctx.meta("weight").shape[0],
+                                           ctx.padding_idx, ctx.scale_grad_by_freq)
+
+
+@derivative("embedding_dense_backward.default", "EmbeddingDenseBackwardBackward0",
+            inputs=("grad_output",), save=("indices",))
+def _(ctx, grad):
+    # embedding_dense_double_backward: the rows read back at the indices (padding rows zero;
+    # PyTorch ignores scale_grad_by_freq here too).
+    indices = ctx.indices
+    flat = indices.reshape([-1])
+    rows = grad.index_select(0, flat)
+    if ctx.padding_idx >= 0:
+        rows = rows.masked_fill((flat == ctx.padding_idx).unsqueeze(1), 0)
+    return rows.view(list(indices.shape) + [grad.shape[1]])
