@@ -77,11 +77,14 @@ subclass or TensorList argument, goes through the general checks below, which ap
 and write the messages. On small tensors the checker's own work costs much less than having a
 dispatch mode at all (``bench/debug_assert.py`` prints both).
 
-``pytest --debug-asserts`` runs every test under this mode (``modes/pytest_plugin.py``).
+``pytest --debug-asserts`` runs every test under this mode (``pytest_subclass_kit.py``, the
+pytest plugin installed with the package). Each violation names the line that called the op
+(``Violation.where``): the frame is looked up only when a violation is recorded.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -153,12 +156,15 @@ class DebugAssertError(RuntimeError):
 class Violation:
     """One broken rule: ``op`` ("add.Tensor", "mylib::scale.default"), ``rule`` (one of
     ``RULES``), ``argument`` (an argument name such as "self" or "tensors[1]", or the index of
-    an output as an int) and ``message`` (names all of these and the fix)."""
+    an output as an int), ``message`` (names all of these and the fix) and ``where``
+    ("tests/test_model.py:42": the line of the code that called the op, the first frame outside
+    subclass_kit, its modes and pytest; "" when there is none)."""
 
     op: str
     rule: str
     argument: object
     message: str
+    where: str = ""
 
     def __str__(self):
         return self.message
@@ -251,7 +257,8 @@ class DebugAssertMode(sk.DispatchMode):
         return _post(self, plan, types, args, kwargs, snaps, out, bump, crowded, lists, data)
 
     def _report(self, plan, found):
-        records = [Violation(plan.name, rule, argument, _message(plan, rule, what))
+        where = _caller()   # only here: a clean op never pays for the frame walk
+        records = [Violation(plan.name, rule, argument, _message(plan, rule, what, where), where)
                    for rule, argument, what in found]
         self.violations.extend(records)
         if self.raise_on_violation:
@@ -455,9 +462,47 @@ def _check_crowded(plan, types, out, crowded, snaps, found):
                       "mode kept a reference to it)"))
 
 
-def _message(plan, rule, what) -> str:
-    return (f"DebugAssertMode [{rule}] {plan.name}: {what}. Fix: {_FIX[rule]}. "
+def _head(rule, op, where) -> str:
+    return f"DebugAssertMode [{rule}] {op}" + (f" at {where}: " if where else ": ")
+
+
+def _message(plan, rule, what, where="") -> str:
+    return (f"{_head(rule, plan.name, where)}{what}. Fix: {_FIX[rule]}. "
             f"(schema: {plan.schema_text})")
+
+
+# Frames of these modules are the checker's machinery, not the code that called the op:
+# subclass_kit and its modes (also code they generate), pytest and pluggy. Files are matched by
+# directory too (also through the modes/ link), for frames whose globals name no module.
+_MACHINERY = ("subclass_kit", "_pytest", "pluggy", "pytest_subclass_kit")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_CORE = os.path.dirname(os.path.abspath(sk.__file__))
+_INTERNAL = tuple(sorted({d + os.sep for p in (_HERE, _CORE) for d in (p, os.path.realpath(p))}))
+
+
+def _is_machinery(frame) -> bool:
+    module = frame.f_globals.get("__name__") or ""
+    if module.partition(".")[0] in _MACHINERY:
+        return True
+    return frame.f_code.co_filename.startswith(_INTERNAL)
+
+
+def _caller() -> str:
+    """``file:line`` of the innermost frame outside subclass_kit, its modes and pytest (the
+    user code that called the op), the file relative to the working directory when under it."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if not _is_machinery(frame):
+            name = frame.f_code.co_filename
+            try:
+                cwd = os.getcwd() + os.sep
+            except OSError:   # the working directory was removed
+                cwd = None
+            if cwd and name.startswith(cwd):
+                name = name[len(cwd):]
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
 
 
 def _duplicated(outs, o) -> bool:
@@ -487,17 +532,19 @@ def format_violations(violations) -> str:
     for v in violations:
         key = (v.op, v.rule, v.argument)
         if key not in groups:
-            groups[key] = [0, v.message]
+            groups[key] = [0, v]
         groups[key][0] += 1
-    rows = [("op", "rule", "argument", "count", "message")]
-    for (op, rule, arg), (count, msg) in groups.items():
+    rows = [("op", "rule", "argument", "count", "first at", "message")]
+    for (op, rule, arg), (count, v) in groups.items():
         label = f"output {arg}" if isinstance(arg, int) else str(arg)
-        what = msg.split(": ", 1)[-1].split(". Fix: ")[0]
-        rows.append((op, rule, label, str(count), what))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        where = getattr(v, "where", "")
+        head = _head(rule, op, where)
+        msg = v.message[len(head):] if v.message.startswith(head) else v.message
+        rows.append((op, rule, label, str(count), where or "-", msg.split(". Fix: ")[0]))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = []
     for i, r in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4])
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r[:5], widths)) + "  " + r[5])
         if i == 0:
             lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 7)
     return "\n".join(lines)

@@ -217,7 +217,8 @@ def compile_filter(plan, check_data: bool, post):
         f"    {line}\n" for line in code)
     namespace = {"Tensor": _Tensor, "SLOW": SLOW, "getrefcount": _getrefcount,
                  "FRESH_REFS": FRESH_REFS, "crowded_of": crowded_outputs, "bump_if": plan.bump_if,
-                 "plan": plan, "post": post, "data": data_of}
+                 "plan": plan, "post": post, "data": data_of,
+                 "__name__": __name__}   # frames of the filter count as this module's
     filename = f"<debug-assert filter {plan.name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 (our own code)

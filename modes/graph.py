@@ -257,7 +257,9 @@ class Graph:
 
     def compile(self):
         """The printed code as a function of the placeholders (flat tensors, in order)."""
-        namespace = {"sk": sk, **self.constants}
+        # __name__: the function's frames count as this module's (DebugAssertMode's report
+        # skips them when it names the line that called an op)
+        namespace = {"sk": sk, **self.constants, "__name__": __name__}
         exec(compile(self.code, "<graph>", "exec"), namespace)  # noqa: S102 (our own code)
         return namespace["forward"]
 

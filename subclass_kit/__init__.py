@@ -27,6 +27,9 @@ from .mode import DispatchMode as DispatchMode
 from .mode import FunctionMode as FunctionMode
 from .mode import get_function_mode_stack as get_function_mode_stack
 from .mode import get_mode_stack as get_mode_stack
+from .mode import ModeState as ModeState
+from .mode import mode_state as mode_state
+from .mode import set_mode_state as set_mode_state
 from .registry import OpOverload as OpOverload
 from .dispatch import DispatchEvent as DispatchEvent
 from .dispatch import dispatch_trace as dispatch_trace

@@ -14,10 +14,12 @@ documented difference).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ._state import count_interceptor, tls
 
 __all__ = ["DispatchMode", "FunctionMode", "get_mode_stack", "get_function_mode_stack",
-           "no_dispatch"]
+           "ModeState", "mode_state", "set_mode_state", "no_dispatch"]
 
 
 def check_hook_names(cls, names: tuple) -> None:
@@ -98,6 +100,46 @@ def get_mode_stack() -> list:
 def get_function_mode_stack() -> list:
     """The active function modes of this thread, outermost first (a copy)."""
     return list(tls.function_modes)
+
+
+class ModeState(NamedTuple):
+    """A snapshot of this thread's two mode stacks, outermost first (see :func:`mode_state`)."""
+
+    dispatch_modes: tuple
+    function_modes: tuple
+
+
+def mode_state() -> ModeState:
+    """This thread's dispatch and function mode stacks, as a snapshot that
+    :func:`set_mode_state` puts back (test harnesses: the pytest plugin takes one before each
+    test).
+
+        >>> before = sk.mode_state()
+        >>> leaked = sk.DispatchMode().push()     # entered and never exited
+        >>> sk.get_mode_stack()[-1] is leaked
+        True
+        >>> _ = sk.set_mode_state(before)
+        >>> leaked in sk.get_mode_stack(), sk.mode_state() == before
+        (False, True)
+    """
+    return ModeState(tuple(tls.dispatch_modes), tuple(tls.function_modes))
+
+
+def set_mode_state(state: ModeState) -> ModeState:
+    """Make ``state`` (from :func:`mode_state`) this thread's mode stacks again; returns the
+    stacks it replaced. No mode's ``__enter__`` / ``__exit__`` runs: this repairs the stacks
+    after code that entered a mode without leaving it, or left modes out of order (the pytest
+    plugin calls it after such a test). Call it outside mode handlers: a handler runs on a cut
+    stack that is put back when it returns (Note [Mode runs below itself])."""
+    prev = mode_state()
+    dispatch_modes, function_modes = tuple(state.dispatch_modes), tuple(state.function_modes)
+    tls.dispatch_modes = list(dispatch_modes)
+    tls.function_modes = list(function_modes)
+    delta = (len(dispatch_modes) + len(function_modes)
+             - len(prev.dispatch_modes) - len(prev.function_modes))
+    if delta:
+        count_interceptor(delta)   # modes on the stacks are counted as interceptors
+    return prev
 
 
 class no_dispatch:

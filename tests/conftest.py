@@ -1,4 +1,5 @@
-"""Shared pytest setup: hypothesis profiles and the ``torch`` oracle fixture.
+"""Shared pytest setup: hypothesis profiles, the ``torch`` oracle fixture, and a check that test
+ids are the same in every process (pytest-xdist needs it).
 
 Profiles: ``ci`` (the default: derandomized, so every run draws the same examples; no deadline,
 since the first call of an op pays for imports; failing examples print a reproduction blob) and
@@ -8,6 +9,7 @@ since the first call of an op pays for imports; failing examples print a reprodu
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
@@ -33,3 +35,16 @@ def torch():
     return pytest.importorskip(
         "torch", reason="torch (the test oracle, `pip install subclass-kit[oracle]`) is not "
                         "installed")
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Test ids must be the same in every process: pytest-xdist workers each collect the suite
+    and stop when their lists differ. A parameter without an id (a lambda, an object) shows its
+    repr, address included: give it ``ids=`` or ``pytest.param(..., id=...)``."""
+    bad = [item.nodeid for item in items if _ADDRESS.search(item.nodeid)]
+    if bad:
+        raise pytest.UsageError("test ids with object addresses (not the same in every "
+                                "process; give these parameters ids): " + ", ".join(bad[:5]))

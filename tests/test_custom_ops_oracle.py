@@ -144,7 +144,7 @@ def test_function_mode_sees_the_call_not_the_kernel(define):
     ("(Tensor x, float k) -> (Tensor, Tensor)", lambda x, k: (x * k, x + k)),
     ("(Tensor(a!) x, float k) -> Tensor(a!)", lambda x, k: x.mul_(k)),
     ("(Tensor(a) x, float k) -> Tensor(a)", lambda x, k: x[1:]),
-])
+], ids=["out_of_place", "two_outputs", "inplace", "view"])
 def test_direct_subclass_results_keep_the_class(define, schema, kernel):
     """A subclass with the default ``__tensor_function__`` gets its class back from a custom
     op (PyTorch's default ``__torch_function__``), values as computed by the kernel."""

@@ -1,21 +1,26 @@
 """DebugAssertMode on correct code: no false positives (every built-in op over the sample table,
 cpu and meta, ``check_data=True``; subclasses, inference tensors, custom ops, other modes), the
-records and messages, and the pytest plugin. The buggy side lives in ``tests/faults/``.
+records and messages (each naming the line that called the op). The buggy side lives in
+``tests/faults/``; the pytest plugin is tested in ``test_pytest_plugin.py``.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 import subclass_kit as sk
 from oracle import Wrapper
 from subclass_kit.modes import DebugAssertError, DebugAssertMode
-from subclass_kit.modes.debug_assert import EXEMPTIONS, RULES, Violation, exemptions
+from subclass_kit.modes.debug_assert import (
+    EXEMPTIONS,
+    RULES,
+    Violation,
+    exemptions,
+    format_violations,
+)
 
 # The tests below push their own checker (and some break rules on purpose).
 pytestmark = pytest.mark.no_debug_asserts
@@ -308,6 +313,24 @@ def test_records_and_error():
     assert sk.get_mode_stack() == []
 
 
+def test_violation_names_the_line_that_called_the_op():
+    x = sk.ones(2)
+    with _CloneIsInput():
+        with DebugAssertMode(raise_on_violation=False) as mode:
+            line = inspect.currentframe().f_lineno + 1
+            x.clone()
+        with pytest.raises(DebugAssertError) as info:
+            with DebugAssertMode():
+                raising_line = inspect.currentframe().f_lineno + 1
+                x.clone()
+    (v,) = mode.violations
+    here = os.path.relpath(__file__) if __file__.startswith(os.getcwd()) else __file__
+    assert v.where == f"{here}:{line}"
+    assert f"clone.default at {here}:{line}: output 0" in v.message
+    assert f"at {here}:{raising_line}:" in str(info.value)
+    assert f"{here}:{line}" in format_violations(mode.violations)   # the "first at" column
+
+
 def test_report_prints_a_table(capsys):
     x = sk.ones(2)
     with _CloneIsInput():
@@ -342,67 +365,3 @@ def test_allow_lists_come_from_tags():
     assert exemptions(sk.ops._unsafe_view) == {"output_aliases_input"}
     assert exemptions(sk.ops.lift_fresh) == {"output_not_fresh"}
     assert exemptions(sk.ops.add.Tensor) == frozenset()
-
-
-# -- the pytest plugin ---------------------------------------------------------------------------
-PLUGIN_TESTS = '''
-import pytest
-import subclass_kit as sk
-
-identity = sk.library.define("plugcase::identity(Tensor self) -> Tensor")
-sk.library.impl(identity, "cpu")(lambda self: self)   # a buggy kernel: returns its input
-
-
-def test_clean():
-    assert (sk.ones(2) + 1).tolist() == [2.0, 2.0]
-
-
-def test_bad():
-    identity(sk.ones(2))
-
-
-def test_bad_but_swallowed():
-    with pytest.raises(RuntimeError):
-        identity(sk.ones(2))
-        raise RuntimeError("the test's own error")
-
-
-@pytest.mark.no_debug_asserts
-def test_opted_out():
-    identity(sk.ones(2))
-    assert sk.get_mode_stack() == []
-'''
-
-
-def _run_pytest(tmp_path, *flags):
-    (tmp_path / "test_plugin_case.py").write_text(textwrap.dedent(PLUGIN_TESTS))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        filter(None, [root, os.environ.get("PYTHONPATH")])))
-    plugin = [] if _entry_point_installed() else ["-p", "pytest_subclass_kit"]
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           *plugin, *flags, str(tmp_path)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-
-
-def _entry_point_installed() -> bool:
-    from importlib.metadata import entry_points
-    return any(ep.value == "pytest_subclass_kit" for ep in entry_points(group="pytest11"))
-
-
-def test_plugin_runs_tests_under_the_mode(tmp_path):
-    proc = _run_pytest(tmp_path, "--debug-asserts")
-    out = proc.stdout
-    assert proc.returncode == 1, out
-    assert "2 failed, 2 passed" in out
-    assert "test_bad " in out or "test_bad -" in out or "::test_bad" in out
-    assert "subclass_kit debug asserts" in out and "output_not_fresh" in out
-    assert "plugcase::identity.default" in out
-    # the per-test summary labels an output index as the table does
-    assert "[output_not_fresh] output 0: 2 test(s)" in out
-
-
-def test_plugin_is_off_without_the_flag(tmp_path):
-    proc = _run_pytest(tmp_path)
-    assert proc.returncode == 0, proc.stdout
-    assert "4 passed" in proc.stdout

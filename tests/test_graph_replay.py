@@ -124,7 +124,7 @@ def test_out_of_the_right_shape_is_not_resized():
 @pytest.mark.parametrize("call, shape", [
     (lambda x, o: sk.matmul(x, x.t(), out=o), (3, 3)),
     (lambda x, o: sk.stack([x, x], out=o), (2, 3, 4)),
-])
+], ids=["matmul_out", "stack_out"])
 def test_logging_mode_sees_resize(call, shape):
     x, o = sk.randn(3, 4), sk.empty(0)
     with LoggingMode() as log:

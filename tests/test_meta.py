@@ -90,7 +90,7 @@ def test_meta_copy_from_cpu_is_allowed():
     (lambda: meta(2, requires_grad=True),
      "tensor(..., device='meta', size=(2,), requires_grad=True)"),
     (lambda: meta(2, 2, dtype=sk.int64), "tensor(..., device='meta', size=(2, 2), dtype=sk.int64)"),
-])
+], ids=["2x3", "0d", "bool", "requires_grad", "int64"])
 def test_repr(make, text):
     assert repr(make()) == text
 
@@ -121,7 +121,7 @@ def test_repr_matches_torch(args, kw, torch):
     (lambda m: m.numpy(), TypeError,
      ("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
       "host memory first.")),
-])
+], ids=["item", "bool", "float", "tolist", "to_cpu", "copy_from_meta", "numpy"])
 def test_data_access_raises(fn, exc, text):
     m = meta(1)
     with pytest.raises(exc) as info:
@@ -200,7 +200,7 @@ def test_as_strided_is_bounds_checked_on_meta():
     (lambda: meta(3, dtype=sk.uint8) + meta(3, dtype=sk.int8), sk.int16),
     (lambda: meta(3, dtype=sk.bool) + 1, sk.int64),
     (lambda: (meta(3) > 0), sk.bool),
-])
+], ids=["int32+float", "int32.sum", "uint8+int8", "bool+int", "float>int"])
 def test_promotion_on_meta(fn, dtype):
     out = fn()
     assert out.dtype is dtype and out.device.type == "meta"

@@ -242,3 +242,28 @@ def test_concurrent_bumps_through_views_count_exactly(how):
         sys.setswitchinterval(interval)
     assert base._version == n_threads * n
     assert all(v._version == n_threads * n for v in views)
+
+
+def test_set_mode_state_repairs_the_stacks_and_the_interceptor_count():
+    """``sk.set_mode_state`` (what the pytest plugin calls after a test that leaked a mode) puts
+    both stacks back without running any mode, and gives the interceptor count back."""
+    base0 = flags.interceptors
+    before = sk.mode_state()
+    assert isinstance(before, sk.ModeState)
+    a, b, f = Recorder(), Recorder(), sk.FunctionMode()
+    a.push()
+    b.push()
+    f.push()
+    with pytest.raises(RuntimeError, match="exited out of order"):
+        a.pop()
+    now = sk.mode_state()
+    assert now.dispatch_modes[-2:] == (a, b) and now.function_modes[-1:] == (f,)
+    assert flags.interceptors == base0 + 3
+    assert sk.set_mode_state(before) == now
+    assert sk.mode_state() == before and flags.interceptors == base0
+    sk.ones(1) + 1
+    assert not a.ops and not b.ops
+    sk.set_mode_state(now)                          # and forward again
+    assert sk.get_mode_stack()[-2:] == [a, b] and flags.interceptors == base0 + 3
+    sk.set_mode_state(before)
+    assert flags.interceptors == base0

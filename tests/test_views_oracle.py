@@ -394,21 +394,22 @@ def test_view_chains_meta(data, dtype):
 
 # -- SEMANTICS.md §1.3 examples -------------------------------------------------------------------
 @pytest.mark.parametrize("make,shape", [
-    (lambda lib: lib.zeros(4, 6).t(), (3, 2, 4)),
-    (lambda lib: lib.zeros(3).expand(2, 3), (6,)),
-    (lambda lib: lib.zeros(3, 1).expand(3, 4), (3, 2, 2)),
-    (lambda lib: lib.zeros(2, 3, 4)[:, 1:], (4, 4)),
-    (lambda lib: lib.zeros(2, 3, 4).transpose(0, 1), (3, 8)),
-    (lambda lib: lib.zeros(0, 3), (3, 0)),
-    (lambda lib: lib.zeros(0, 3).t(), (0, 3)),
-    (lambda lib: lib.zeros(()), (1, 1)),
-    (lambda lib: lib.zeros(4), (5, 5)),
-    (lambda lib: lib.zeros(4), (-1, -1)),
-    (lambda lib: lib.zeros(4), (-2, 2)),
-    (lambda lib: lib.zeros(0), (-1, 0)),
-    (lambda lib: lib.zeros(2, 1, 3)[:, :, ::2], (2, 2)),
-    (lambda lib: lib.zeros(2, 1, 3).as_strided((2, 1, 3), (3, 99, 1)), (6,)),
-], ids=str)
+    pytest.param(lambda lib: lib.zeros(4, 6).t(), (3, 2, 4), id="t-(3,2,4)"),
+    pytest.param(lambda lib: lib.zeros(3).expand(2, 3), (6,), id="expanded-(6,)"),
+    pytest.param(lambda lib: lib.zeros(3, 1).expand(3, 4), (3, 2, 2), id="expanded-(3,2,2)"),
+    pytest.param(lambda lib: lib.zeros(2, 3, 4)[:, 1:], (4, 4), id="sliced-(4,4)"),
+    pytest.param(lambda lib: lib.zeros(2, 3, 4).transpose(0, 1), (3, 8), id="transposed-(3,8)"),
+    pytest.param(lambda lib: lib.zeros(0, 3), (3, 0), id="empty-(3,0)"),
+    pytest.param(lambda lib: lib.zeros(0, 3).t(), (0, 3), id="empty_t-(0,3)"),
+    pytest.param(lambda lib: lib.zeros(()), (1, 1), id="0d-(1,1)"),
+    pytest.param(lambda lib: lib.zeros(4), (5, 5), id="numel_mismatch-(5,5)"),
+    pytest.param(lambda lib: lib.zeros(4), (-1, -1), id="two_minus_ones-(-1,-1)"),
+    pytest.param(lambda lib: lib.zeros(4), (-2, 2), id="bad_size-(-2,2)"),
+    pytest.param(lambda lib: lib.zeros(0), (-1, 0), id="empty-(-1,0)"),
+    pytest.param(lambda lib: lib.zeros(2, 1, 3)[:, :, ::2], (2, 2), id="stepped-(2,2)"),
+    pytest.param(lambda lib: lib.zeros(2, 1, 3).as_strided((2, 1, 3), (3, 99, 1)), (6,),
+                 id="odd_size1_stride-(6,)"),
+])
 @pytest.mark.parametrize("how", ["view", "reshape", "flatten"])
 def test_view_reshape_flatten(make, shape, how):
     results = []
