@@ -215,3 +215,21 @@ from .api.reductions_more import median as median  # noqa: E402
 from .api.reductions_more import nanmean as nanmean  # noqa: E402
 from .api.reductions_more import nanmedian as nanmedian  # noqa: E402
 from .api.reductions_more import nansum as nansum  # noqa: E402
+# Names ports reach for (issue 12, point 4): api/names.py, utils/.
+from .api.names import chunk as chunk  # noqa: E402
+from .api.names import finfo as finfo  # noqa: E402
+from .api.names import flatten as flatten  # noqa: E402
+from .api.names import iinfo as iinfo  # noqa: E402
+from .api.names import is_tensor as is_tensor  # noqa: E402
+from .api.names import layout as layout  # noqa: E402
+from .api.names import narrow as narrow  # noqa: E402
+from .api.names import numel as numel  # noqa: E402
+from .api.names import permute as permute  # noqa: E402
+from .api.names import reshape as reshape  # noqa: E402
+from .api.names import select as select  # noqa: E402
+from .api.names import split as split  # noqa: E402
+from .api.names import squeeze as squeeze  # noqa: E402
+from .api.names import strided as strided  # noqa: E402
+from .api.names import transpose as transpose  # noqa: E402
+from .api.names import unsqueeze as unsqueeze  # noqa: E402
+from . import utils as utils  # noqa: E402
