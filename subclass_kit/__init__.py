@@ -233,3 +233,6 @@ from .api.names import strided as strided  # noqa: E402
 from .api.names import transpose as transpose  # noqa: E402
 from .api.names import unsqueeze as unsqueeze  # noqa: E402
 from . import utils as utils  # noqa: E402
+from .kernels import bitwise as _bitwise  # noqa: E402
+from .api.bitwise import bitwise_left_shift as bitwise_left_shift  # noqa: E402
+from .api.bitwise import bitwise_right_shift as bitwise_right_shift  # noqa: E402

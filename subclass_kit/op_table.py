@@ -212,6 +212,25 @@ POINTWISE_BINARY = [
     "gcd(Tensor self, Tensor other) -> Tensor",
     "lcm(Tensor self, Tensor other) -> Tensor",
     "heaviside(Tensor self, Tensor values) -> Tensor",
+    # -- bit shifts (kernels/bitwise.py); the operators' own overloads, as PyTorch's ---------
+    "bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor",
+    "bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor",
+    "bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+    "bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor",
+    "bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor",
+    "bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+    "__lshift__.Tensor(Tensor self, Tensor other) -> Tensor",
+    "__lshift__.Scalar(Tensor self, Scalar other) -> Tensor",
+    "__rshift__.Tensor(Tensor self, Tensor other) -> Tensor",
+    "__rshift__.Scalar(Tensor self, Scalar other) -> Tensor",
+]
+
+# ``x <<= y`` / ``x >>= y`` (no ``name_`` spelling to derive: native_functions.yaml names them).
+SHIFT_INPLACE = [
+    "__ilshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+    "__ilshift__.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+    "__irshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+    "__irshift__.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
 ]
 
 REDUCTIONS = [
@@ -420,7 +439,10 @@ COMPOSITE = [
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
 NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_fill.Tensor",
               # more pointwise ops (kernels/pointwise_more.py)
-              "isnan", "isinf", "isposinf", "isneginf", "signbit", "logaddexp", "logaddexp2", "fmax", "fmin"}
+              "isnan", "isinf", "isposinf", "isneginf", "signbit", "logaddexp", "logaddexp2", "fmax", "fmin",
+              # bit shifts: a Scalar self has no in-place form; the operators use __ilshift__
+              "bitwise_left_shift.Scalar_Tensor", "bitwise_right_shift.Scalar_Tensor",
+              "__lshift__.Tensor", "__lshift__.Scalar", "__rshift__.Tensor", "__rshift__.Scalar"}
 
 
 # out= overloads whose PyTorch name is not ``{overload}_out``.
@@ -470,4 +492,4 @@ def derived_schemas() -> list:
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
        + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
-       + REDUCTIONS_MORE + COMPOSITE)
+       + REDUCTIONS_MORE + COMPOSITE + SHIFT_INPLACE)
