@@ -236,3 +236,14 @@ from . import utils as utils  # noqa: E402
 from .kernels import bitwise as _bitwise  # noqa: E402
 from .api.bitwise import bitwise_left_shift as bitwise_left_shift  # noqa: E402
 from .api.bitwise import bitwise_right_shift as bitwise_right_shift  # noqa: E402
+from .kernels import random as _random_kernels  # noqa: E402
+from .api.random import Generator as Generator  # noqa: E402
+from .api.random import bernoulli as bernoulli  # noqa: E402
+from .api.random import default_generator as default_generator  # noqa: E402
+from .api.random import get_rng_state as get_rng_state  # noqa: E402
+from .api.random import initial_seed as initial_seed  # noqa: E402
+from .api.random import multinomial as multinomial  # noqa: E402
+from .api.random import normal as normal  # noqa: E402
+from .api.random import randperm as randperm  # noqa: E402
+from .api.random import seed as seed  # noqa: E402
+from .api.random import set_rng_state as set_rng_state  # noqa: E402

@@ -225,6 +225,31 @@ POINTWISE_BINARY = [
     "__rshift__.Scalar(Tensor self, Scalar other) -> Tensor",
 ]
 
+# Random sampling (kernels/random.py; ``rand.generator`` & co. in kernels/factories.py). A
+# ``generator=`` call of a factory reaches its ``.generator`` overload, as PyTorch's.
+RANDOM = [
+    "rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randperm(SymInt n, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
+    "multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
+    "bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor",
+    "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
+    "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
+    "normal.Tensor_float(Tensor mean, float std=1., *, Generator? generator=None) -> Tensor",
+    "normal.Tensor_float_out(Tensor mean, float std=1., *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor",
+    "normal.float_Tensor_out(float mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor",
+    "normal.Tensor_Tensor_out(Tensor mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+]
+
 # ``x <<= y`` / ``x >>= y`` (no ``name_`` spelling to derive: native_functions.yaml names them).
 SHIFT_INPLACE = [
     "__ilshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
@@ -492,4 +517,4 @@ def derived_schemas() -> list:
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
        + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
-       + REDUCTIONS_MORE + COMPOSITE + SHIFT_INPLACE)
+       + REDUCTIONS_MORE + COMPOSITE + SHIFT_INPLACE + RANDOM)

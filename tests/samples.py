@@ -80,6 +80,16 @@ class MF:
 
 
 @dataclass(frozen=True)
+class Gen:
+    """A random generator seeded with ``seed`` (``sk.Generator`` / ``torch.Generator``)."""
+
+    seed: int = 0
+
+    def __repr__(self):
+        return f"Generator({self.seed})"
+
+
+@dataclass(frozen=True)
 class StorageOf:
     """The ``untyped_storage()`` of a tensor built from ``spec``."""
 
@@ -266,6 +276,11 @@ class Built:
                 return getattr(sk, obj.name)
             import torch
             return getattr(torch, obj.name)
+        if isinstance(obj, Gen):
+            if self.lib == "sk":
+                return sk.Generator().manual_seed(obj.seed)
+            import torch
+            return torch.Generator().manual_seed(obj.seed)
         if isinstance(obj, MF):
             if self.lib == "sk":
                 return getattr(sk, obj.name)

@@ -38,6 +38,7 @@ def _shift_entry(scalar_first=False):
         errors += [S(F((2, 3)), F((2, 3), "int64")), S(F((3,), "bool"), F((3,), "bool")),
                    S(F((2, 3), "int32"), F((4,), "int32")), S(F((3,), "int64"), F((3,)))]
     else:
+        samples += [S(3, F((), "int64", values=(2,))), S(1, F((0, 2), "int16"))]
         errors += [S(1.5, F((3,), "int64")), S(True, F((3,), "bool")), S(2, F((3,)))]
     return E(samples, errors)
 
@@ -79,3 +80,88 @@ for _name, _base in (("__ilshift__", "__lshift__"), ("__irshift__", "__rshift__"
                   S(F((4,), "bool"), 1)]
         ENTRIES[f"{_name}.{_ov}"] = E([s for s in _e.samples if _inplace_ok(s)],
                                       list(_e.errors) + _extra)
+
+
+# -- random sampling (values differ from torch's stream: metadata and errors compared) --------
+from samples import D, Gen  # noqa: E402
+
+_G = Gen(3)
+ENTRIES["rand.generator"] = E(
+    [S([2, 3], generator=_G), S([0], generator=_G), S([4], generator=None, dtype=D("float64"))],
+    [S([2], generator=_G, dtype=D("int64")), S([-1], generator=_G)], random=True)
+ENTRIES["randn.generator"] = E(
+    [S([2, 3], generator=_G), S([4], generator=_G, dtype=D("float16"))],
+    [S([2], generator=_G, dtype=D("int32"))], random=True)
+ENTRIES["randint.low_generator"] = E(
+    [S(0, 10, [3, 4], generator=_G), S(-5, 5, [6], generator=_G, dtype=D("int32"))],
+    [S(5, 5, [2], generator=_G)], random=True)
+ENTRIES["randperm.default"] = E(
+    [S(5), S(0), S(1), S(7, dtype=D("int32")), S(256, dtype=D("uint8")),
+     S(128, dtype=D("int8")), S(6, dtype=D("float32")), S(2049, dtype=D("float16"))],
+    [S(-1), S(3, dtype=D("bool")), S(257, dtype=D("uint8")), S(129, dtype=D("int8")),
+     S(2050, dtype=D("float16"))], random=True)
+ENTRIES["randperm.generator"] = E(
+    [S(5, generator=_G), S(4, generator=_G, dtype=D("float64"))],
+    [S(-2, generator=_G), S(3, generator=_G, dtype=D("bool"))], random=True)
+_P = dict(lo=0.0, hi=1.0)
+ENTRIES["multinomial.default"] = E(
+    [S(F((4,), **_P), 2), S(F((4,), **_P), 6, True), S(F((3, 4), layout="t", **_P), 4),
+     S(F((3, 4), "float64", **_P), 1), S(F((2, 5), "float16", "step", **_P), 3, True),
+     S(F((0, 3), **_P), 2), S(F((4,), values=(0.0, 0.0, 1.0, 0.0)), 3),
+     S(F((4,), values=(0.0, 2.0, 1.0, 0.0)), 5, True), S(F((2, 3), **_P), 2, generator=_G)],
+    [S(F((), **_P), 1), S(F((2, 2, 2), **_P), 1), S(F((4,), "int64"), 1), S(F((4,), **_P), 0),
+     S(F((4,), **_P), -1), S(F((4,), **_P), 5),
+     S(F((3,), values=(1.0, -1.0, 0.5)), 1, _meta=False),
+     S(F((3,), values=(1.0, float("inf"), 0.5)), 2, _meta=False),
+     S(F((3,), values=(1.0, float("nan"), 0.5)), 1, _meta=False),
+     S(F((2, 2), values=(0.0, 0.0, 1.0, 1.0)), 1, _meta=False),
+     S(F((3,), values=(1.0, -1.0, 0.5)), 3, True, _meta=False),
+     S(F((3,), values=(1.0, float("inf"), 0.5)), 3, True, _meta=False),
+     S(F((2, 2), values=(0.0, 0.0, 1.0, 1.0)), 4, True, _meta=False)], random=True)
+ENTRIES["bernoulli.default"] = E(
+    [S(F((2, 3), **_P)), S(F((3, 4), layout="t", **_P)), S(F((4,), "float64", **_P)),
+     S(F((2, 3), layout="expand", **_P)), S(F((0, 2), **_P)), S(F((), "float16", **_P)),
+     S(F((2, 3, 4, 5), layout="cl", **_P)), S(F((3,), **_P), generator=_G)],
+    [S(F((3,), "int64")), S(F((3,), "bool")), S(F((3,), values=(0.5, 1.5, 0.0)), _meta=False),
+     S(F((3,), values=(0.5, -0.5, 0.0)), _meta=False)], random=True)
+ENTRIES["bernoulli.p"] = E(
+    [S(F((2, 3)), 0.5), S(F((3, 4), "int64", "t"), 0.25), S(F((4,), "bool"), 1.0),
+     S(F((2, 3), layout="expand"), 0.0), S(F(()), 0.3), S(F((3,)), 0.5, generator=_G)],
+    [S(F((3,)), 1.5), S(F((3,)), -0.1), S(F((3,)), float("nan"))], random=True)
+ENTRIES["bernoulli_.float"] = E(
+    [S(F((2, 3))), S(F((3, 4), "int64", "t"), 0.25), S(F((4,), "bool"), 1.0),
+     S(F((2, 3), layout="step"), 0.0), S(F(()), 0.3), S(F((3,)), 0.5, generator=_G)],
+    [S(F((3,)), 1.5), S(F((3,)), -0.1), S(F((2, 3), layout="expand"), 0.5)], random=True)
+ENTRIES["bernoulli_.Tensor"] = E(
+    [S(F((2, 3)), F((2, 3), **_P)), S(F((3, 4), "int64", "t"), F((4,), "float64", **_P)),
+     S(F((2, 3)), F((), **_P)), S(F((3,)), F((1,), **_P), generator=_G)],
+    [S(F((3,)), F((2,), **_P)), S(F((3,)), F((3,), "int64")),
+     S(F((3,)), F((3,), values=(0.5, 1.5, 0.0)), _meta=False),
+     S(F((2, 3), layout="expand"), F((3,), **_P))], random=True)
+_STD = dict(lo=0.0, hi=2.0)
+ENTRIES["normal.Tensor_float"] = E(
+    [S(F((2, 3))), S(F((3, 4), layout="t"), 2.0), S(F((4,), "float64"), 0.0),
+     S(F((2, 3), layout="expand"), 0.5), S(F((0, 2))), S(F(()), 1.5),
+     S(F((3,), "float16"), 1.0, generator=_G)],
+    [S(F((3,)), -1.0), S(F((3,), "int64"), 1.0), S(F((3,)), float("nan"))], random=True)
+ENTRIES["normal.float_Tensor"] = E(
+    [S(0.0, F((2, 3), **_STD)), S(1.5, F((3, 4), "float64", "t", **_STD)),
+     S(-1.0, F((), "float16", **_STD)), S(2.0, F((3,), **_STD), generator=_G)],
+    [S(0.0, F((3,), "int64", lo=0)), S(0.0, F((3,), values=(1.0, -1.0, 0.0)), _meta=False)],
+    random=True)
+ENTRIES["normal.Tensor_Tensor"] = E(
+    [S(F((2, 3)), F((2, 3), **_STD)), S(F((3,), "float64"), F((2, 1), **_STD)),
+     S(F((3,), "float16"), F((3,), "float64", **_STD)), S(F((3,)), F((3,), "int64", lo=0)),
+     S(F((2, 3), layout="t"), F((), **_STD)), S(F((3,)), F((3,), **_STD), generator=_G)],
+    [S(F((3,)), F((2,), **_STD)), S(F((3,), "int64"), F((3,), **_STD)),
+     S(F((3,)), F((3,), values=(1.0, -1.0, 0.0)), _meta=False)], random=True)
+ENTRIES["normal.float_float"] = E(
+    [S(0.0, 1.0, [2, 3]), S(1.0, 0.0, [0]), S(-1.0, 2.0, [4], dtype=D("float64")),
+     S(0.0, 1.0, [3], generator=_G)],
+    [S(0.0, -1.0, [2]), S(0.0, 1.0, [2], dtype=D("int64")), S(0.0, 1.0, [-1])], random=True)
+# float_float_out's own entry: the registry's functional_variant of it is Tensor_float (the
+# factory keywords make the argument lists differ).
+ENTRIES["normal.float_float_out"] = E(
+    [S(0.0, 1.0, [2, 3], out=F((0,))), S(1.0, 0.0, [0], out=F((3,), "float64")),
+     S(-1.0, 2.0, [4], out=F((2, 2), layout="t")), S(0.0, 1.0, [3], generator=_G, out=F((3,)))],
+    [S(0.0, -1.0, [2], out=F((0,))), S(0.0, 1.0, [2], out=F((0,), "int64"))], random=True)
