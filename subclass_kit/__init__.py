@@ -247,3 +247,8 @@ from .api.random import normal as normal  # noqa: E402
 from .api.random import randperm as randperm  # noqa: E402
 from .api.random import seed as seed  # noqa: E402
 from .api.random import set_rng_state as set_rng_state  # noqa: E402
+from .kernels import selection as _selection  # noqa: E402
+from . import decompositions_selection as _decompositions_selection  # noqa: E402
+from .api.selection import masked_select as masked_select  # noqa: E402
+from .api.selection import repeat_interleave as repeat_interleave  # noqa: E402
+from .api.selection import unique as unique  # noqa: E402

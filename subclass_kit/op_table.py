@@ -250,6 +250,20 @@ RANDOM = [
     "normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
 ]
 
+# Data-dependent selection (kernels/selection.py): the output size needs the data, so the meta
+# kernels raise (``repeat_interleave.Tensor`` computes with ``output_size=``).
+SELECTION = [
+    "repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor",
+    "repeat_interleave.Tensor_out(Tensor repeats, *, SymInt? output_size=None, Tensor(a!) out) -> Tensor(a!)",
+    "masked_select(Tensor self, Tensor mask) -> Tensor",
+    "masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)",
+    "_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+    "unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+    # composites (decompositions_selection.py): PyTorch's CompositeImplicitAutograd bodies
+    "repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+    "repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+]
+
 # ``x <<= y`` / ``x >>= y`` (no ``name_`` spelling to derive: native_functions.yaml names them).
 SHIFT_INPLACE = [
     "__ilshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
@@ -517,4 +531,4 @@ def derived_schemas() -> list:
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
        + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
-       + REDUCTIONS_MORE + COMPOSITE + SHIFT_INPLACE + RANDOM)
+       + REDUCTIONS_MORE + COMPOSITE + SHIFT_INPLACE + RANDOM + SELECTION)

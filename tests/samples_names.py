@@ -165,3 +165,62 @@ ENTRIES["normal.float_float_out"] = E(
     [S(0.0, 1.0, [2, 3], out=F((0,))), S(1.0, 0.0, [0], out=F((3,), "float64")),
      S(-1.0, 2.0, [4], out=F((2, 2), layout="t")), S(0.0, 1.0, [3], generator=_G, out=F((3,)))],
     [S(0.0, -1.0, [2], out=F((0,))), S(0.0, 1.0, [2], out=F((0,), "int64"))], random=True)
+
+
+# -- data-dependent selection ----------------------------------------------------------------
+def _counts(shape, hi=3, dtype="int64", layout="contig", values=None):
+    return F(shape, dtype, layout, lo=0, hi=hi, values=values)
+
+
+ENTRIES["repeat_interleave.Tensor"] = E(
+    [S(_counts((4,)), _meta=False), S(_counts((3,), dtype="int32"), _meta=False),
+     S(_counts((0,))), S(_counts((5,), layout="step"), _meta=False),
+     S(_counts((3,), values=(1, 0, 2)), output_size=3),
+     S(_counts((3,), dtype="int32", values=(2, 2, 0)), output_size=4),
+     S(_counts((0,)), output_size=0)],
+    [S(F((3,))), S(_counts((2, 2))), S(F((3,), "int16")), S(F((3,), "bool")),
+     S(F((3,), "int64", values=(1, -2, 3)), _meta=False),
+     S(_counts((3,), values=(1, 0, 2)), output_size=4, _meta=False)], data_dependent=True)
+ENTRIES["repeat_interleave.self_int"] = E(
+    [S(F((2, 3)), 2), S(F((2, 3), layout="t"), 2, 0), S(F((2, 3), "int64"), 3, -1),
+     S(F(()), 3), S(F((0, 3)), 2, 1), S(F((2, 3)), 0, 1), S(F((2, 3), layout="expand"), 2, 1),
+     S(F((2, 3)), 2, 1, output_size=6)],
+    [S(F((2, 3)), -1), S(F((2, 3)), 2, 2), S(F((2, 3)), 2, 1, output_size=7)])
+ENTRIES["repeat_interleave.self_Tensor"] = E(
+    [S(F((2, 3)), _counts((2,)), 0, _meta=False), S(F((2, 3), layout="t"), _counts((3,)), 1,
+                                                     _meta=False),
+     S(F((2, 3), "int64"), _counts((6,)), _meta=False),
+     S(F((2, 3)), _counts((), values=(2,)), 0, _meta=False),
+     S(F((2, 3)), _counts((1,), values=(2,)), -1, _meta=False),
+     S(F((0, 3)), _counts((0,)), 0), S(F((2, 3)), _counts((2,), values=(1, 2)), 0, output_size=3)],
+    [S(F((2, 3)), _counts((3,)), 0), S(F((2, 3)), _counts((2, 2)), 0),
+     S(F((2, 3)), F((2,)), 0), S(F((2, 3)), F((2,), "int64", values=(1, -1)), 0, _meta=False)],
+    data_dependent=True)
+_MASK = dict(dtype="bool")
+ENTRIES["masked_select.default"] = E(
+    [S(F((2, 3)), F((2, 3), **_MASK), _meta="raises"),
+     S(F((2, 3), layout="t"), F((3,), **_MASK), _meta="raises"),
+     S(F((3,), "int64"), F((2, 3), "bool", "t"), _meta="raises"),
+     S(F(()), F((), **_MASK), _meta="raises"), S(F((0, 3)), F((3,), **_MASK), _meta="raises"),
+     S(F((2, 3), "float16", "expand"), F((2, 1), **_MASK), _meta="raises")],
+    [S(F((2, 3)), F((2, 3))), S(F((2, 3)), F((2, 3), "uint8")), S(F((2, 3)), F((4,), **_MASK))],
+    data_dependent=True)
+ENTRIES["_unique2.default"] = E(
+    [S(F((6,), "int64", lo=0, hi=3), _meta="raises"),
+     S(F((2, 3), layout="t", values=(1.0, float("nan"), 1.0, -0.5, float("nan"), 2.0)),
+       True, True, True, _meta="raises"),
+     S(F((3, 4), "int32", lo=0, hi=2), False, True, False, _meta="raises"),
+     S(F((4,), "bool"), True, False, True, _meta="raises"), S(F(()), _meta="raises"),
+     S(F((0, 3)), True, True, True, _meta="raises"),
+     S(F((2, 3), "float16", "expand", lo=0, hi=1), True, True, True, _meta="raises")],
+    data_dependent=True)
+_ROWS = (1, 2, 1, 2, 0, 5, 1, 2)
+ENTRIES["unique_dim.default"] = E(
+    [S(F((4, 2), "int64", values=_ROWS), 0, _meta="raises"),
+     S(F((4, 2), "int64", "t", values=_ROWS), 1, True, True, True, _meta="raises"),
+     S(F((2, 4), values=(1, 1, 0, 1, 2, 2, 5, 2)), -1, True, True, True, _meta="raises"),
+     S(F((0, 3)), 0, True, True, True, _meta="raises"),
+     S(F((2, 3, 2), "int32", lo=0, hi=1), 1, False, False, True, _meta="raises"),
+     S(F((3, 2), "bool"), 0, _meta="raises")],
+    [S(F((2, 3)), 2, _meta=False), S(F((3, 0)), 0, _meta=False), S(F((0, 0)), 0, _meta=False),
+     S(F(()), 0, _meta=False)], data_dependent=True)
