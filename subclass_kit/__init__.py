@@ -252,3 +252,4 @@ from . import decompositions_selection as _decompositions_selection  # noqa: E40
 from .api.selection import masked_select as masked_select  # noqa: E402
 from .api.selection import repeat_interleave as repeat_interleave  # noqa: E402
 from .api.selection import unique as unique  # noqa: E402
+from . import sizes_policy as _sizes_policy  # noqa: E402

@@ -264,6 +264,17 @@ SELECTION = [
     "repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
 ]
 
+# Metadata queries a wrapper subclass with ``dispatch_sizes_strides_policy`` answers in its
+# handler (subclass_kit/sizes_policy.py); the kernels read the layout.
+METADATA_QUERIES = [
+    "sym_size(Tensor self) -> SymInt[]",
+    "sym_stride(Tensor self) -> SymInt[]",
+    "dim(Tensor self) -> int",
+    "sym_numel(Tensor self) -> SymInt",
+    "sym_storage_offset(Tensor self) -> SymInt",
+    "is_contiguous(Tensor self) -> bool",
+]
+
 # ``x <<= y`` / ``x >>= y`` (no ``name_`` spelling to derive: native_functions.yaml names them).
 SHIFT_INPLACE = [
     "__ilshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
@@ -531,4 +542,5 @@ def derived_schemas() -> list:
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
        + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
-       + REDUCTIONS_MORE + COMPOSITE + SHIFT_INPLACE + RANDOM + SELECTION)
+       + REDUCTIONS_MORE + COMPOSITE + SHIFT_INPLACE + RANDOM + SELECTION
+       + METADATA_QUERIES)

@@ -224,3 +224,12 @@ ENTRIES["unique_dim.default"] = E(
      S(F((3, 2), "bool"), 0, _meta="raises")],
     [S(F((2, 3)), 2, _meta=False), S(F((3, 0)), 0, _meta=False), S(F((0, 0)), 0, _meta=False),
      S(F(()), 0, _meta=False)], data_dependent=True)
+
+
+# -- metadata queries (what a dispatch_sizes_strides_policy wrapper answers) ------------------
+_QUERY_SAMPLES = [S(F((2, 3))), S(F((3, 4), layout="t")), S(F(())), S(F((0, 3), "int64")),
+                  S(F((2, 3), layout="offset")), S(F((2, 3, 4, 5), "float64", "cl")),
+                  S(F((2, 3), layout="expand")), S(F((2, 3), layout="step"))]
+for _name in ("sym_size", "sym_stride", "dim", "sym_numel", "sym_storage_offset",
+              "is_contiguous"):
+    ENTRIES[f"{_name}.default"] = E(list(_QUERY_SAMPLES))

@@ -270,3 +270,89 @@ def test_weak_dict_matches_identity_dict(keep):
     del pool, t
     gc.collect()
     assert len(d) == sum(1 for t in survivors if id(t) in ref)
+
+
+# -- make_wrapper_subclass(layout=, memory_format=, pin_memory=, dispatch_sizes_strides_policy=)
+QUERIES = [("size", lambda w: tuple(w.size())), ("shape", lambda w: tuple(w.shape)),
+           ("stride", lambda w: w.stride()), ("dim", lambda w: w.dim()),
+           ("numel", lambda w: w.numel()), ("is_contiguous", lambda w: w.is_contiguous()),
+           ("storage_offset", lambda w: w.storage_offset()), ("size0", lambda w: w.size(0)),
+           ("stride0", lambda w: w.stride(0)), ("ndim", lambda w: w.ndim)]
+
+
+def _wrapper_classes(torch):
+    class SkW(sk.Tensor):
+        answer = None
+        seen: list = []
+
+        @classmethod
+        def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+            cls.seen.append(func.name)
+            return cls.answer.get(func.name) if cls.answer else None
+
+    class TorchW(torch.Tensor):
+        answer = None
+        seen: list = []
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            cls.seen.append(func.overloadpacket.__name__)
+            return cls.answer.get(func.overloadpacket.__name__) if cls.answer else None
+
+    return SkW, TorchW
+
+
+# no_debug_asserts: DebugAssertMode reads each op's output metadata, which the policy routes
+# to the handler whose calls this test counts.
+@pytest.mark.no_debug_asserts
+@pytest.mark.parametrize("policy", [None, "strides", "sizes"])
+@pytest.mark.parametrize("answer", [None, {"sym_stride": [7, 1], "is_contiguous": False,
+                                           "sym_size": [5, 4], "dim": 2, "sym_numel": 20,
+                                           "sym_storage_offset": 3}])
+@pytest.mark.parametrize("query", range(len(QUERIES)))
+def test_sizes_strides_policy(torch, policy, answer, query):
+    SkW, TorchW = _wrapper_classes(torch)
+    SkW.answer = TorchW.answer = answer
+    w = sk.make_wrapper_subclass(SkW, (2, 3), dispatch_sizes_strides_policy=policy)
+    tw = torch.Tensor._make_wrapper_subclass(TorchW, (2, 3),
+                                             dispatch_sizes_strides_policy=policy)
+    _, fn = QUERIES[query]
+    SkW.seen.clear()
+    TorchW.seen.clear()
+    try:
+        ours = fn(w)
+    except RuntimeError as e:
+        ours = ("error", str(e))
+    try:
+        theirs = fn(tw)
+    except RuntimeError as e:
+        theirs = ("error", str(e))
+    assert ours == theirs
+    assert SkW.seen == TorchW.seen
+
+
+def test_wrapper_options(torch):
+    SkW, TorchW = _wrapper_classes(torch)
+    for kw, tkw in [({"memory_format": sk.channels_last}, {"memory_format": torch.channels_last}),
+                    ({"pin_memory": True}, {"pin_memory": True}),
+                    ({"layout": sk.strided}, {"layout": torch.strided})]:
+        w = sk.make_wrapper_subclass(SkW, (1, 2, 3, 4), **kw)
+        tw = torch.Tensor._make_wrapper_subclass(TorchW, (1, 2, 3, 4), **tkw)
+        assert w.stride() == tw.stride() and w.layout is sk.strided
+    with pytest.raises(ValueError) as ours:
+        sk.make_wrapper_subclass(SkW, (2,), dispatch_sizes_strides_policy="foo")
+    with pytest.raises(ValueError) as theirs:
+        torch.Tensor._make_wrapper_subclass(TorchW, (2,), dispatch_sizes_strides_policy="foo")
+    assert str(ours.value) == str(theirs.value)
+    with pytest.raises(TypeError, match="layout"):
+        sk.make_wrapper_subclass(SkW, (2,), layout="sparse")
+
+
+@pytest.mark.no_debug_asserts     # as test_sizes_strides_policy
+def test_policy_does_not_leak_to_other_instances():
+    SkW, _ = _wrapper_classes(pytest.importorskip("torch"))
+    SkW.answer = {"sym_stride": [9]}
+    with_policy = sk.make_wrapper_subclass(SkW, (2,), dispatch_sizes_strides_policy="strides")
+    plain = sk.make_wrapper_subclass(SkW, (2,))
+    SkW.seen.clear()
+    assert with_policy.stride() == (9,) and plain.stride() == (1,) and SkW.seen == ["sym_stride"]
