@@ -72,7 +72,8 @@ class Generator:
         """The state as a fresh 1-d ``uint8`` tensor (numpy's PCG64 state and the seed)."""
         from .tensor import from_numpy
         st = self._np.bit_generator.state
-        raw = (st["state"]["state"].to_bytes(16, "little") + st["state"]["inc"].to_bytes(16, "little")
+        raw = (st["state"]["state"].to_bytes(16, "little")
+               + st["state"]["inc"].to_bytes(16, "little")
                + bytes([st["has_uint32"]]) + int(st["uinteger"]).to_bytes(4, "little")
                + self._seed.to_bytes(8, "little"))
         return from_numpy(np.frombuffer(raw, dtype=np.uint8).copy())

@@ -102,7 +102,7 @@ def _install(cls):
     cls._sk_policy_methods = True
 
 
-# -- kernels: the tensor's own metadata (the default answer) ----------------------------------------
+# -- kernels: the tensor's own metadata (the default answer) ----------------------------------
 for _device in ("cpu", "meta"):
     register_kernel(ops.sym_size.default, _device)(lambda self: list(self._layout.sizes))
     register_kernel(ops.sym_stride.default, _device)(lambda self: list(self._layout.strides))

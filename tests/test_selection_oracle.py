@@ -15,7 +15,8 @@ from test_names_oracle import sk_calls, torch_calls
 PROGRAMS = [
     "lib.repeat_interleave(x, 2)", "x.repeat_interleave(2, dim=0)", "x.t().repeat_interleave(2)",
     "x.repeat_interleave(r, dim=0)", "lib.repeat_interleave(c)",
-    "lib.repeat_interleave(x, r, dim=0, output_size=3)", "lib.repeat_interleave(x, 2, 1, output_size=6)",
+    "lib.repeat_interleave(x, r, dim=0, output_size=3)",
+    "lib.repeat_interleave(x, 2, 1, output_size=6)",
     "lib.repeat_interleave(c, output_size=6)", "lib.repeat_interleave(x, r0, dim=1)",
     "lib.repeat_interleave(x, r1, dim=-1)", "lib.repeat_interleave(x, c6)",
     "lib.repeat_interleave(s, 3)", "lib.repeat_interleave(x, 0, dim=1)",

@@ -7,8 +7,8 @@ broadcasting, promotion, TensorIterator's layout; See Note [One rule per op]).
 Values follow PyTorch's CPU kernels (``BinaryOpsKernel.cpp``), not C's undefined behaviour:
 a shift count that is negative or at least the bit width of the dtype gives 0 for ``<<`` and,
 for ``>>``, the sign fill (``a >> (bits - 1)``: 0 or -1) of signed dtypes and 0 of ``uint8``.
-Left shifts wrap (they run on the unsigned twin of the dtype). Only integer dtypes: bool and floating common
-dtypes raise NotImplementedError ``"lshift_cpu" not implemented for 'Float'``.
+Left shifts wrap (they run on the unsigned twin of the dtype). Only integer dtypes: bool and
+floating common dtypes raise NotImplementedError ``"lshift_cpu" not implemented for 'Float'``.
 """
 
 from __future__ import annotations
