@@ -89,10 +89,16 @@ class DynamicOutputShapeError(NotImplementedError):
     """
 
 
-def _data_dependent(func, args) -> bool:
+_DATA_DEPENDENT = (sk.ops.nonzero.default, sk.ops.masked_select.default,
+                   sk.ops.masked_select.out, sk.ops._unique2.default, sk.ops.unique_dim.default)
+
+
+def _data_dependent(func, args, kwargs=None) -> bool:
     """Whether ``func(*args)`` failed on meta because its output shape needs the data."""
-    if func is sk.ops.nonzero.default:
+    if func in _DATA_DEPENDENT:
         return True
+    if func in (sk.ops.repeat_interleave.Tensor, sk.ops.repeat_interleave.Tensor_out):
+        return (kwargs or {}).get("output_size") is None
     if func is sk.ops.index.Tensor and len(args) > 1:
         return any(isinstance(i, Tensor) and i.dtype in (sk.bool, sk.uint8) for i in args[1])
     return False
@@ -195,13 +201,14 @@ class MetaMode(sk.DispatchMode):
             kwargs = {}
         try:
             out = func(*args, **kwargs)
-        except NotImplementedError:
-            if not _data_dependent(func, args):
+        except RuntimeError:    # NotImplementedError too (a subclass)
+            if not _data_dependent(func, args, kwargs):
                 raise
             raise DynamicOutputShapeError(
                 f"{func}: the shape of its output depends on the data of its inputs, which "
-                "MetaMode does not have (nonzero, or indexing with a boolean mask); run this "
-                "step outside the mode") from None
+                "MetaMode does not have (nonzero, masked_select, unique, repeat_interleave "
+                "without output_size, or indexing with a boolean mask); run this step outside "
+                "the mode") from None
         if label is not None and label != META and not func.mutated_args:
             if isinstance(out, Tensor):
                 out.fake_device = label

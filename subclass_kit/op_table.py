@@ -212,6 +212,75 @@ POINTWISE_BINARY = [
     "gcd(Tensor self, Tensor other) -> Tensor",
     "lcm(Tensor self, Tensor other) -> Tensor",
     "heaviside(Tensor self, Tensor values) -> Tensor",
+    # -- bit shifts (kernels/bitwise.py); the operators' own overloads, as PyTorch's ---------
+    "bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor",
+    "bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor",
+    "bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+    "bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor",
+    "bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor",
+    "bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+    "__lshift__.Tensor(Tensor self, Tensor other) -> Tensor",
+    "__lshift__.Scalar(Tensor self, Scalar other) -> Tensor",
+    "__rshift__.Tensor(Tensor self, Tensor other) -> Tensor",
+    "__rshift__.Scalar(Tensor self, Scalar other) -> Tensor",
+]
+
+# Random sampling (kernels/random.py; ``rand.generator`` & co. in kernels/factories.py). A
+# ``generator=`` call of a factory reaches its ``.generator`` overload, as PyTorch's.
+RANDOM = [
+    "rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randperm(SymInt n, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
+    "multinomial.out(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
+    "bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor",
+    "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
+    "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
+    "normal.Tensor_float(Tensor mean, float std=1., *, Generator? generator=None) -> Tensor",
+    "normal.Tensor_float_out(Tensor mean, float std=1., *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor",
+    "normal.float_Tensor_out(float mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor",
+    "normal.Tensor_Tensor_out(Tensor mean, Tensor std, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+    "normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
+]
+
+# Data-dependent selection (kernels/selection.py): the output size needs the data, so the meta
+# kernels raise (``repeat_interleave.Tensor`` computes with ``output_size=``).
+SELECTION = [
+    "repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor",
+    "repeat_interleave.Tensor_out(Tensor repeats, *, SymInt? output_size=None, Tensor(a!) out) -> Tensor(a!)",
+    "masked_select(Tensor self, Tensor mask) -> Tensor",
+    "masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)",
+    "_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+    "unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)",
+    # composites (decompositions_selection.py): PyTorch's CompositeImplicitAutograd bodies
+    "repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+    "repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+]
+
+# Metadata queries a wrapper subclass with ``dispatch_sizes_strides_policy`` answers in its
+# handler (subclass_kit/sizes_policy.py); the kernels read the layout.
+METADATA_QUERIES = [
+    "sym_size(Tensor self) -> SymInt[]",
+    "sym_stride(Tensor self) -> SymInt[]",
+    "dim(Tensor self) -> int",
+    "sym_numel(Tensor self) -> SymInt",
+    "sym_storage_offset(Tensor self) -> SymInt",
+    "is_contiguous(Tensor self) -> bool",
+]
+
+# ``x <<= y`` / ``x >>= y`` (no ``name_`` spelling to derive: native_functions.yaml names them).
+SHIFT_INPLACE = [
+    "__ilshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+    "__ilshift__.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+    "__irshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+    "__irshift__.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
 ]
 
 REDUCTIONS = [
@@ -447,7 +516,10 @@ COMPOSITE = [
 # Pointwise ops WITHOUT a derived ``name_`` in-place overload (as in native_functions.yaml).
 NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_fill.Tensor",
               # more pointwise ops (kernels/pointwise_more.py)
-              "isnan", "isinf", "isposinf", "isneginf", "signbit", "logaddexp", "logaddexp2", "fmax", "fmin"}
+              "isnan", "isinf", "isposinf", "isneginf", "signbit", "logaddexp", "logaddexp2", "fmax", "fmin",
+              # bit shifts: a Scalar self has no in-place form; the operators use __ilshift__
+              "bitwise_left_shift.Scalar_Tensor", "bitwise_right_shift.Scalar_Tensor",
+              "__lshift__.Tensor", "__lshift__.Scalar", "__rshift__.Tensor", "__rshift__.Scalar"}
 
 
 # out= overloads whose PyTorch name is not ``{overload}_out``.
@@ -497,4 +569,5 @@ def derived_schemas() -> list:
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
        + POINTWISE_BINARY + REDUCTIONS + OTHER + LOSSES + WITH_INPLACE_AND_OUT + SORTING
-       + SHAPE_MORE + REDUCTIONS_MORE + POINTWISE_BACKWARD + COMPOSITE)
+       + SHAPE_MORE + REDUCTIONS_MORE + POINTWISE_BACKWARD + COMPOSITE + SHIFT_INPLACE + RANDOM
+       + SELECTION + METADATA_QUERIES)

@@ -12,7 +12,7 @@ from collections import OrderedDict, defaultdict, deque
 from typing import Any, Callable, NamedTuple
 
 __all__ = ["TreeSpec", "LeafSpec", "tree_flatten", "tree_unflatten", "tree_map", "tree_map_only",
-           "tree_leaves", "register_pytree_node"]
+           "tree_leaves", "register_pytree_node", "PyTree"]
 
 
 class _Node(NamedTuple):
@@ -229,3 +229,8 @@ def tree_map_only(types, fn: Callable, tree: Any):
     if type(tree) is dict and not tree:     # the kwargs of most dispatch calls
         return {}
     return _map(lambda x: fn(x) if isinstance(x, types) else x, tree)
+
+
+# Type alias for annotations, as ``torch.utils._pytree.PyTree`` (``typing.Any``: any nesting of
+# containers and leaves).
+PyTree = Any

@@ -172,7 +172,8 @@ def _check_requires_grad(dtype):
 
 
 def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None, device=None,
-                          requires_grad=False) -> Tensor:
+                          requires_grad=False, *, memory_format=None, layout=None,
+                          pin_memory=False, dispatch_sizes_strides_policy=None) -> Tensor:
     """A wrapper ("has-a") subclass instance: metadata only, over a data-less Storage of the
     geometry's ``nbytes``; ``data_ptr()`` is 0 and data access raises. Inside inference mode the
     wrapper is an inference tensor.
@@ -185,15 +186,23 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
     are not sequences of ints; RuntimeError for a negative size ("numel: integer multiplication
     overflow", PyTorch's text), strides of another length than ``size``, a non-zero
     ``storage_offset`` without ``strides``, and ``requires_grad`` on a non-floating dtype.
+
+    The other keywords of PyTorch's ``_make_wrapper_subclass`` mean what they mean there:
+    ``memory_format`` and ``pin_memory`` are accepted and change nothing (PyTorch's wrapper
+    strides are row-major unless ``strides`` is given, and it pins no memory); ``layout`` must
+    be ``sk.strided`` (the only layout; TypeError otherwise); ``dispatch_sizes_strides_policy``
+    ("strides" or "sizes"; ValueError otherwise) makes ``stride()`` / ``is_contiguous()``, and
+    for "sizes" also ``size()``, ``dim()``, ``numel()``, ``storage_offset()``, ask the class's
+    ``__tensor_dispatch__`` (``subclass_kit/sizes_policy.py``).
     """
     if cls not in DISPATCH_TYPES:
         _check_cls(cls)
         raise TypeError(f"{cls.__name__} must define __tensor_dispatch__")
     # Handlers build a wrapper per op, mostly with a handful of geometries: memoise them.
     try:
-        layout, extent = _GEOMETRY[size, strides, storage_offset]
+        geometry, extent = _GEOMETRY[size, strides, storage_offset]
     except (KeyError, TypeError):
-        layout, extent = _geometry(size, strides, storage_offset)
+        geometry, extent = _geometry(size, strides, storage_offset)
     if dtype is None:
         dtype = dt.get_default_dtype()
     elif dtype.__class__ is not dt.dtype:
@@ -212,7 +221,7 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
     storage._dataless = True
     t = _new(cls)
     t._storage = storage
-    t._layout = layout
+    t._layout = geometry
     t._dtype = dtype
     t._base = t._np_buf = None
     if tls.inference:
@@ -223,7 +232,19 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
         t._inference = False
     if requires_grad:
         t.requires_grad_(True)
+    if dispatch_sizes_strides_policy is not None or layout is not None:
+        _wrapper_options(t, layout, dispatch_sizes_strides_policy)
     return t
+
+
+def _wrapper_options(t, layout, policy):
+    from .api.names import strided
+    from .sizes_policy import apply_policy, check_policy
+    if layout is not None and layout is not strided:
+        raise TypeError(f"make_wrapper_subclass(): argument 'layout' must be sk.layout "
+                        f"(sk.strided), not {type(layout).__name__}")
+    check_policy(policy)
+    apply_policy(t, policy)
 
 
 _GEOMETRY: dict = {}

@@ -80,6 +80,16 @@ class MF:
 
 
 @dataclass(frozen=True)
+class Gen:
+    """A random generator seeded with ``seed`` (``sk.Generator`` / ``torch.Generator``)."""
+
+    seed: int = 0
+
+    def __repr__(self):
+        return f"Generator({self.seed})"
+
+
+@dataclass(frozen=True)
 class StorageOf:
     """The ``untyped_storage()`` of a tensor built from ``spec``."""
 
@@ -266,6 +276,11 @@ class Built:
                 return getattr(sk, obj.name)
             import torch
             return getattr(torch, obj.name)
+        if isinstance(obj, Gen):
+            if self.lib == "sk":
+                return sk.Generator().manual_seed(obj.seed)
+            import torch
+            return torch.Generator().manual_seed(obj.seed)
         if isinstance(obj, MF):
             if self.lib == "sk":
                 return getattr(sk, obj.name)
@@ -303,6 +318,7 @@ def qualified(op) -> str:
 def _table() -> dict:
     from samples_losses import ENTRIES as losses_entries
     from samples_math import ENTRIES as math_entries
+    from samples_names import ENTRIES as names_entries
     from samples_pointwise_more import ENTRIES as pointwise_more_entries
     from samples_reductions_more import ENTRIES as reductions_more_entries
     from samples_scatter_sort import ENTRIES as scatter_sort_entries
@@ -310,7 +326,8 @@ def _table() -> dict:
     from samples_table import ENTRIES as base_entries
     table = dict(base_entries)
     for more in (math_entries, scatter_sort_entries, shape_more_entries,
-                 pointwise_more_entries, reductions_more_entries, losses_entries):
+                 pointwise_more_entries, reductions_more_entries, losses_entries,
+                 names_entries):
         overlap = set(table) & set(more)
         assert not overlap, f"entries defined twice: {sorted(overlap)}"
         table.update(more)

@@ -220,26 +220,37 @@ def eye(n, m=None, *, dtype=None, device=None):
 
 
 @factory
-def rand(*size, dtype=None, device=None):
-    """Uniform [0, 1) samples of ``size`` from the generator seeded by ``sk.manual_seed``
-    (values differ from torch's stream). NotImplementedError for integer dtypes, as torch."""
+def rand(*size, generator=None, dtype=None, device=None):
+    """Uniform [0, 1) samples of ``size`` from ``generator`` (an ``sk.Generator``; the default
+    one, seeded by ``sk.manual_seed``, when None: values differ from torch's stream).
+    NotImplementedError for integer dtypes, as torch. With ``generator=`` the op is
+    ``rand.generator``, as PyTorch's."""
+    if generator is not None:
+        return ops.rand.generator(size_args(size), generator=generator, **_kw(dtype, device))
     return ops.rand(size_args(size), **_kw(dtype, device))
 
 
 @factory
-def randn(*size, dtype=None, device=None):
-    """Standard normal samples of ``size`` (``torch.randn``; numpy stream, not torch's).
-    NotImplementedError for integer dtypes."""
+def randn(*size, generator=None, dtype=None, device=None):
+    """Standard normal samples of ``size`` (``torch.randn``; numpy stream, not torch's) from
+    ``generator`` (``randn.generator``) or the default one. NotImplementedError for integer
+    dtypes."""
+    if generator is not None:
+        return ops.randn.generator(size_args(size), generator=generator, **_kw(dtype, device))
     return ops.randn(size_args(size), **_kw(dtype, device))
 
 
 @factory
-def randint(low, high=None, size=None, *, dtype=None, device=None):
-    """``randint(high, size)`` or ``randint(low, high, size)``; int64 by default."""
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None):
+    """``randint(high, size)`` or ``randint(low, high, size)``; int64 by default; from
+    ``generator`` (``randint.low_generator``) or the default generator."""
     if size is None:
         low, high, size = 0, low, high
     elif high is None:
         raise type_error("randint", "high", "int", high, 2)
+    if generator is not None:
+        return ops.randint.low_generator(low, high, tuple(size), generator=generator,
+                                         **_kw(dtype, device))
     return ops.randint(low, high, tuple(size), **_kw(dtype, device))
 
 
@@ -397,12 +408,16 @@ def _uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
         from_ = kwargs.pop("from")
     if kwargs:
         raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if generator is None:   # PyTorch passes generator= only when given
+        return ops.uniform_(self, from_, to)
     return ops.uniform_(self, from_, to, generator=generator)
 
 
 def _normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill ``self`` with normal samples (``mean``, ``std``); bumps ``_version``. RuntimeError
     "normal expects std >= 0.0, but found std -1"; floating dtypes only."""
+    if generator is None:
+        return ops.normal_(self, mean, std)
     return ops.normal_(self, mean, std, generator=generator)
 
 

@@ -1,8 +1,9 @@
 """Factory ops (no tensor inputs) and copies: ``empty``, ``full``, ``arange``, ``eye``, random
 fills, ``clone``, ``_to_copy``, ``copy_``, ``fill_``, ``zero_``.
 
-The random generator is one numpy ``Generator`` seeded by ``sk.manual_seed``; values differ from
-PyTorch's (a documented difference), distributions and dtypes do not.
+Random values come from an ``sk.Generator`` (``generator.py``: the default one, seeded by
+``sk.manual_seed``, or the ``generator=`` argument); values differ from PyTorch's (a documented
+difference), distributions and dtypes do not.
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from ._common import (
 from ._iter_layout import alloc, iter_strides
 from ._scalars import checked_scalar
 
-_rng = [np.random.default_rng(0)]
+from ..generator import default_generator, numpy_generator
 
 
 def manual_seed(seed: int):
-    """Seed the generator behind ``rand``/``randn``/``randint`` (PyTorch's ``manual_seed``)."""
-    _rng[0] = np.random.default_rng(int(seed))
+    """Seed the default generator (behind every random op called without ``generator=``) and
+    return it (PyTorch's ``torch.manual_seed``)."""
+    return default_generator.manual_seed(seed)
 
 
 def check_size(size, name="size") -> tuple:
@@ -154,7 +156,8 @@ def eye(n, m, *, dtype=None, device=None, requires_grad=None):
 
 
 def _random(kind):
-    def kernel(size, *, dtype=None, device=None, requires_grad=None):
+    def kernel(size, *, generator=None, dtype=None, device=None, requires_grad=None):
+        rng = numpy_generator(generator)
         t = _factory(size, dtype, device)
         if not t._dtype.is_floating_point:
             kernel_name = "check_uniform_bounds" if kind == "rand" else "normal_kernel_cpu"
@@ -162,7 +165,7 @@ def _random(kind):
                                       f"'{type_name(t._dtype)}'")
         if t._storage.device is not META:
             shape = t._layout.sizes
-            vals = _rng[0].random(shape) if kind == "rand" else _rng[0].standard_normal(shape)
+            vals = rng.random(shape) if kind == "rand" else rng.standard_normal(shape)
             t._array()[...] = vals
         return _finish(t, requires_grad)
     return kernel
@@ -172,16 +175,21 @@ register_kernel(ops.rand, "cpu")(_random("rand"))
 register_kernel(ops.rand, "meta")(_random("rand"))
 register_kernel(ops.randn, "cpu")(_random("randn"))
 register_kernel(ops.randn, "meta")(_random("randn"))
+for _op, _kind in ((ops.rand.generator, "rand"), (ops.randn.generator, "randn")):
+    register_kernel(_op, "cpu")(_random(_kind))
+    register_kernel(_op, "meta")(_random(_kind))
 
 
+@both_devices(ops.randint.low_generator)
 @both_devices(ops.randint)
-def randint(low, high, size, *, dtype=None, device=None, requires_grad=None):
+def randint(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=None):
+    rng = numpy_generator(generator)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
     t = _factory(size, dt.int64 if dtype is None else dtype, device)
     if t._storage.device is not META:
-        t._array()[...] = _rng[0].integers(low, high, t._layout.sizes)
+        t._array()[...] = rng.integers(low, high, t._layout.sizes)
     return t
 
 
@@ -395,7 +403,8 @@ def _like_kernel(fill_value):
 
 def _random_like(kind):
     def value(self, args, shape):
-        return _rng[0].random(shape) if kind == "rand" else _rng[0].standard_normal(shape)
+        rng = default_generator._np
+        return rng.random(shape) if kind == "rand" else rng.standard_normal(shape)
     return value
 
 
@@ -451,9 +460,7 @@ def new_ones(self, size, *, dtype=None, device=None, requires_grad=None):
 
 # -- in-place random fills: PyTorch's checks in its order, then numpy's generator --------------
 def _random_generator(generator):
-    if generator is not None:
-        raise NotImplementedError("generator= is not supported: subclass_kit has one generator, "
-                                  "seeded by sk.manual_seed")
+    return numpy_generator(generator)
 
 
 def _random_fill_target(self, kernel_name):
@@ -467,7 +474,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     """PyTorch's ``uniform_impl_`` checks: the dtype ("check_uniform_bounds" not implemented
     for 'Long'), ``from``/``to`` within the dtype's range, ``from <= to``, ``to - from`` finite
     in the dtype, then the internal-overlap check of the fill."""
-    _random_generator(generator)
+    rng = _random_generator(generator)
     _random_fill_target(self, "check_uniform_bounds")
     hi = float(np.finfo(self._dtype.numpy).max)
     for name, v in (("from", from_), ("to", to)):
@@ -483,7 +490,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     check_no_internal_overlap(self)
     if self._storage.device is not META:
         shape = self._layout.sizes
-        self._array()[...] = from_ + (to - from_) * _rng[0].random(shape)
+        self._array()[...] = from_ + (to - from_) * rng.random(shape)
     return self
 
 
@@ -491,14 +498,14 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """PyTorch's ``normal_impl_`` checks: ``std >= 0`` first, then the dtype
     ("normal_kernel_cpu" not implemented for 'Long'), then the fill's internal overlap."""
-    _random_generator(generator)
+    rng = _random_generator(generator)
     if not std >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     _random_fill_target(self, "normal_kernel_cpu")
     check_no_internal_overlap(self)
     if self._storage.device is not META:
         shape = self._layout.sizes
-        self._array()[...] = mean + std * _rng[0].standard_normal(shape)
+        self._array()[...] = mean + std * rng.standard_normal(shape)
     return self
 
 
