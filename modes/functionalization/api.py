@@ -111,7 +111,9 @@ def _epilogue(inputs):
             else:
                 sk.ops.as_strided_.default(plain, list(w.shape), list(w.stride()),
                                            w.storage_offset())
-        data_mutated = w.has_data_mutation or w.was_storage_changed
+        # PyTorch copies after a metadata-only mutation too (make_fx shows ``as_strided_`` then
+        # ``copy_``).
+        data_mutated = w.has_data_mutation or w.has_metadata_mutation
         in_synthetic_family = any(s and fw.fstorage is w.fstorage
                                   for _, fw, s in inputs) and not synthetic
         if data_mutated and not in_synthetic_family:
