@@ -230,6 +230,14 @@ class FunctionalizeMode(sk.DispatchMode):
             r = results[0]
             if r.shape != mutated[0].shape or r.dtype != mutated[0].dtype:
                 _meta_check(func, args, kwargs)     # the in-place op's own error, if any
+        else:
+            for w, r in zip(mutated, results):
+                if w.device != r.device:
+                    raise RuntimeError(f"Attempting to copy from device {r.device.type} to "
+                                       f"device {w.device.type}, but cross-device copies are "
+                                       f"not allowed!")
+                if w.dtype != r.dtype:
+                    _meta_check(func, args, kwargs)     # "result type ... can't be cast"
         for w, r in zip(mutated, results):
             w.replace(r)
             w.commit_update()
