@@ -150,16 +150,22 @@ class Graph:
     def __init__(self):
         self.nodes: list = []
         self._names: set = {"sk", "float"}
+        self._next_suffix: dict = {}
         self._in_spec = None
         self._tensor_leaves: list = []   # positions of tensor leaves in the flattened inputs
         self._out_spec = None
 
     # -- building ---------------------------------------------------------------------------
     def _fresh(self, base: str) -> str:
+        # The next suffix per base name is remembered: probing from 1 each time made capturing
+        # n calls of one op quadratic.
         base = _identifier(base)
-        name, i = base, 1
+        i = self._next_suffix.get(base, 0)
+        name = base if i == 0 else f"{base}_{i}"
         while name in self._names:
-            name, i = f"{base}_{i}", i + 1
+            i += 1
+            name = f"{base}_{i}"
+        self._next_suffix[base] = i + 1
         self._names.add(name)
         return name
 

@@ -53,7 +53,14 @@ def cannot_functionalize(func) -> str:
 
 def functional_variant(func):
     """The out-of-place op functionalization runs for the mutating ``func``, or None."""
-    return _FUNCTIONAL_NAMES.get(func.__name__) or func.functional_variant
+    try:
+        return _VARIANTS[func]
+    except KeyError:
+        fv = _VARIANTS[func] = _FUNCTIONAL_NAMES.get(func.__name__) or func.functional_variant
+        return fv
+
+
+_VARIANTS: dict = {}
 
 
 def _is_ftw(x):
@@ -121,7 +128,7 @@ class FunctionalizeMode(sk.DispatchMode):
         if func is ops.lift_fresh.default:
             return src
         rest, r = args[1:], self.reapply_views
-        value = src.value          # not synced: a new view regenerates at first use
+        value = src.current()      # not synced: a new view regenerates at first use
         if func.schema.returns[0].is_tensor_list:
             outs = (func if r else copy_variant(func))(value, *rest, **kwargs)
             metas = [ViewMeta(func, rest, kwargs, out_index=i, reapply=r)
@@ -150,7 +157,7 @@ class FunctionalizeMode(sk.DispatchMode):
         meta = ViewMeta(view_op, args[1:], kwargs, reapply=self.reapply_views)
         _meta_check(func, args, kwargs)
         self_.view_metas = self_.view_metas + (meta,)
-        self_.set_value(meta.forward(self_.value))
+        self_.set_value(meta.forward(self_.current()))
         self_.has_metadata_mutation = True
         _bump(self_)
         return self_
@@ -191,8 +198,9 @@ class FunctionalizeMode(sk.DispatchMode):
             raise RuntimeError(NON_FUNCTIONAL_MUTATION)
         self_.fstorage.frozen = True
         self_.fstorage, self_._storage = source.fstorage, source._storage
+        value = source.current()
         self_.view_metas, self_.generation = source.view_metas, source.generation
-        self_.set_value(source.value)
+        self_.set_value(value)
         self_._vc = source._vc
         self_.was_storage_changed = self_.has_metadata_mutation = True
         _bump(self_)
@@ -211,22 +219,23 @@ class FunctionalizeMode(sk.DispatchMode):
         fv = functional_variant(func)
         if fv is None:
             raise RuntimeError(cannot_functionalize(func))
-        if func.is_inplace:
-            wrappers = [x for x in sk.pytree.tree_leaves((args, kwargs)) if _is_ftw(x)]
-        else:
-            wrappers = None
         fpos, fkw = [], {}
         for a in fv.schema.arguments:
             if a.name not in bound:
                 continue
-            v = sk.pytree.tree_map_only(FTW, _unwrap, bound[a.name])
+            v = bound[a.name]
+            if v.__class__ is FTW:
+                v.sync()
+                v = v.value
+            elif isinstance(v, (list, tuple)):
+                v = sk.pytree.tree_map_only(FTW, _unwrap, v)
             if a.kwarg_only:
                 fkw[a.name] = v
             else:
                 fpos.append(v)
         out = fv(*fpos, **fkw)
         results = list(out) if isinstance(out, (list, tuple)) else [out]
-        if wrappers is not None:
+        if func.is_inplace:
             r = results[0]
             if r.shape != mutated[0].shape or r.dtype != mutated[0].dtype:
                 _meta_check(func, args, kwargs)     # the in-place op's own error, if any
@@ -267,7 +276,7 @@ def _meta_check(func, args, kwargs):
     """Run ``func`` itself on meta stand-ins of its arguments, for the errors only the
     in-place/metadata op raises (shape of an in-place result, dtype cast back)."""
     def meta(x):
-        v = x.value if _is_ftw(x) else x
+        v = x       # a wrapper's geometry mirrors its value's
         return sk.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype,
                                 device="meta")
     with sk.no_dispatch():

@@ -46,7 +46,7 @@ DATA_PTR = (
 class FunctionalStorage:
     """The shared state of an alias family (see the module docstring)."""
 
-    __slots__ = ("base", "frozen", "generation", "storage", "updates", "__weakref__")
+    __slots__ = ("base", "frozen", "generation", "holders", "storage", "updates", "__weakref__")
 
     def __init__(self, base, storage):
         self.base = base
@@ -54,6 +54,7 @@ class FunctionalStorage:
         self.generation = 0
         self.frozen = False
         self.storage = storage
+        self.holders: list = []     # wrappers regenerated from the current base (see add_update)
 
     def add_update(self, value, metas):
         """Queue ``value`` as the new content of the view reached by ``metas`` from the base.
@@ -66,6 +67,13 @@ class FunctionalStorage:
                 raise RuntimeError(_AS_STRIDED_BANNED.format(n=len(metas), i=i))
         self.updates.append((value, metas))
         self.generation += 1
+        # Wrappers regenerated from the base being replaced are stale now: drop their values so
+        # they do not keep every old base alive (a loop of M mutations would otherwise hold M
+        # copies of the base: quadratic memory, and page faults on each new allocation). A
+        # dropped value is regenerated when next needed (``FunctionalTensorWrapper.current``).
+        for w in self.holders:
+            w.value = None
+        self.holders.clear()
 
     def apply_updates(self) -> bool:
         """Write every queued update into ``base`` (in order); whether any was applied."""
@@ -101,6 +109,7 @@ class FunctionalTensorWrapper(sk.Tensor):
         raise RuntimeError(ON_ITS_OWN)
 
     def __tensor_flatten__(self):
+        self.current()
         return ["value"], (self.fstorage, self.view_metas, self.generation)
 
     @staticmethod
@@ -119,11 +128,20 @@ class FunctionalTensorWrapper(sk.Tensor):
         self.regenerate()
 
     def regenerate(self):
-        t = self.fstorage.base
+        fs = self.fstorage
+        t = fs.base
         for m in self.view_metas:
             t = m.forward(t)
         self.set_value(t)
-        self.generation = self.fstorage.generation
+        self.generation = fs.generation
+        if self.view_metas:
+            fs.holders.append(self)
+
+    def current(self):
+        """``value``, regenerated first if it was dropped (only stale values are dropped)."""
+        if self.value is None:
+            self.sync()
+        return self.value
 
     def set_value(self, value):
         """``value := value``, the wrapper's geometry mirroring it."""
@@ -156,13 +174,17 @@ class FunctionalTensorWrapper(sk.Tensor):
 
 def _new_wrapper(value, fstorage, metas, generation) -> FunctionalTensorWrapper:
     lay = value._layout
-    w = sk.make_wrapper_subclass(FunctionalTensorWrapper, lay.sizes, lay.strides, lay.offset,
-                                 dtype=value.dtype, device=value.device)
-    w._layout = lay
     if fstorage is None:
+        w = sk.make_wrapper_subclass(FunctionalTensorWrapper, lay.sizes, lay.strides,
+                                     lay.offset, dtype=value.dtype, device=value.device)
         fstorage = FunctionalStorage(value, w._storage)
     else:
+        # A view: its storage is the family's, so the geometry given here (one the wrapper
+        # factory has memoised) only has to be valid; the real one is set below.
+        w = sk.make_wrapper_subclass(FunctionalTensorWrapper, (), None, 0,
+                                     dtype=value.dtype, device=value.device)
         w._storage = fstorage.storage
+    w._layout = lay
     w.value = value
     w.fstorage = fstorage
     w.view_metas = metas
