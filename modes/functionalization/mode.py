@@ -201,7 +201,6 @@ class FunctionalizeMode(sk.DispatchMode):
         value = source.current()
         self_.view_metas, self_.generation = source.view_metas, source.generation
         self_.set_value(value)
-        self_._vc = source._vc
         self_.was_storage_changed = self_.has_metadata_mutation = True
         _bump(self_)
         return self_
