@@ -197,3 +197,17 @@ def test_eliminate_dead_code_on_the_canonical_graphs_keeps_results():
         g.eliminate_dead_code()
         after = g.run(*make_inputs(sk, shapes))
         _assert_same(after, tuple(t for t in (before if isinstance(before, tuple) else (before,))))
+
+
+def test_unbind_loop_runs_a_linear_number_of_ops():
+    """Linear regeneration, counted deterministically (bench/functionalize.py times it): four
+    ops per mutation (regenerate, mul, select_scatter, dead regenerate) plus unbind and the
+    epilogue, whatever N."""
+    def f(x):
+        for i, v in enumerate(x.unbind(1)):
+            v.mul_(i + 1)
+        return x
+    for n in (10, 100, 400):
+        g = make_graph(functionalize(f))(sk.ones(8, n))
+        # unbind + 3 ops for column 0 (fresh, no regeneration) + 4 per later column + copy_
+        assert len(g.calls) == 1 + 3 + 4 * (n - 1) + 1
