@@ -138,6 +138,16 @@ def test_in_place_shape_error_is_the_eager_one_and_input_unchanged():
     assert x.tolist() == [1.0] * 3 and x._version == 0
 
 
+def test_in_place_write_to_an_expanded_view_raises_as_eager():
+    with pytest.raises(RuntimeError) as eager:
+        sk.ones(1, 3).expand(2, 3).add_(1)
+    x = sk.ones(1, 3)
+    with pytest.raises(RuntimeError) as ours:
+        functionalize(lambda x: x.expand(2, 3).add_(1))(x)
+    assert str(ours.value) == str(eager.value)
+    assert x.tolist() == [[1.0, 1.0, 1.0]]
+
+
 def test_out_dtype_error_is_the_eager_one():
     with pytest.raises(RuntimeError) as eager:
         sk.add(sk.ones(2), 0.5, out=sk.zeros(2, dtype=sk.int64))

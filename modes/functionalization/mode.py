@@ -235,9 +235,11 @@ class FunctionalizeMode(sk.DispatchMode):
         out = fv(*fpos, **fkw)
         results = list(out) if isinstance(out, (list, tuple)) else [out]
         if func.is_inplace:
-            r = results[0]
-            if r.shape != mutated[0].shape or r.dtype != mutated[0].dtype:
-                _meta_check(func, args, kwargs)     # the in-place op's own error, if any
+            r, m = results[0], mutated[0]
+            if r.shape != m.shape or r.dtype != m.dtype or 0 in m.stride():
+                # the in-place op's own error, if any: a result that does not fit ``self``, a
+                # dtype it cannot cast back to, a write to an expanded ``self``
+                _meta_check(func, args, kwargs)
         else:
             for w, r in zip(mutated, results):
                 if w.device != r.device:
