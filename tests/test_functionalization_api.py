@@ -281,3 +281,20 @@ def test_to_jax_runs_the_corpus_under_jit(torch, name):
     res = res if isinstance(res, (tuple, list)) else (res,)
     for a, b in zip(res, want):
         np.testing.assert_allclose(np.asarray(a), b.numpy(), rtol=1e-6)
+
+
+def test_random_in_place_fills_draw_the_eager_numbers():
+    def f(x):
+        x[0].uniform_(-1, 1)
+        x[1].normal_(2, 3)
+        return x[2].zero_()
+    sk.manual_seed(7)
+    eager_in = sk.ones(3, 4)
+    f(eager_in)
+    sk.manual_seed(7)
+    ours_in = sk.ones(3, 4)
+    functionalize(f)(ours_in)
+    assert ours_in.tolist() == eager_in.tolist()
+    g = make_graph(functionalize(f))(sk.ones(3, 4))
+    assert {"uniform.default", "normal_functional.default", "zero.default"} <= {
+        n.op.__name__ for n in g.calls}
