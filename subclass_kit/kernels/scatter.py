@@ -44,9 +44,15 @@ def clone_preserve_strides(self):
     """A copy of ``self`` with its sizes, strides and offset over a copy of its storage."""
     if self._layout.has_internal_overlap():
         return _kernel(ops.clone, self)(self)
-    storage = Storage(self._storage._nbytes, self._storage.device)
-    if storage._buffer is not None:
-        storage._buffer[:] = self._storage._bytes()
+    src = self._storage
+    if src._buffer is None or src._buffer.nbytes != src._nbytes:
+        storage = Storage(src._nbytes, src.device)
+        if storage._buffer is not None:
+            storage._buffer[:] = src._bytes()[:src._nbytes]
+    else:
+        # One numpy copy of the (C-contiguous) buffer: functionalization runs a scatter per
+        # mutation, so this copy is its per-mutation cost.
+        storage = Storage._over(src._buffer.copy(), src.device)
     return make_tensor(storage, self._layout, self._dtype)
 
 
