@@ -10,3 +10,8 @@ from .meta_mode import DynamicOutputShapeError as DynamicOutputShapeError
 from .meta_mode import MetaMode as MetaMode
 from .meta_mode import infer_shapes as infer_shapes
 from .op_usage import OpUsageMode as OpUsageMode
+from .functionalization import FunctionalizeMode as FunctionalizeMode
+from .functionalization import FunctionalTensorWrapper as FunctionalTensorWrapper
+from .functionalization import from_functional as from_functional
+from .functionalization import functionalize as functionalize
+from .functionalization import to_functional as to_functional

@@ -150,16 +150,22 @@ class Graph:
     def __init__(self):
         self.nodes: list = []
         self._names: set = {"sk", "float"}
+        self._next_suffix: dict = {}
         self._in_spec = None
         self._tensor_leaves: list = []   # positions of tensor leaves in the flattened inputs
         self._out_spec = None
 
     # -- building ---------------------------------------------------------------------------
     def _fresh(self, base: str) -> str:
+        # The next suffix per base name is remembered: probing from 1 each time made capturing
+        # n calls of one op quadratic.
         base = _identifier(base)
-        name, i = base, 1
+        i = self._next_suffix.get(base, 0)
+        name = base if i == 0 else f"{base}_{i}"
         while name in self._names:
-            name, i = f"{base}_{i}", i + 1
+            i += 1
+            name = f"{base}_{i}"
+        self._next_suffix[base] = i + 1
         self._names.add(name)
         return name
 
@@ -224,6 +230,41 @@ class Graph:
 
     __call__ = run
 
+    # -- passes -----------------------------------------------------------------------------
+    def eliminate_dead_code(self) -> int:
+        """Remove the call nodes whose results nothing uses (transitively), keeping every op
+        that mutates an argument and the random ops (their draws move the generator). Constants
+        no call uses any more go too. Returns how many nodes were removed. PyTorch's
+        ``Graph.eliminate_dead_code``; functionalization's dead regeneration nodes are what it
+        is for (SEMANTICS.md §6.4)."""
+        used: set = set()
+
+        def mark(x):
+            if isinstance(x, Ref):
+                used.add(x.node)
+            return x
+
+        kept = []
+        for node in reversed(self.nodes):
+            live = (node.kind in ("output", "placeholder") or node in used
+                    or (node.kind == "call" and _impure(node.op)))
+            if live:
+                sk.pytree.tree_map(mark, (node.args, node.kwargs))
+                kept.append(node)
+        removed = len(self.nodes) - len(kept)
+        self.nodes = kept[::-1]
+        return removed
+
+    def to_jax(self):
+        """This graph as a pure ``jax.numpy`` function of the placeholders (flat, in order),
+        returning the output structure; ``jax.jit`` compiles it. Raises ValueError naming the
+        first node that mutates (only functional graphs can be lowered: ``functionalize`` them
+        first; the input-mutation epilogue's ``copy_`` into a placeholder becomes an extra
+        output instead, see ``modes/jax_lowering.py``), NotImplementedError for an op without a
+        lowering, ImportError when JAX is not installed."""
+        from .jax_lowering import lower
+        return lower(self)
+
     # -- printing ---------------------------------------------------------------------------
     @property
     def code(self) -> str:
@@ -262,6 +303,15 @@ class Graph:
         namespace = {"sk": sk, **self.constants, "__name__": __name__}
         exec(compile(self.code, "<graph>", "exec"), namespace)  # noqa: S102 (our own code)
         return namespace["forward"]
+
+
+_RANDOM = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "randint_like",
+                     "uniform", "uniform_", "normal_", "normal_functional", "bernoulli",
+                     "bernoulli_", "dropout", "native_dropout", "randperm", "multinomial"})
+
+
+def _impure(op) -> bool:
+    return op.is_mutable or op.__name__.split(".")[0] in _RANDOM
 
 
 # Lifted constants are copied. ``sk.tensor([...])`` inside ``fn`` reaches modes as

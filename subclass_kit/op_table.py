@@ -73,6 +73,11 @@ SCATTERS = [
     "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor",
     "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor",
     "as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor",
+    # functional variants of in-place ops that have no out-of-place op of their own
+    "zero(Tensor self) -> Tensor",
+    "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
+    "normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor",
+    "resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor",
 ]
 
 # ``<view>_copy``: one per view op above, fresh contiguous outputs (functionalization's

@@ -245,6 +245,20 @@ ENTRIES["fill_.Scalar"] = E(
 ENTRIES["zero_.default"] = E(
     [S(F((2, 3))), S(F((2, 3), layout="step")), S(F((2, 3), "int64", "t")), S(F(())),
      S(F((2, 3), layout="expand"))])
+# functional variants of zero_/uniform_/normal_/resize_ (functionalization runs these)
+ENTRIES["zero.default"] = E(
+    [S(F((2, 3))), S(F((2, 3), "int64", "t")), S(F(())), S(F((2, 3), layout="step"))])
+ENTRIES["uniform.default"] = E(
+    [S(F((2, 3))), S(F((3, 4), layout="t"), 1, 2), S(F((0, 3))), S(F((), "float64"), -1, 1)],
+    [S(F((3,), "int64")), S(F((2, 3)), 2, 1)], random=True)
+ENTRIES["normal_functional.default"] = E(
+    [S(F((2, 3))), S(F((3, 4), layout="t"), 1, 2), S(F((0, 3)), 0, 1),
+     S(F((), "float64"), 1, 3)],
+    [S(F((3,), "int64")), S(F((2, 3)), 0, -1)], random=True)
+ENTRIES["resize.default"] = E(
+    [S(F((2, 3)), [3, 2]), S(F((2, 3)), [2]), S(F((2, 3), layout="t"), [6]),
+     S(F((2, 3)), [4, 4], _values=False), S(F((2, 3), "int64"), [0]), S(F(()), [1])],
+    [S(F((2, 3)), [-1])])
 ENTRIES["_local_scalar_dense.default"] = E(
     [S(F(()), _meta="raises"), S(F((1, 1), "int64"), _meta="raises"),
      S(F((), "bool"), _meta="raises"), S(F((), "float16"), _meta="raises"),

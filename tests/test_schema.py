@@ -201,7 +201,9 @@ FUNCTIONAL = [
     ("abs.out", "abs.default"),
     ("where.self_out", "where.self"),
     ("transpose_.default", "transpose.int"),
-    ("zero_.default", None),
+    ("zero_.default", "zero.default"),
+    ("uniform_.default", "uniform.default"),
+    ("normal_.default", None),   # normal_functional: functionalization maps it by name
     ("add.Tensor", None),
     ("view.default", None),
 ]

@@ -44,9 +44,15 @@ def clone_preserve_strides(self):
     """A copy of ``self`` with its sizes, strides and offset over a copy of its storage."""
     if self._layout.has_internal_overlap():
         return _kernel(ops.clone, self)(self)
-    storage = Storage(self._storage._nbytes, self._storage.device)
-    if storage._buffer is not None:
-        storage._buffer[:] = self._storage._bytes()
+    src = self._storage
+    if src._buffer is None or src._buffer.nbytes != src._nbytes:
+        storage = Storage(src._nbytes, src.device)
+        if storage._buffer is not None:
+            storage._buffer[:] = src._bytes()[:src._nbytes]
+    else:
+        # One numpy copy of the (C-contiguous) buffer: functionalization runs a scatter per
+        # mutation, so this copy is its per-mutation cost.
+        storage = Storage._over(src._buffer.copy(), src.device)
     return make_tensor(storage, self._layout, self._dtype)
 
 
@@ -112,3 +118,23 @@ def _register_copies():
 _register_copies()
 
 __all__ = ["clone_preserve_strides", "copy_op_of", "view_copy"]
+
+
+# -- functional variants of in-place fills and resize_ -------------------------------------------
+# ``zero``, ``uniform``, ``normal_functional``, ``resize``: what functionalization runs for
+# ``zero_``, ``uniform_``, ``normal_``, ``resize_`` (PyTorch's ops of the same names). Each is the
+# in-place kernel on ``clone(self)``, so checks, errors and random streams are the in-place
+# op's: a functionalized random fill draws the same numbers as the eager one.
+def _on_copy(inplace_op):
+    def kernel(self, *args, **kwargs):
+        out = _kernel(ops.clone, self)(self)
+        _kernel(inplace_op, out)(out, *args, **kwargs)
+        return out
+    kernel.__name__ = inplace_op.name[:-1]
+    return kernel
+
+
+_both(ops.zero, _on_copy(ops.zero_))
+_both(ops.uniform, _on_copy(ops.uniform_))
+_both(ops.normal_functional, _on_copy(ops.normal_))
+_both(ops.resize, _on_copy(ops.resize_))

@@ -1,0 +1,231 @@
+"""FunctionalTensorWrapper and FunctionalStorage (PyTorch's C++ classes of the same names,
+SEMANTICS.md §6.1-6.2), written as a wrapper subclass over the public extension API.
+
+- :class:`FunctionalStorage`: one per alias family. ``base`` (a plain tensor, never a wrapper),
+  a FIFO of pending updates ``(new_value, view_metas)``, ``generation`` (+1 per update),
+  ``frozen`` (after ``set_`` replaced it), and ``storage``: the data-less ``sk.Storage`` every
+  wrapper of the family reports as ``untyped_storage()`` (Note [Views share Storage]: the
+  debug-assert mode's view rules then hold for wrappers).
+- :class:`FunctionalTensorWrapper`: ``value`` (the current plain tensor), ``storage``, the
+  ``view_metas`` from the storage base, ``generation`` it last synced to, and the flags
+  ``has_metadata_mutation`` / ``was_storage_changed``. Its sizes, strides and offset mirror
+  ``value``'s.
+
+Regeneration is lazy and local: a mutation applies one update to the base (one ``*_scatter`` or
+inverse view per view step of the mutated tensor) and regenerates only the mutated tensor; any
+other alias is regenerated from the base, in time proportional to its own view chain, when it
+is next used. So a program with ``M`` mutations runs ``O(M)`` ops (PyTorch regenerates all
+outputs of a multi-output view each time: quadratic on ``unbind`` loops).
+"""
+
+from __future__ import annotations
+
+import subclass_kit as sk
+
+__all__ = ["FunctionalStorage", "FunctionalTensorWrapper", "from_functional",
+           "is_functional", "to_functional"]
+
+_AS_STRIDED_BANNED = (
+    "During torch.compile, encountered a mutation on a view chain of length {n}, where view {i} "
+    "was an as_strided() call. as_strided() is non-compositional, and therefore is not possible "
+    "to functionalize properly today,so this behavior is banned in compile. As a workaround, you "
+    "can either remove the mutation from the model code, or you can insert a graph break right "
+    "before the mutation with torch._dynamo.graph_break(). If you would like this behavior to "
+    "work properly, please comment on https://github.com/pytorch/pytorch/issues/104505.")
+
+ON_ITS_OWN = ("Attempting to use FunctionalTensorWrapper on its own. Instead, please use it with "
+              "a corresponding FunctionalizeMode()")
+
+DATA_PTR = (
+    "Cannot access data pointer of Tensor (e.g. FakeTensor, FunctionalTensor). If you're using "
+    "torch.compile/export/fx, it is likely that we are erroneously tracing into a custom kernel. "
+    "To fix this, please wrap the custom kernel into an opaque custom op. Please see the "
+    "following for details: https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html")
+
+
+class FunctionalStorage:
+    """The shared state of an alias family (see the module docstring)."""
+
+    __slots__ = ("base", "frozen", "generation", "holders", "storage", "updates", "__weakref__")
+
+    def __init__(self, base, storage):
+        self.base = base
+        self.updates: list = []
+        self.generation = 0
+        self.frozen = False
+        self.storage = storage
+        self.holders: list = []     # wrappers regenerated from the current base (see add_update)
+
+    def add_update(self, value, metas):
+        """Queue ``value`` as the new content of the view reached by ``metas`` from the base.
+        Raises RuntimeError on frozen storage and on an ``as_strided`` view step after the
+        first (PyTorch's texts)."""
+        if self.frozen:
+            raise RuntimeError("cannot mutate tensors with frozen storage")
+        for i, m in enumerate(metas):
+            if i > 0 and m.is_as_strided:
+                raise RuntimeError(_AS_STRIDED_BANNED.format(n=len(metas), i=i))
+        self.updates.append((value, metas))
+        self.generation += 1
+        # Wrappers regenerated from the base being replaced are stale now: drop their values so
+        # they do not keep every old base alive (a loop of M mutations would otherwise hold M
+        # copies of the base: quadratic memory, and page faults on each new allocation). A
+        # dropped value is regenerated when next needed (``FunctionalTensorWrapper.current``).
+        for w in self.holders:
+            w.value = None
+        self.holders.clear()
+
+    def apply_updates(self) -> bool:
+        """Write every queued update into ``base`` (in order); whether any was applied."""
+        if not self.updates:
+            return False
+        base = self.base
+        for value, metas in self.updates:
+            if not metas:
+                base = value
+                continue
+            tmps = [base]
+            for m in metas[:-1]:
+                tmps.append(m.forward(tmps[-1]))
+            t = value
+            for i in range(len(metas) - 1, -1, -1):
+                t = metas[i].reverse(tmps[i], t)
+            base = t
+        self.base = base
+        self.updates.clear()
+        return True
+
+
+class FunctionalTensorWrapper(sk.Tensor):
+    """A functional tensor: reads as ``value``; views and mutations of it are recorded instead
+    of performed (module docstring). Made by :func:`to_functional` and by ops under
+    :class:`~subclass_kit.modes.FunctionalizeMode`; used outside that mode it raises
+    RuntimeError, as PyTorch's ``FunctionalTensor`` does."""
+
+    __tensor_function__ = sk.disabled_tensor_function
+
+    @classmethod
+    def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise RuntimeError(ON_ITS_OWN)
+
+    def __tensor_flatten__(self):
+        self.current()
+        return ["value"], (self.fstorage, self.view_metas, self.generation)
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
+        storage, metas, generation = ctx
+        return _new_wrapper(inner["value"], storage, metas, generation)
+
+    # -- the algorithm ------------------------------------------------------------------------
+    def sync(self):
+        """Bring ``value`` up to date: apply the storage's pending updates, then replay this
+        tensor's view steps from the base (not counted as a mutation)."""
+        fs = self.fstorage
+        if self.generation == fs.generation:
+            return
+        fs.apply_updates()
+        self.regenerate()
+
+    def regenerate(self):
+        fs = self.fstorage
+        t = fs.base
+        for m in self.view_metas:
+            t = m.forward(t)
+        self.set_value(t)
+        self.generation = fs.generation
+        if self.view_metas:
+            fs.holders.append(self)
+
+    def current(self):
+        """``value``, regenerated first if it was dropped (only stale values are dropped)."""
+        if self.value is None:
+            self.sync()
+        return self.value
+
+    def set_value(self, value):
+        """``value := value``, the wrapper's geometry mirroring it."""
+        self.value = value
+        self._layout = value._layout
+        self._np_buf = None
+
+    def commit_update(self):
+        self.fstorage.add_update(self.value, self.view_metas)
+
+    def replace(self, value):
+        """PyTorch's ``replace_``: a mutation result becomes this tensor's value (cast back to
+        its dtype if the op promoted)."""
+        if value.dtype != self.dtype:
+            value = sk.ops._to_copy.default(value, dtype=self.dtype)
+        self.set_value(value)
+
+    @property
+    def has_data_mutation(self) -> bool:
+        return self.fstorage.generation > 0
+
+    # -- what PyTorch's FunctionalTensor does for Python-level access ------------------------
+    def data_ptr(self):
+        raise RuntimeError(DATA_PTR)
+
+    def __repr__(self):
+        self.sync()
+        return f"FunctionalTensorWrapper({self.value!r})"
+
+
+def _new_wrapper(value, fstorage, metas, generation) -> FunctionalTensorWrapper:
+    lay = value._layout
+    if fstorage is None:
+        w = sk.make_wrapper_subclass(FunctionalTensorWrapper, lay.sizes, lay.strides,
+                                     lay.offset, dtype=value.dtype, device=value.device)
+        fstorage = FunctionalStorage(value, w._storage)
+    else:
+        # A view: its storage is the family's, so the geometry given here (one the wrapper
+        # factory has memoised) only has to be valid; the real one is set below.
+        w = sk.make_wrapper_subclass(FunctionalTensorWrapper, (), None, 0,
+                                     dtype=value.dtype, device=value.device)
+        w._storage = fstorage.storage
+    w._layout = lay
+    w.value = value
+    w.fstorage = fstorage
+    w.view_metas = metas
+    w.generation = generation
+    w.has_metadata_mutation = False
+    w.was_storage_changed = False
+    return w
+
+
+def wrap_fresh(value) -> FunctionalTensorWrapper:
+    """A wrapper over a tensor no other wrapper aliases: its own storage, base ``value``."""
+    return _new_wrapper(value, None, (), 0)
+
+
+def wrap_view(value, of: FunctionalTensorWrapper, meta) -> FunctionalTensorWrapper:
+    """A wrapper for a view of ``of``: same storage, one more view step. Its generation starts
+    at 0, so it is regenerated at first use once its storage has seen a mutation (PyTorch)."""
+    return _new_wrapper(value, of.fstorage, of.view_metas + (meta,), 0)
+
+
+def is_functional(t) -> bool:
+    return isinstance(t, FunctionalTensorWrapper)
+
+
+def to_functional(t):
+    """Wrap a plain tensor (or each tensor of a pytree) in a new FunctionalTensorWrapper with a
+    storage of its own (PyTorch's ``torch._to_functional_tensor``). Raises TypeError for a
+    wrapper (functionalizing twice is not supported)."""
+    def one(x):
+        if isinstance(x, FunctionalTensorWrapper):
+            raise TypeError("to_functional(): the tensor is already a FunctionalTensorWrapper")
+        return wrap_fresh(x)
+    return sk.pytree.tree_map_only(sk.Tensor, one, t)
+
+
+def from_functional(t):
+    """The current value of a wrapper (synced first), or ``t`` unchanged for anything else;
+    maps over pytrees (PyTorch's ``torch._from_functional_tensor`` after ``_sync``)."""
+    def one(x):
+        if isinstance(x, FunctionalTensorWrapper):
+            x.sync()
+            return x.value
+        return x
+    return sk.pytree.tree_map_only(sk.Tensor, one, t)
