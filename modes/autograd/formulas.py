@@ -44,7 +44,8 @@ from typing import Callable
 import subclass_kit as sk
 
 __all__ = ["Formula", "TensorMeta", "FormulaContext", "FORMULAS", "NON_DIFFERENTIABLE",
-           "derivative", "non_differentiable", "apply_formula", "sum_to"]
+           "NODE_NAMES", "derivative", "non_differentiable", "node_name", "apply_formula",
+           "sum_to"]
 
 
 @dataclass(frozen=True)
@@ -64,14 +65,27 @@ class TensorMeta:
     dtype: object
     device: object
     stride: tuple
+    offset: int = 0         # storage offset (``as_strided``'s backward places the gradient)
 
     @classmethod
     def of(cls, t) -> "TensorMeta":
-        return cls(tuple(t.shape), t.dtype, t.device, tuple(t.stride()))
+        return cls(tuple(t.shape), t.dtype, t.device, tuple(t.stride()), t.storage_offset())
 
 
 FORMULAS: dict[str, Formula] = {}
 NON_DIFFERENTIABLE: dict[str, str] = {}
+# Node names PyTorch gives by overload or call form where one formula serves several
+# (``x.sum()`` -> SumBackward0, ``x.sum(0)`` -> SumBackward1; ``t_`` -> TBackward1): op key ->
+# a name, or a function of the bound arguments returning one.
+NODE_NAMES: dict = {}
+
+
+def node_name(key: str, formula: Formula, bound: dict) -> str:
+    """The node name of a call of overload ``key`` differentiated by ``formula``."""
+    name = NODE_NAMES.get(key)
+    if name is None:
+        return formula.node
+    return name if isinstance(name, str) else name(bound)
 
 
 def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = ()):
@@ -172,8 +186,10 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw) -> list:
                            f"{len(formula.inputs)}")
     out = []
     for name, g in zip(formula.inputs, raw):
-        meta = ctx.meta(name)
-        if isinstance(meta, list):
+        meta = ctx._metas.get(name)
+        if meta is None:            # a Python number in a tensor position (``x * 2``)
+            out.append(None)
+        elif isinstance(meta, list):
             out.append([None if gi is None else _fit(gi, m) for gi, m in zip(g, meta)]
                        if g is not None else None)
         else:
