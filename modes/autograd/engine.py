@@ -170,8 +170,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     if inputs is not None and not accumulate:
         for k, r in enumerate(results):
             if r is None and not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
+                raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
         return tuple(results)
     return None
