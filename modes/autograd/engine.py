@@ -34,7 +34,8 @@ def _make_grads(outputs, grad_outputs, create_graph):
                 if not out.dtype.is_floating_point:
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {out.dtype}")
-                g = sk.ones(tuple(out.shape), dtype=out.dtype, device=out.device)
+                with sk.no_grad():
+                    g = sk.ones_like(out)
         else:
             if tuple(g.shape) != tuple(out.shape):
                 raise RuntimeError(
@@ -131,6 +132,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         if deps.get(node, 0) == 0:
             heapq.heappush(ready, (-node._seq, id(node), node))
     results = [None] * (len(inputs) if inputs is not None else 0)
+    # Gradient objects handed to more than one place (or held by the caller): AccumulateGrad
+    # must copy them, where PyTorch would see a reference count above one.
+    delivered = {id(g) for g in grad_outputs if g is not None}
+    shared = set(delivered)
+    AccumulateGrad.shared = shared
     with sk.set_grad_enabled(create_graph):
         while ready:
             _, _, node = heapq.heappop(ready)
@@ -155,6 +161,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     continue
                 nxt, nr = e
                 if g is not None:
+                    if id(g) in delivered:
+                        shared.add(id(g))
+                    else:
+                        delivered.add(id(g))
                     nbuf = buffers.get(nxt)
                     if nbuf is None:
                         nbuf = buffers[nxt] = [None] * nxt._num_inputs

@@ -78,6 +78,7 @@ def _wrap_outputs(ctx, args, out, name):
     ctx._out_metas = [(tuple(o.shape), o.dtype, o.device)
                       if isinstance(o, sk.Tensor) and o.dtype.is_floating_point else None
                       for o in outs]
+    ctx._num_inputs = len(outs)
     non_diff = {id(t) for t in ctx._non_diff}
     dirty = {id(t) for t in ctx._dirty}
     new = []
@@ -108,6 +109,8 @@ class FunctionMeta(type):
     def __init__(cls, name, bases, ns):
         super().__init__(name, bases, ns)
         cls._backward_name = f"{name}Backward"
+        # the ctx is the node; its class carries PyTorch's node name (``SquareBackward``)
+        cls._ctx_class = type(cls._backward_name, (FunctionCtx,), {"_name": cls._backward_name})
 
 
 class Function(metaclass=FunctionMeta):
@@ -132,7 +135,7 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        ctx = FunctionCtx(cls._backward_name)
+        ctx = cls._ctx_class(cls._backward_name)
         rg = _tensors_requiring_grad(args) if sk.is_grad_enabled() and \
             not sk.is_inference_mode_enabled() else []
         ctx.needs_input_grad = tuple(isinstance(a, sk.Tensor) and a.requires_grad

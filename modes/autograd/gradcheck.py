@@ -27,18 +27,14 @@ def _numerical(fn, inputs, i, out_index, eps):
     arr = x.detach().numpy()            # shares memory: perturb in place, as PyTorch does
     n_out = _outputs(fn, inputs)[out_index].numel()
     jac = np.zeros((arr.size, n_out))
-    flat = arr.reshape(-1) if arr.flags.c_contiguous else None
     for k, idx in enumerate(np.ndindex(arr.shape)):
         orig = arr[idx]
         arr[idx] = orig - eps
-        with sk.no_grad():
-            lo = _outputs(fn, inputs)[out_index].detach().numpy().astype(np.float64).ravel()
+        lo = _outputs(fn, inputs)[out_index].detach().numpy().astype(np.float64).ravel()
         arr[idx] = orig + eps
-        with sk.no_grad():
-            hi = _outputs(fn, inputs)[out_index].detach().numpy().astype(np.float64).ravel()
+        hi = _outputs(fn, inputs)[out_index].detach().numpy().astype(np.float64).ravel()
         arr[idx] = orig
         jac[k] = (hi - lo) / (2 * eps)
-    del flat
     return jac
 
 

@@ -190,6 +190,7 @@ class AccumulateGrad(Node):
     ones are added in place, or out of place under ``create_graph``."""
 
     _name = "AccumulateGrad"
+    shared: set = set()     # ids of gradients the running backward handed out more than once
 
     def __init__(self, variable):
         super().__init__()
@@ -204,10 +205,14 @@ class AccumulateGrad(Node):
         var = self.variable
         if var.grad is None:
             if not sk.is_grad_enabled():
-                # PyTorch steals a gradient no one else holds; we cannot count references, so
-                # the first gradient is always copied (a formula may hand one tensor to two
-                # inputs, ``add``).
-                g = _like(var, g)
+                # PyTorch steals a gradient no one else holds (detach) and copies one that is
+                # shared, a view, or laid out unlike the leaf. We cannot count references: the
+                # engine tells which gradient objects it handed out twice (``shared``).
+                if (id(g) in self.shared or g._base is not None
+                        or g.stride() != var.stride() or g.requires_grad):
+                    g = _like(var, g)
+                else:
+                    g = g.detach()
             var.grad = g
         elif sk.is_grad_enabled():
             var.grad = var.grad + g

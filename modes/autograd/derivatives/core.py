@@ -52,7 +52,7 @@ def _reduced_dims(ndim, dim):
 def _expand_back(grad, meta, dim, keepdim):
     """The gradient of a reduction over ``dim`` brought back to the input's shape."""
     shape = meta.shape
-    if not shape:
+    if grad.dim() == 0 or not shape:
         return grad.expand(shape) if grad.dim() == 0 else grad.reshape(shape)
     if not keepdim:
         for d in _reduced_dims(len(shape), dim):
