@@ -34,7 +34,8 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]
 from harness import IMPLS, Skip  # noqa: E402
 
 # Benchmark family modules, in the order they run.
-FAMILIES = ["eager", "inference", "debug_assert", "gpt2_meta", "meta_mode", "import_time"]
+FAMILIES = ["eager", "inference", "debug_assert", "gpt2_meta", "meta_mode", "import_time",
+            "autograd"]
 
 
 def load_cases(out=sys.stdout) -> list:

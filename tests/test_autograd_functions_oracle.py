@@ -243,3 +243,32 @@ def test_direct_subclass_requires_grad():
     y = (p * 3).sum()
     y.backward()
     assert type(p.grad) in (sk.Tensor, Param) and p.grad.tolist() == [3.0, 3.0]
+
+
+def test_wrapper_subclass_under_autograd_sees_backward_ops():
+    from oracle import Wrapper
+
+    seen = []
+
+    class Logged(Wrapper):
+        @classmethod
+        def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
+            seen.append(func.name)
+            return super().__tensor_dispatch__(func, types, args, kwargs)
+
+        @staticmethod
+        def wrap(elem):
+            w = sk.make_wrapper_subclass(Logged, elem.shape, elem.stride(),
+                                         elem.storage_offset(), dtype=elem.dtype,
+                                         device=elem.device)
+            w.elem = elem
+            return w
+
+    w = Logged.wrap(sk.tensor([1.0, 2.0, 3.0]))
+    w.requires_grad_()
+    y = (w * w).sum()
+    assert type(y) is Logged and y.grad_fn.name() == "SumBackward0"
+    n = len(seen)
+    y.backward()
+    assert "mul" in seen[n:] and type(w.grad) is Logged
+    assert w.grad.elem.tolist() == [2.0, 4.0, 6.0]
