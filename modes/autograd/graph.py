@@ -206,10 +206,9 @@ class AccumulateGrad(Node):
         if var.grad is None:
             if not sk.is_grad_enabled():
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is
-                # shared, a view, or laid out unlike the leaf. We cannot count references: the
-                # engine tells which gradient objects it handed out twice (``shared``).
-                if (id(g) in self.shared or g._base is not None
-                        or g.stride() != var.stride() or g.requires_grad):
+                # shared or laid out unlike the leaf. We cannot count references: the engine
+                # tells which gradient objects it handed out twice (``shared``).
+                if (id(g) in self.shared or g.stride() != var.stride() or g.requires_grad):
                     g = _like(var, g)
                 else:
                     g = g.detach()
