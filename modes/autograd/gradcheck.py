@@ -62,6 +62,13 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     ``raise_exception=False``) with the numerical and analytical Jacobians."""
     inputs = (inputs,) if isinstance(inputs, sk.Tensor) else tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, sk.Tensor) and x.requires_grad]
+    for i in diff:
+        if any(st == 0 and n > 1 for n, st in zip(inputs[i].shape, inputs[i].stride())):
+            raise RuntimeError(
+                f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs "
+                "that are non-overlapping to be able to compute the numerical gradients "
+                "correctly. You should call .contiguous on the input before passing it to "
+                "gradcheck.")
     outs = _outputs(fn, inputs)
     for o_i in range(len(outs)):
         analytical = _analytical(fn, inputs, diff, o_i)

@@ -6,6 +6,8 @@ engine differentiates too (``CopySlices``), so double backward works."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import subclass_kit as sk
 
 from ..formulas import NODE_NAMES, derivative, non_differentiable
@@ -96,19 +98,28 @@ def _diagonal(ctx, grad):
     return out
 
 
+def _storage_index(shape, stride, offset):
+    """The storage position of every element of a strided geometry, row-major (int64)."""
+    idx = np.full(tuple(shape), offset, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(shape, stride)):
+        step = np.arange(n, dtype=np.int64) * st
+        idx = idx + step.reshape((n,) + (1,) * (len(shape) - d - 1))
+    return sk.tensor(idx.reshape(-1))
+
+
 @derivative("as_strided.default", "AsStridedBackward0")
 def _as_strided(ctx, grad):
+    # PyTorch's as_strided_backward: scatter-add the gradient onto the storage positions the
+    # output covers (overlapping outputs accumulate), then gather the input's positions
     meta = ctx.meta("self")
-    out = sk.empty_strided(meta.shape, meta.stride, dtype=grad.dtype, device=grad.device)
-    out.zero_()
     offset = meta.offset if ctx.storage_offset is None else ctx.storage_offset
-    size, stride = list(ctx.size), list(ctx.stride)
-    bcast = [d for d, (n, s) in enumerate(zip(size, stride)) if s == 0 and n > 1]
-    if bcast:
-        grad = grad.sum(bcast, keepdim=True)
-        size = [1 if d in bcast else n for d, n in enumerate(size)]
-    out.as_strided(size, stride, offset - meta.offset).copy_(grad)
-    return out
+    out_idx = _storage_index(ctx.size, ctx.stride, offset)
+    in_idx = _storage_index(meta.shape, meta.stride, meta.offset)
+    extent = 1 + max(int(out_idx.max()) if out_idx.numel() else 0,
+                     int(in_idx.max()) if in_idx.numel() else 0)
+    flat = sk.zeros(extent, dtype=grad.dtype, device=grad.device)
+    flat = flat.index_add(0, out_idx, grad.reshape(-1))
+    return flat.take(in_idx).reshape(meta.shape)
 
 
 @derivative("unfold.default", "UnfoldBackward0")
