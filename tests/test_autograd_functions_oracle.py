@@ -272,3 +272,15 @@ def test_wrapper_subclass_under_autograd_sees_backward_ops():
     y.backward()
     assert "mul" in seen[n:] and type(w.grad) is Logged
     assert w.grad.elem.tolist() == [2.0, 4.0, 6.0]
+
+
+def test_backward_under_meta_mode_sizes_gradients():
+    from subclass_kit.modes import MetaMode
+
+    w = sk.randn(4, 3, requires_grad=True)
+    x = sk.randn(5, 4)
+    with MetaMode():
+        loss = (x @ w).tanh().sum()
+        loss.backward()
+    assert loss.is_meta and w.grad.is_meta
+    assert tuple(w.grad.shape) == (4, 3) and w.grad.dtype == sk.float32

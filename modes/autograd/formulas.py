@@ -142,19 +142,25 @@ def sum_to(grad, shape):
     return grad
 
 
+_SIGNATURES: dict = {}      # op -> ((name, default value or None), ...)
+
+
 def bind(op, args: tuple, kwargs: dict) -> dict:
     """The forward call's arguments by schema name, defaults filled in."""
+    sig = _SIGNATURES.get(op)
+    if sig is None:
+        sig = _SIGNATURES[op] = tuple(
+            (a.name, a.default_value if a.default is not None else None)
+            for a in op.schema.arguments)
     bound = {}
-    for i, a in enumerate(op.schema.arguments):
-        if i < len(args):
-            bound[a.name] = args[i]
-        elif a.name in kwargs:
-            bound[a.name] = kwargs[a.name]
-        elif a.default is not None:
-            value = a.default_value
-            bound[a.name] = list(value) if isinstance(value, list) else value
+    n = len(args)
+    for i, (name, default) in enumerate(sig):
+        if i < n:
+            bound[name] = args[i]
+        elif name in kwargs:
+            bound[name] = kwargs[name]
         else:
-            bound[a.name] = None
+            bound[name] = list(default) if isinstance(default, list) else default
     return bound
 
 

@@ -20,6 +20,8 @@ __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "
 
 _redispatch = sk.redispatch_below_autograd
 _Tensor = sk.Tensor
+_grad_enabled = sk.is_grad_enabled
+_inference = sk.is_inference_mode_enabled
 
 
 class FormulaNode(Node):
@@ -232,10 +234,13 @@ class AutogradLayer:
         return formula
 
     def __call__(self, op, args, kwargs):
-        if not sk.is_grad_enabled() or sk.is_inference_mode_enabled() or op.is_out:
+        if not _grad_enabled() or _inference() or op.is_out:
             return _redispatch(op, args, kwargs)
         for a in args:
-            if _requires_grad(a):
+            if a.__class__ is _Tensor:      # the common case, inline
+                if a._requires_grad or (a._base is not None and a._base._requires_grad):
+                    break
+            elif _requires_grad(a):
                 break
         else:
             if not (kwargs and any(_requires_grad(v) for v in kwargs.values())):
@@ -297,12 +302,16 @@ def _record(op, formula, args, kwargs):
                 edges.append(gradient_edge(v) if rg else None)
     if not any(needs):
         return _redispatch(op, args, kwargs)
-    metas = {name: m for name, v in bound.items() if (m := F._meta(v)) is not None}
-    values = {}
+    metas, values = {}, {}
+    save = formula.save
     for name, v in bound.items():
-        if name in formula.save:
+        m = F.TensorMeta.of(v) if isinstance(v, _Tensor) else (
+            F._meta(v) if isinstance(v, (list, tuple)) else None)
+        if m is not None:
+            metas[name] = m
+        if name in save:
             values[name] = _save(v, inplace and name == "self")
-        elif F._meta(v) is None:
+        elif m is None:
             values[name] = v
     out = _redispatch(op, args, kwargs)
     outs = _flat_outputs(out)
