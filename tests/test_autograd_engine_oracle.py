@@ -339,3 +339,15 @@ def test_inference_tensors_meet_autograd():
             r.append(_norm(str(e)))
         return r
     same(program)
+
+
+def test_layer_installed_only_on_first_use():
+    import subprocess
+    import sys
+    code = ("import sys, subclass_kit as sk\n"
+            "from subclass_kit._state import flags\n"
+            "x = sk.ones(3) * 2 + 1\n"
+            "assert flags.autograd is None and 'subclass_kit.modes.autograd' not in sys.modules\n"
+            "x.requires_grad_()\n"
+            "assert flags.autograd is not None\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=__file__.rsplit("/tests/", 1)[0])
