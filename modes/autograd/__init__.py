@@ -20,7 +20,7 @@ from .function import Function as Function
 from .function import FunctionCtx as FunctionCtx
 from .gradcheck import gradcheck as gradcheck
 from .gradcheck import gradgradcheck as gradgradcheck
-from .graph import gradient_edge, grad_accumulator, RemovableHandle
+from .graph import RemovableHandle, grad_accumulator
 
 _LAYER = None
 
