@@ -143,7 +143,7 @@ def _paper(L, n):
 
 
 def autograd_paper_views(repeats=None) -> list:
-    repeats = repeats or 3
+    repeats = repeats or 5
     rows, times = [], {}
     for n in (1000, 4000):
         r = Result(f"autograd_paper_views_{n}", "ms")

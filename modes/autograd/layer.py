@@ -14,7 +14,7 @@ from __future__ import annotations
 import subclass_kit as sk
 
 from . import formulas as F
-from .graph import INFERENCE_SAVED, Node, SavedTensor, gradient_edge
+from .graph import INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, gradient_edge
 
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
@@ -135,8 +135,15 @@ class CopySlices(Node):
     def apply(self, grads):
         g = grads[0]
         shape, stride, _ = self._base_geom
-        result = sk.empty_strided(shape, stride, dtype=g.dtype, device=g.device)
-        result.copy_(g)
+        if (not sk.is_grad_enabled() and id(g) not in AccumulateGrad.shared
+                and g._base is None and g.storage_offset() == 0
+                and tuple(g.shape) == shape and g.stride() == stride):
+            # a gradient no one else holds, laid out like the base: write the view's region in
+            # place, so a chain of N CopySlices costs O(N) rather than N copies of the base
+            result = g
+        else:
+            result = sk.empty_strided(shape, stride, dtype=g.dtype, device=g.device)
+            result.copy_(g)
         size, vstride, offset = self._view_geom
         grad_slice = result.as_strided(size, vstride, offset)
         res = self.fn.apply([grad_slice.clone()])
