@@ -351,3 +351,19 @@ def test_layer_installed_only_on_first_use():
             "x.requires_grad_()\n"
             "assert flags.autograd is not None\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=__file__.rsplit("/tests/", 1)[0])
+
+
+def test_inplace_view_ops_on_views_and_tensors():
+    def program(L):
+        a = leaf(L, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+        b = a * 1
+        v = b[0:2]
+        v.t_()
+        r = [v.grad_fn.name(), b.grad_fn.name(), v._version, tuple(v.shape)]
+        w = L.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=L.float64)
+        (v * w).sum().backward()
+        x = a * 2
+        x.transpose_(0, 1)
+        r += [x.grad_fn.name(), names(x.grad_fn)]
+        return r + [obs(a.grad)]
+    same(program)
