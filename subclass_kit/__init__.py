@@ -36,6 +36,8 @@ from .dispatch import dispatch_trace as dispatch_trace
 from .dispatch import is_below_autograd as is_below_autograd
 from .registry import get_kernel as get_kernel
 from .registry import ops as ops
+from .registry import redispatch_below_autograd as redispatch_below_autograd
+from .registry import set_autograd_layer as set_autograd_layer
 from .registry import register_kernel as register_kernel
 from .schema import AliasInfo as AliasInfo
 from .schema import Argument as Argument
@@ -85,6 +87,7 @@ from .kernels import reductions as _reductions  # noqa: E402
 from .kernels import views as _views  # noqa: E402
 from . import decompositions as _decompositions  # noqa: E402
 from .api import views as _api_views  # noqa: E402
+from .api import autograd as _api_autograd  # noqa: E402
 from .kernels import indexing as _indexing  # noqa: E402
 from .kernels import scatter as _scatter  # noqa: E402
 from .api import indexing as _api_indexing  # noqa: E402
@@ -261,3 +264,13 @@ from .api.selection import masked_select as masked_select  # noqa: E402
 from .api.selection import repeat_interleave as repeat_interleave  # noqa: E402
 from .api.selection import unique as unique  # noqa: E402
 from . import sizes_policy as _sizes_policy  # noqa: E402
+
+
+def __getattr__(name):
+    """``sk.autograd``: the autograd mode, imported and installed on first access (the core
+    never imports ``modes`` to build itself; Note [Autograd layer])."""
+    if name == "autograd":
+        from .modes import autograd
+        autograd.install()
+        return autograd
+    raise AttributeError(f"module 'subclass_kit' has no attribute '{name}'")

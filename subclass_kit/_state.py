@@ -30,6 +30,9 @@ class _TLS(threading.local):
         self.depth = 0
         self.grad_enabled = True
         self.inference = False
+        # True while the autograd layer runs an op below itself (Note [Autograd layer]): the
+        # op, and any op a mode or handler calls for it, is not recorded again.
+        self.autograd_off = False
         # This thread's share of ``flags.interceptors``, handed back when the thread dies.
         self.held = _Held()
 
@@ -42,11 +45,15 @@ class _ProcessFlags:
       in-place admission checks (which only matter for tensors requiring grad) are skipped;
     - ``interceptors``: how many modes and dispatch traces are active, over all threads. While
       it is 0 the hot paths skip reading this thread's mode stacks and trace (three
-      thread-local reads per op); when it is not, they read them.
+      thread-local reads per op); when it is not, they read them;
+    - ``autograd``: the autograd layer once installed (Note [Autograd layer]).
     """
 
     requires_grad_seen = False
     interceptors = 0
+    # The installed autograd layer (Note [Autograd layer] in registry.py), or None: set when a
+    # tensor first requires grad, so until then the eager path pays this one read.
+    autograd = None
 
 
 flags = _ProcessFlags()

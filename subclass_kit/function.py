@@ -264,16 +264,22 @@ def op_method(op, impl, name: str, reflected: bool = False):
                         st = tls.__dict__
                         if st["function_modes"]:
                             return handle_function(method, impl, (self, other), {})
-                        if st["dispatch_modes"] or st["trace"] is not None:
+                        if flags.autograd is None and (st["dispatch_modes"]
+                                                       or st["trace"] is not None):
                             if op.decomposition is not None:
                                 return op(other, self)
                             try:
                                 return dispatch(op, (other, self), {}, ())
                             except TypeError:
                                 return NotImplemented
+                    if flags.autograd is not None:      # Note [Autograd layer]
+                        try:
+                            return op(other, self)
+                        except TypeError:
+                            return NotImplemented
                     return resolve((other, self), _NO_KWARGS)
                 if (cls in INLINE_FUNCTION_TYPES and not flags.interceptors
-                        and not tls.function_subclass_disabled):
+                        and flags.autograd is None and not tls.function_subclass_disabled):
                     # the default __tensor_function__, inline (as handle_function runs it)
                     return result_as(resolve((other, self), _NO_KWARGS), cls, (self, other))
             if cls in FUNCTION_TYPES:     # a subclass: its handler decides
@@ -295,7 +301,8 @@ def op_method(op, impl, name: str, reflected: bool = False):
                     st = tls.__dict__
                     if st["function_modes"]:
                         return handle_function(method, impl, (self,) + args, {})
-                    if st["dispatch_modes"] or st["trace"] is not None:
+                    if flags.autograd is None and (st["dispatch_modes"]
+                                                   or st["trace"] is not None):
                         if op.decomposition is not None:
                             return op(self, *args)
                         if binary:
@@ -308,7 +315,7 @@ def op_method(op, impl, name: str, reflected: bool = False):
                 # A subclass: its handler decides, unless it keeps the default
                 # __tensor_function__, which then runs here (as handle_function runs it).
                 if (cls not in INLINE_FUNCTION_TYPES or flags.interceptors
-                        or tls.function_subclass_disabled):
+                        or flags.autograd is not None or tls.function_subclass_disabled):
                     return handle_function(method, impl, (self,) + args, kwargs)
                 for a in args:
                     c = a.__class__
@@ -316,6 +323,13 @@ def op_method(op, impl, name: str, reflected: bool = False):
                         return handle_function(method, impl, (self,) + args, kwargs)
             else:
                 return slow((self,) + args, kwargs)
+            if flags.autograd is not None:      # Note [Autograd layer]: autograd first
+                if binary:
+                    try:
+                        return op(self, *args)
+                    except TypeError:
+                        return NotImplemented
+                return op(self, *args)
             # Operands are plain tensors, numbers or (default handler) ``cls`` tensors.
             kernel = kernels.get(self._storage.device.type) if direct else None
             if kernel is not None:

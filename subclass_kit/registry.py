@@ -23,7 +23,42 @@ from .dispatch import (DISPATCH_TYPES, _INFERENCE_INPLACE, _bump, _check_inferen
                        _overloaded_types, _record_view_op, _run_below, check_inplace, dispatch)
 from .schema import OpSchema, parse_schema
 
-__all__ = ["OpOverload", "ops", "define", "register_kernel", "get_kernel", "register_decomposition"]
+__all__ = ["OpOverload", "ops", "define", "register_kernel", "get_kernel", "register_decomposition",
+           "set_autograd_layer", "redispatch_below_autograd"]
+
+
+# Note [Autograd layer]
+#     PyTorch runs autograd above the Python key: modes and subclass handlers see the ops
+#     autograd forwards (and those its backward runs), never the other way round. Here the
+#     autograd engine (``subclass_kit.modes.autograd``) installs one callable with
+#     ``set_autograd_layer(layer)``; ``OpOverload.__call__`` hands every op to it, after the
+#     decomposition of a composite op (so composites are differentiated through their
+#     primitives, PyTorch's CompositeImplicitAutograd) and before modes, handlers and kernels.
+#     ``layer(op, args, kwargs)`` records what it needs and runs the op with
+#     ``redispatch_below_autograd``, below itself: that op, and every op a mode or handler
+#     calls for it, skips the layer. ``op_method``'s direct kernel path (function.py) steps
+#     aside while a layer is installed. The layer is installed lazily, when a tensor first
+#     requires grad (``Tensor.requires_grad_``), so until then the eager path pays one read of
+#     ``flags.autograd``. The tensor fields the layer owns: ``_grad_fn``, ``_output_nr``,
+#     ``_requires_grad``, ``_view_version`` (the version at which a view's ``grad_fn`` was
+#     last set; ``Tensor.grad_fn`` asks the layer's ``view_grad_fn`` to regenerate a stale one).
+
+
+def set_autograd_layer(layer) -> None:
+    """Install ``layer(op, args, kwargs)`` as the autograd layer of every op call, above modes
+    and subclass handlers (Note [Autograd layer]); ``None`` uninstalls it."""
+    flags.autograd = layer
+
+
+def redispatch_below_autograd(op, args: tuple, kwargs: dict):
+    """Run ``op`` below the autograd layer: modes, subclass handlers and the kernel, with the
+    version/view layer, as if no autograd layer were installed (nested ops too)."""
+    prev = tls.autograd_off
+    tls.autograd_off = True
+    try:
+        return op(*args, **kwargs)
+    finally:
+        tls.autograd_off = prev
 
 
 class OpOverload:
@@ -158,6 +193,8 @@ class OpOverload:
             args, kwargs = self._bind(args, kwargs)         # raises
         if self.decomposition is not None:
             return self.decomposition(*args, **kwargs)
+        if flags.autograd is not None and not tls.autograd_off:
+            return flags.autograd(self, args, kwargs)       # Note [Autograd layer]
         if flags.interceptors:
             st = tls.__dict__       # one thread-local lookup for both reads
             if st["dispatch_modes"] or st["trace"] is not None:

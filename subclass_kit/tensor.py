@@ -138,6 +138,7 @@ class Tensor(metaclass=TensorType):
     _requires_grad = False
     grad = None
     _grad_fn = None
+    _output_nr = 0          # which output of ``_grad_fn`` this tensor is
 
     # numpy: let ``ndarray op Tensor`` reach our reflected operators (NEP 13/18 opt-out).
     __array_ufunc__ = None
@@ -465,23 +466,29 @@ class Tensor(metaclass=TensorType):
         self._requires_grad = requires_grad
         if requires_grad:
             flags.requires_grad_seen = True
+            if flags.autograd is None:      # Note [Autograd layer]: installed on first use
+                from .modes.autograd import install
+                install()
         return self
 
     @property
     def grad_fn(self):
-        """The node that produced this tensor (None for leaves and without autograd). Reading it
-        on a non-DEFAULT view whose base was mutated since raises PyTorch's indirect
-        view+in-place error (SEMANTICS.md §3.4, §3.6)."""
+        """The node that produced this tensor (None for leaves and without autograd). A view
+        whose base requires grad and was mutated since its grad_fn was set gets it regenerated
+        (SEMANTICS.md §3.6); for a non-DEFAULT view that raises PyTorch's indirect
+        view+in-place error instead (§3.4)."""
         base = self._base
-        if (base is not None and self._creation_meta != CreationMeta.DEFAULT
-                and base.requires_grad and self._vc[0] != self._view_version):
-            from .inplace_checks import view_rebase_message
-            raise RuntimeError(view_rebase_message(self, direct=False))
+        if base is not None and base._requires_grad and self._vc[0] != self._view_version:
+            if self._creation_meta != CreationMeta.DEFAULT:
+                from .inplace_checks import view_rebase_message
+                raise RuntimeError(view_rebase_message(self, direct=False))
+            if flags.autograd is not None:
+                return flags.autograd.view_grad_fn(self)
         return self._grad_fn
 
     @property
     def is_leaf(self) -> bool:
-        return self._grad_fn is None
+        return self.grad_fn is None
 
     @property
     def data(self) -> "Tensor":
@@ -511,20 +518,6 @@ class Tensor(metaclass=TensorType):
         self._storage = new._storage
         self._dtype = new._dtype
         self._set_layout(new._layout)
-
-    def detach_(self) -> "Tensor":
-        """Detach in place: no longer requires grad (PyTorch's ``detach_``; no version bump,
-        not dispatched). Raises RuntimeError on a view, as PyTorch does."""
-        if self._base is not None:
-            raise RuntimeError(
-                "Can't detach views in-place. Use detach() instead. If you are using "
-                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
-                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
-                "called on these gradients. To fix this error, please refer to the "
-                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
-        self._requires_grad = False
-        self._grad_fn = None
-        return self
 
 
 def _wrap(dim, ndim):

@@ -1,4 +1,71 @@
 """The autograd mode: reverse-mode differentiation on a tape (Paszke et al., "Automatic
 differentiation in PyTorch"), built on subclass_kit's public extension API.
 
-``formulas`` is the derivative table (PyTorch's ``derivatives.yaml``)."""
+``sk.autograd`` is this package. ``install()`` puts the autograd layer (``layer.py``) above
+modes and subclass handlers (Note [Autograd layer] in the core's registry.py); the core calls
+it when a tensor first requires grad. ``formulas`` is the derivative table's protocol,
+``derivatives/`` the table itself, ``graph`` the nodes and saved tensors, ``engine`` the
+backward pass, ``function`` custom ``Function``s, ``gradcheck`` finite-difference checks.
+"""
+
+from __future__ import annotations
+
+import subclass_kit as sk
+
+from . import formulas as formulas
+from . import graph as graph
+from .engine import backward as backward
+from .engine import grad as grad
+from .function import Function as Function
+from .function import FunctionCtx as FunctionCtx
+from .gradcheck import gradcheck as gradcheck
+from .gradcheck import gradgradcheck as gradgradcheck
+from .graph import RemovableHandle, grad_accumulator
+
+_LAYER = None
+
+
+def install() -> None:
+    """Install the autograd layer (once) and load the derivative table."""
+    global _LAYER
+    if _LAYER is None:
+        from . import derivatives  # noqa: F401  (registers every formula)
+        from .layer import AutogradLayer
+        _LAYER = AutogradLayer()
+        sk.set_autograd_layer(_LAYER)
+
+
+def _tensor_backward(t, gradient, retain_graph, create_graph, inputs):
+    if gradient is not None:
+        gradient = (gradient,)
+    if inputs is not None:
+        inputs = (inputs,) if isinstance(inputs, sk.Tensor) else tuple(inputs)
+    backward((t,), gradient, retain_graph, create_graph, inputs)
+
+
+def retain_grad(t) -> None:
+    if not t.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if t.is_leaf or t.__dict__.get("_retains_grad"):
+        return
+    fn = t.grad_fn
+    fn._retain[t._output_nr] = t
+    t.__dict__["_retains_grad"] = True
+
+
+def register_hook(t, hook):
+    if not t.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    fn = t.grad_fn
+    node = fn if fn is not None else grad_accumulator(t)
+    hooks = node._tensor_pre_hooks.setdefault(t._output_nr if fn is not None else 0, [])
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)
+
+
+def register_post_accumulate_grad_hook(t, hook):
+    if not t.is_leaf:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    acc = grad_accumulator(t)
+    acc._post_hooks.append(hook)
+    return RemovableHandle(acc._post_hooks, hook)

@@ -44,7 +44,8 @@ from typing import Callable
 import subclass_kit as sk
 
 __all__ = ["Formula", "TensorMeta", "FormulaContext", "FORMULAS", "NON_DIFFERENTIABLE",
-           "derivative", "non_differentiable", "apply_formula", "sum_to", "node_name"]
+           "NODE_NAMES", "derivative", "non_differentiable", "node_name", "call_node_name",
+           "apply_formula", "sum_to"]
 
 
 @dataclass(frozen=True)
@@ -67,14 +68,35 @@ class TensorMeta:
     dtype: object
     device: object
     stride: tuple
+    offset: int = 0         # storage offset (``as_strided``'s backward places the gradient)
 
     @classmethod
     def of(cls, t) -> "TensorMeta":
-        return cls(tuple(t.shape), t.dtype, t.device, tuple(t.stride()))
+        return cls(tuple(t.shape), t.dtype, t.device, tuple(t.stride()), t.storage_offset())
 
 
 FORMULAS: dict[str, Formula] = {}
 NON_DIFFERENTIABLE: dict[str, str] = {}
+# Node names PyTorch gives by overload or call form where one formula serves several
+# (``x.sum()`` -> SumBackward0, ``x.sum(0)`` -> SumBackward1; ``t_`` -> TBackward1): op key ->
+# a name, or a function of the bound arguments returning one.
+NODE_NAMES: dict = {}
+
+
+def call_node_name(key: str, formula: Formula, bound: dict) -> str:
+    """The node name of a call of overload ``key`` (bound arguments ``bound``) differentiated by
+    ``formula``: a ``NODE_NAMES`` entry, else a ``numbers`` variant when Tensor-typed inputs are
+    Python numbers, else the formula's ``node``."""
+    name = NODE_NAMES.get(key)
+    if name is not None:
+        return name if isinstance(name, str) else name(bound)
+    if formula.numbers:
+        given = frozenset(n for n in formula.inputs
+                          if isinstance(bound.get(n), (bool, int, float, complex)))
+        for names, node in formula.numbers:
+            if names == given:
+                return node
+    return formula.node
 
 
 def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
@@ -97,23 +119,10 @@ def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
 
 
 def node_name(op, args: tuple, kwargs: dict) -> str:
-    """The node class name PyTorch gives the backward of this call of ``op`` (its formula's
-    ``node``, or a ``numbers`` variant when Tensor-typed arguments are Python numbers); an
-    in-place ``foo_`` is named by its functional variant's formula, as in PyTorch
-    (``x.pow_(2)``: ``PowBackward0``). Raises KeyError for an op with no formula."""
+    """The node class name PyTorch gives the backward of this call of ``op``. Raises KeyError
+    for an op with no formula."""
     key = f"{op.name}.{op.overload}"
-    if key not in FORMULAS and op.is_inplace and op.functional_variant is not None:
-        op = op.functional_variant
-        key = f"{op.name}.{op.overload}"
-    formula = FORMULAS[key]
-    if formula.numbers:
-        bound = bind(op, args, kwargs)
-        given = frozenset(n for n in formula.inputs
-                          if isinstance(bound.get(n), (bool, int, float, complex)))
-        for names, node in formula.numbers:
-            if names == given:
-                return node
-    return formula.node
+    return call_node_name(key, FORMULAS[key], bind(op, args, kwargs))
 
 
 def non_differentiable(*ops: str, reason: str = "not differentiable") -> None:
@@ -159,19 +168,25 @@ def sum_to(grad, shape):
     return grad
 
 
+_SIGNATURES: dict = {}      # op -> ((name, default value or None), ...)
+
+
 def bind(op, args: tuple, kwargs: dict) -> dict:
     """The forward call's arguments by schema name, defaults filled in."""
+    sig = _SIGNATURES.get(op)
+    if sig is None:
+        sig = _SIGNATURES[op] = tuple(
+            (a.name, a.default_value if a.default is not None else None)
+            for a in op.schema.arguments)
     bound = {}
-    for i, a in enumerate(op.schema.arguments):
-        if i < len(args):
-            bound[a.name] = args[i]
-        elif a.name in kwargs:
-            bound[a.name] = kwargs[a.name]
-        elif a.default is not None:
-            value = a.default_value
-            bound[a.name] = list(value) if isinstance(value, list) else value
+    n = len(args)
+    for i, (name, default) in enumerate(sig):
+        if i < n:
+            bound[name] = args[i]
+        elif name in kwargs:
+            bound[name] = kwargs[name]
         else:
-            bound[a.name] = None
+            bound[name] = list(default) if isinstance(default, list) else default
     return bound
 
 
@@ -208,10 +223,9 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw) -> list:
             out.append(None)
             continue
         if isinstance(meta, list):
-            out.append([None if gi is None else _fit(gi, m) for gi, m in zip(g, meta)]
-                       if g is not None else None)
+            out.append([None if gi is None else _fit(gi, m) for gi, m in zip(g, meta)])
         else:
-            out.append(None if g is None else _fit(g, meta))
+            out.append(_fit(g, meta))
     return out
 
 

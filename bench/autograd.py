@@ -1,0 +1,195 @@
+"""Autograd benchmarks (issue 13's acceptance list), subclass_kit next to torch and numpy:
+
+- ``autograd_mlp_train``: one SGD step of an MLP 784-256-256-10 (tanh, batch 64, cross-entropy);
+  skipped while the derivative table lacks the loss's formulas;
+- ``autograd_tiny_mlp``: the same step for 16-16-16-1, batch 4, mean-squared error;
+- ``autograd_paper_views``: the paper's program (clone, ``mul_`` on each of N ``select`` views,
+  ``sum().backward()``) at N = 1000 and 4000, and the growth exponent between them (target
+  <= 1.1: linear, no O(N^2) rebase of views);
+- ``autograd_forward_modes``: a 3-layer MLP forward whose weights require grad, in normal
+  mode, ``no_grad`` and ``inference_mode`` (targets: inference <= 0.8x normal, <= no_grad).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+from harness import NUMPY, SK, TORCH, Case, Result, Skip, measure, median_seconds
+
+from inference import OwnRatio, _interleaved
+
+
+def _libs():
+    import subclass_kit as sk
+    libs = {SK: sk}
+    try:
+        import torch
+        torch.set_num_threads(1)
+        libs[TORCH] = torch
+    except ImportError:
+        pass
+    return libs
+
+
+def _params(L, sizes, rng):
+    out = []
+    for fan_in, fan_out in zip(sizes, sizes[1:]):
+        w = rng.standard_normal((fan_in, fan_out)) / math.sqrt(fan_in)
+        out.append(L.tensor(w.astype(np.float32), requires_grad=True))
+        out.append(L.tensor(np.zeros(fan_out, np.float32), requires_grad=True))
+    return out
+
+
+def _forward(L, params, x):
+    h = x
+    for i in range(0, len(params), 2):
+        h = L.addmm(params[i + 1], h, params[i])
+        if i + 2 < len(params):
+            h = h.tanh()
+    return h
+
+
+def _step(L, params, x, loss_fn, lr=0.01):
+    loss = loss_fn(L, _forward(L, params, x))
+    loss.backward()
+    with L.no_grad():
+        for p in params:
+            p.sub_(p.grad * lr)
+            p.grad = None
+    return loss
+
+
+def _train_case(name, sizes, batch, loss_fn, np_step, target, repeats):
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    r = Result(name, "us/step", target=target)
+    for impl, L in _libs().items():
+        params = _params(L, sizes, np.random.default_rng(1))
+        x = L.tensor(data)
+
+        def run(L=L, params=params, x=x):
+            _step(L, params, x, loss_fn)
+
+        def timed(run=run):
+            try:
+                run()
+            except (RuntimeError, AttributeError) as e:
+                raise Skip(f"{e}") from None
+            return median_seconds(run, repeats) * 1e6
+        measure(r, impl, timed)
+    measure(r, NUMPY, lambda: median_seconds(np_step(sizes, data), repeats) * 1e6)
+    return [r]
+
+
+def _mse(L, out):
+    return (out * out).mean()
+
+
+def _cross_entropy(L, out):
+    # cross-entropy against class 0: -log_softmax(out)[:, 0].mean() (sk.nn.functional has no
+    # cross_entropy yet; the same program runs on torch)
+    return -(out.log_softmax(1).select(1, 0).mean())
+
+
+def _np_step(sizes, data, ce=False):
+    rng = np.random.default_rng(1)
+    ws = [rng.standard_normal((a, b)).astype(np.float32) for a, b in zip(sizes, sizes[1:])]
+    bs = [np.zeros(b, np.float32) for b in sizes[1:]]
+
+    def step():
+        hs = [data]
+        for i, (w, b) in enumerate(zip(ws, bs)):
+            z = hs[-1] @ w + b
+            hs.append(np.tanh(z) if i + 1 < len(ws) else z)
+        out = hs[-1]
+        if ce:
+            e = np.exp(out - out.max(1, keepdims=True))
+            g = e / e.sum(1, keepdims=True)
+            g[:, 0] -= 1
+            g /= len(out)
+        else:
+            g = 2 * out / out.size
+        for i in range(len(ws) - 1, -1, -1):
+            gw, gb = hs[i].T @ g, g.sum(0)
+            if i:
+                g = (g @ ws[i].T) * (1 - hs[i] * hs[i])
+            ws[i] -= 0.01 * gw
+            bs[i] -= 0.01 * gb
+    return step
+
+
+def autograd_mlp_train(repeats=None) -> list:
+    return _train_case("autograd_mlp_train", [784, 256, 256, 10], 64, _cross_entropy,
+                       lambda s, d: _np_step(s, d, ce=True), 1.5, repeats or 15)
+
+
+def autograd_tiny_mlp(repeats=None) -> list:
+    return _train_case("autograd_tiny_mlp", [16, 16, 16, 1], 4, _mse, _np_step, 2.5,
+                       repeats or 50)
+
+
+def _paper(L, n):
+    a = L.ones(n, 3, requires_grad=True)
+
+    def run():
+        b = a.clone()
+        for i in range(n):
+            b[i].mul_(2.0)
+        b.sum().backward()
+        a.grad = None
+    return run
+
+
+def autograd_paper_views(repeats=None) -> list:
+    repeats = repeats or 5
+    rows, times = [], {}
+    for n in (1000, 4000):
+        r = Result(f"autograd_paper_views_{n}", "ms")
+        for impl, L in _libs().items():
+            t = median_seconds(_paper(L, n), repeats, warmup=1) * 1e3
+            r.values[impl] = t
+            times.setdefault(impl, {})[n] = t
+        rows.append(r)
+    growth = OwnRatio("autograd_paper_views_growth", "exponent", target=1.1)
+    for impl, t in times.items():
+        growth.values[impl] = math.log(t[4000] / t[1000]) / math.log(4)
+    growth.notes.append("ratio column = subclass_kit's growth exponent from N=1000 to 4000")
+    return rows + [growth]
+
+
+def autograd_forward_modes(repeats=None) -> list:
+    import subclass_kit as sk
+    repeats = repeats or 30
+    params = _params(sk, [256, 256, 256, 10], np.random.default_rng(2))
+    x = sk.tensor(np.random.default_rng(3).standard_normal((64, 256)).astype(np.float32))
+
+    def normal():
+        _forward(sk, params, x)
+
+    def no_grad():
+        with sk.no_grad():
+            _forward(sk, params, x)
+
+    def inference():
+        with sk.inference_mode():
+            _forward(sk, params, x)
+
+    s = _interleaved({"normal": normal, "no_grad": no_grad, "inference": inference}, repeats)
+    med = {k: statistics.median(v) * 1e6 for k, v in s.items()}
+    r = OwnRatio("autograd_forward_modes", "inf/normal", target=0.8)
+    r.values[SK] = statistics.median(i / n for n, i in zip(s["normal"], s["inference"]))
+    r.notes.append("us: " + ", ".join(f"{k} {v:.0f}" for k, v in med.items())
+                   + f"; inference/no_grad {med['inference'] / med['no_grad']:.2f}")
+    return [r]
+
+
+CASES = [
+    Case("autograd_mlp_train", autograd_mlp_train, "SGD step, MLP 784-256-256-10, batch 64"),
+    Case("autograd_tiny_mlp", autograd_tiny_mlp, "SGD step, MLP 16-16-16-1, batch 4"),
+    Case("autograd_paper_views", autograd_paper_views,
+         "the paper's in-place-on-views program at N=1000, 4000 (growth exponent)"),
+    Case("autograd_forward_modes", autograd_forward_modes,
+         "MLP forward, weights require grad: normal vs no_grad vs inference_mode"),
+]

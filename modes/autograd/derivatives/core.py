@@ -1,0 +1,105 @@
+"""Derivatives of the arithmetic, reductions and matrix products the engine's own tests and the
+MLP use: ``add sub mul div neg sum mean mm addmm tanh exp`` (PyTorch's ``derivatives.yaml``
+entries of the same names). Written with ``sk`` ops, so they are differentiable themselves
+(double backward)."""
+
+from __future__ import annotations
+
+import subclass_kit as sk
+
+from ..formulas import NODE_NAMES, derivative
+
+
+def _scaled(grad, alpha):
+    return grad if alpha == 1 else grad * alpha
+
+
+@derivative("add.Tensor", "AddBackward0", inputs=("self", "other"))
+def _add(ctx, grad):
+    return grad, (_scaled(grad, ctx.alpha) if ctx.needs_input_grad[1] else None)
+
+
+@derivative("sub.Tensor", "SubBackward0", inputs=("self", "other"))
+def _sub(ctx, grad):
+    return grad, (-_scaled(grad, ctx.alpha) if ctx.needs_input_grad[1] else None)
+
+
+@derivative("mul.Tensor", "MulBackward0", inputs=("self", "other"), save=("self", "other"))
+def _mul(ctx, grad):
+    a = grad * ctx.other if ctx.needs_input_grad[0] else None
+    b = grad * ctx.self if ctx.needs_input_grad[1] else None
+    return a, b
+
+
+@derivative("div.Tensor", "DivBackward0", inputs=("self", "other"), save=("self", "other"))
+def _div(ctx, grad):
+    a = grad / ctx.other if ctx.needs_input_grad[0] else None
+    b = -grad * ctx.self / (ctx.other * ctx.other) if ctx.needs_input_grad[1] else None
+    return a, b
+
+
+@derivative("neg.default", "NegBackward0")
+def _neg(ctx, grad):
+    return -grad
+
+
+def _reduced_dims(ndim, dim):
+    if not dim:
+        return list(range(ndim))
+    return sorted(d % ndim if ndim else 0 for d in dim)
+
+
+def _expand_back(grad, meta, dim, keepdim):
+    """The gradient of a reduction over ``dim`` brought back to the input's shape."""
+    shape = meta.shape
+    if grad.dim() == 0 or not shape:
+        return grad.expand(shape) if grad.dim() == 0 else grad.reshape(shape)
+    if not keepdim:
+        for d in _reduced_dims(len(shape), dim):
+            grad = grad.unsqueeze(d)
+    return grad.expand(shape)
+
+
+@derivative("sum.dim_IntList", "SumBackward1")
+def _sum(ctx, grad):
+    return _expand_back(grad, ctx.meta("self"), ctx.dim, ctx.keepdim)
+
+
+@derivative("mean.dim", "MeanBackward1")
+def _mean(ctx, grad):
+    meta = ctx.meta("self")
+    count = 1
+    for d in _reduced_dims(len(meta.shape), ctx.dim):
+        count *= meta.shape[d] if meta.shape else 1
+    return _expand_back(grad, meta, ctx.dim, ctx.keepdim) / count
+
+
+NODE_NAMES["sum.dim_IntList"] = lambda b: "SumBackward1" if b.get("dim") else "SumBackward0"
+NODE_NAMES["mean.dim"] = lambda b: "MeanBackward1" if b.get("dim") else "MeanBackward0"
+
+
+@derivative("mm.default", "MmBackward0", inputs=("self", "mat2"), save=("self", "mat2"))
+def _mm(ctx, grad):
+    a = sk.ops.mm(grad, ctx.mat2.t()) if ctx.needs_input_grad[0] else None
+    b = sk.ops.mm(ctx.self.t(), grad) if ctx.needs_input_grad[1] else None
+    return a, b
+
+
+@derivative("addmm.default", "AddmmBackward0", inputs=("self", "mat1", "mat2"),
+            save=("mat1", "mat2"))
+def _addmm(ctx, grad):
+    a = _scaled(grad, ctx.beta) if ctx.needs_input_grad[0] else None
+    b = _scaled(sk.ops.mm(grad, ctx.mat2.t()), ctx.alpha) if ctx.needs_input_grad[1] else None
+    c = _scaled(sk.ops.mm(ctx.mat1.t(), grad), ctx.alpha) if ctx.needs_input_grad[2] else None
+    return a, b, c
+
+
+@derivative("tanh.default", "TanhBackward0", save=("result",))
+def _tanh(ctx, grad):
+    y = ctx.result
+    return grad * (1 - y * y)
+
+
+@derivative("exp.default", "ExpBackward0", save=("result",))
+def _exp(ctx, grad):
+    return grad * ctx.result

@@ -1,0 +1,251 @@
+"""The engine: runs the graph backwards from some outputs (PyTorch's ``torch/csrc/autograd/
+engine.cpp``, single-threaded).
+
+1. Count, for every node reachable from the roots, how many edges lead into it (an iterative
+   walk: a chain of 100,000 ops needs no recursion).
+2. With ``inputs`` (``sk.autograd.grad`` or ``backward(inputs=...)``), mark the nodes from
+   which an input can be reached; the others are not run.
+3. Run ready nodes (all their incoming gradients summed), highest sequence number first
+   (the most recently created), so that hooks fire in PyTorch's order. Each node's gradient
+   outputs are added into the input buffers of its next nodes.
+
+Without ``retain_graph`` every node frees its saved tensors after it ran. With
+``create_graph`` the formulas run with grad mode on, so the backward is itself recorded.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import subclass_kit as sk
+
+from .graph import AccumulateGrad, gradient_edge, grad_accumulator
+
+__all__ = ["run_backward", "backward", "grad"]
+
+
+def _make_grads(outputs, grad_outputs, create_graph):
+    grads = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if out.requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not out.dtype.is_floating_point:
+                    raise RuntimeError("grad can be implicitly created only for real scalar "
+                                       f"outputs but got {out.dtype}")
+                with sk.no_grad():
+                    g = sk.ones_like(out)
+        else:
+            if tuple(g.shape) != tuple(out.shape):
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {sk.Size(g.shape)} and "
+                    f"output[{i}] has a shape of {sk.Size(out.shape)}.")
+        grads.append(g)
+    return grads
+
+
+def _as_tuple(x):
+    if isinstance(x, sk.Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
+                 accumulate=True, allow_unused=False):
+    """Backpropagate ``grad_outputs`` from ``outputs``. ``accumulate``: into the ``.grad`` of
+    leaves (``backward``); else the gradients of ``inputs`` are returned (``grad``)."""
+    outputs = _as_tuple(outputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
+        if len(grad_outputs) != len(outputs):
+            raise RuntimeError(f"grad requires one gradient per output: got "
+                               f"{len(grad_outputs)} gradients for {len(outputs)} outputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = []
+    for i, out in enumerate(outputs):
+        edge = gradient_edge(out)
+        if edge is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        roots.append(edge)
+    grads = _make_grads(outputs, grad_outputs, create_graph)
+
+    targets = None              # (node, input_nr) -> index into inputs
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("grad requires non-empty inputs.")
+        targets = {}
+        for k, t in enumerate(inputs):
+            if not t.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            fn = t.grad_fn
+            edge = (fn, t._output_nr) if fn is not None else (grad_accumulator(t), 0)
+            targets.setdefault(edge, []).append(k)
+
+    # 1. dependencies (iterative walk)
+    deps: dict = {}
+    seen = set()
+    order = []
+    stack = [node for node, _ in roots]
+    for node in stack:
+        seen.add(node)
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for e in node._next:
+            if e is None:
+                continue
+            nxt = e[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+
+    # 2. the nodes worth running when only some inputs are wanted
+    needed = None
+    if targets is not None:
+        target_nodes = {node for node, _ in targets}
+        needed = set()
+        # reverse topological order: every node after all nodes it leads to
+        for node in _topological(order, deps):
+            if node in target_nodes:
+                needed.add(node)
+            elif any(e is not None and e[0] in needed for e in node._next):
+                needed.add(node)
+
+    # 3. execution
+    buffers: dict = {}
+    for (node, nr), g in zip(roots, grads):
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node._num_inputs
+        if isinstance(node, AccumulateGrad) and g is not None:
+            g = g.clone() if not create_graph else g     # the caller keeps its tensor
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    ready = []
+    for node in buffers:
+        if deps.get(node, 0) == 0:
+            heapq.heappush(ready, (-node._seq, id(node), node))
+    results = [None] * (len(inputs) if inputs is not None else 0)
+    # Gradient objects handed to more than one place (or held by the caller): AccumulateGrad
+    # must copy them, where PyTorch would see a reference count above one.
+    delivered = {id(g) for g in grad_outputs if g is not None}
+    shared = set(delivered)
+    AccumulateGrad.shared = shared
+    with sk.set_grad_enabled(create_graph):
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            buf = buffers.pop(node, None) or [None] * node._num_inputs
+            buf = _pre_hooks(node, buf)
+            if targets is not None:
+                for nr in range(len(buf)):
+                    for k in targets.get((node, nr), ()):
+                        results[k] = buf[nr]
+            if needed is not None and (node not in needed or (
+                    not accumulate and isinstance(node, AccumulateGrad))):
+                out = [None] * len(node._next)
+            else:
+                out = node.apply(buf) if any(g is not None for g in buf) else \
+                    [None] * len(node._next)
+                for hook in node._hooks:
+                    hook(tuple(out), tuple(buf))
+                if not retain_graph:
+                    node.release()
+            for e, g in zip(node._next, out):
+                if e is None:
+                    continue
+                nxt, nr = e
+                if g is not None:
+                    if id(g) in delivered:
+                        shared.add(id(g))
+                    else:
+                        delivered.add(id(g))
+                    nbuf = buffers.get(nxt)
+                    if nbuf is None:
+                        nbuf = buffers[nxt] = [None] * nxt._num_inputs
+                    nbuf[nr] = g if nbuf[nr] is None else nbuf[nr] + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+    if inputs is not None and accumulate:
+        for t, r in zip(inputs, results):     # non-leaf inputs: their gradient goes to .grad
+            if r is not None and t.grad_fn is not None:
+                t.grad = r.detach() if t.grad is None else t.grad + r.detach()
+    if inputs is not None and not accumulate:
+        for k, r in enumerate(results):
+            if r is None and not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+        return tuple(results)
+    return None
+
+
+def _topological(order, deps):
+    """The nodes of ``order`` (a walk from the roots) sorted so that each comes after every
+    node its edges lead to (Kahn's algorithm on the dependency counts, reversed)."""
+    counts = dict(deps)
+    ready = [n for n in order if counts.get(n, 0) == 0]
+    seq = []
+    while ready:
+        node = ready.pop()
+        seq.append(node)
+        for e in node._next:
+            if e is None:
+                continue
+            counts[e[0]] -= 1
+            if counts[e[0]] == 0:
+                ready.append(e[0])
+    seq.reverse()
+    return seq
+
+
+def _pre_hooks(node, buf):
+    """Tensor hooks (``register_hook``), ``retain_grad`` and node pre-hooks, in PyTorch's order."""
+    if node._tensor_pre_hooks:
+        for nr, hooks in node._tensor_pre_hooks.items():
+            for hook in list(hooks):
+                if buf[nr] is not None:
+                    new = hook(buf[nr])
+                    if new is not None:
+                        buf[nr] = new
+    if node._retain:
+        for nr, t in node._retain.items():
+            g = buf[nr]
+            if g is None:
+                continue
+            if t.grad is None:
+                t.grad = g.detach().clone() if not sk.is_grad_enabled() else g.clone()
+            else:
+                t.grad = t.grad + g
+    for hook in node._pre_hooks:
+        new = hook(tuple(buf))
+        if new is not None:
+            buf = list(new)
+    return buf
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """``sk.autograd.backward``: accumulate into the leaves' ``.grad`` (or only ``inputs``')."""
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+    run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``
+    (PyTorch's ``torch.autograd.grad``). Returns a tuple, one entry per input (None for an
+    unused one when ``allow_unused``; zeros when ``materialize_grads``)."""
+    inputs_t = _as_tuple(inputs)
+    res = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs_t,
+                       accumulate=False, allow_unused=allow_unused or materialize_grads)
+    if materialize_grads:
+        res = tuple(sk.zeros_like(t) if r is None else r for r, t in zip(res, inputs_t))
+    return res

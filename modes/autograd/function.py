@@ -1,0 +1,179 @@
+"""Custom differentiable functions: ``sk.autograd.Function`` (PyTorch's
+``torch.autograd.Function``, both the ``forward(ctx, ...)`` and the ``setup_context`` styles)
+and the autograd of custom ops registered with ``sk.library.register_autograd``."""
+
+from __future__ import annotations
+
+import subclass_kit as sk
+
+from .graph import Node, SavedTensor, gradient_edge
+
+__all__ = ["Function", "FunctionCtx", "apply_custom_op"]
+
+_redispatch = sk.redispatch_below_autograd
+
+
+class FunctionCtx(Node):
+    """The ``ctx`` of a custom function, which is also its backward node (as in PyTorch):
+    ``save_for_backward``, ``saved_tensors`` (version-checked), ``needs_input_grad``,
+    ``mark_dirty``, ``mark_non_differentiable``, ``set_materialize_grads``."""
+
+    def __init__(self, name="FunctionBackward"):
+        super().__init__()
+        self._name = name
+        self._saved = None
+        self._dirty = ()
+        self._non_diff = ()
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+        self._backward = None
+        self._input_positions = ()
+        self._out_metas = []
+
+    def save_for_backward(self, *tensors):
+        self._saved = [None if t is None else SavedTensor(t, is_output=False, node=self)
+                       for t in tensors]
+
+    @property
+    def saved_tensors(self):
+        return tuple(None if s is None else s.unpack() for s in self._saved or ())
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_diff = tensors
+
+    def set_materialize_grads(self, value: bool):
+        self.materialize_grads = bool(value)
+
+    def release(self):
+        for s in self._saved or ():
+            if s is not None:
+                s.free()
+
+    def apply(self, grads):
+        grads = list(grads)
+        if self.materialize_grads:
+            for i, m in enumerate(self._out_metas):
+                if grads[i] is None and m is not None:
+                    grads[i] = sk.zeros(m[0], dtype=m[1], device=m[2])
+        res = self._backward(self, *grads)
+        if not isinstance(res, tuple):
+            res = (res,)
+        if len(res) < len(self._input_positions):
+            raise RuntimeError(f"function {self._name} returned an incorrect number of "
+                               f"gradients (expected {self._n_args}, got {len(res)})")
+        return [res[p] if p < len(res) else None for p in self._input_positions]
+
+
+def _tensors_requiring_grad(args):
+    return [(i, a) for i, a in enumerate(args) if isinstance(a, sk.Tensor) and a.requires_grad]
+
+
+def _wrap_outputs(ctx, args, out, name):
+    """Give the outputs of a custom function their node; views of inputs are marked as made in a
+    custom Function (their in-place use then raises, SEMANTICS.md §3.4)."""
+    outs = out if isinstance(out, tuple) else (out,)
+    ctx._out_metas = [(tuple(o.shape), o.dtype, o.device)
+                      if isinstance(o, sk.Tensor) and o.dtype.is_floating_point else None
+                      for o in outs]
+    ctx._num_inputs = len(outs)
+    non_diff = {id(t) for t in ctx._non_diff}
+    dirty = {id(t) for t in ctx._dirty}
+    new = []
+    for i, o in enumerate(outs):
+        if not isinstance(o, sk.Tensor):
+            new.append(o)
+            continue
+        if any(o is a for a in args) and id(o) not in dirty:
+            with sk.no_grad():
+                o = o.view_as(o)            # an input returned as-is comes back as a view
+        if id(o) in non_diff or not o.dtype.is_floating_point:
+            ctx._out_metas[i] = None
+            new.append(o)
+            continue
+        if o._base is not None and id(o) not in dirty:
+            o._creation_meta = sk.CreationMeta.IN_CUSTOM_FUNCTION
+            o._view_grad = True
+            o._view_op = (name, i)
+            o._view_version = o._version
+        o._grad_fn = ctx
+        o._output_nr = i
+        o._requires_grad = True
+        new.append(o)
+    return tuple(new) if isinstance(out, tuple) else new[0]
+
+
+class FunctionMeta(type):
+    def __init__(cls, name, bases, ns):
+        super().__init__(name, bases, ns)
+        cls._backward_name = f"{name}Backward"
+        # the ctx is the node; its class carries PyTorch's node name (``SquareBackward``)
+        cls._ctx_class = type(cls._backward_name, (FunctionCtx,), {"_name": cls._backward_name})
+
+
+class Function(metaclass=FunctionMeta):
+    """Subclass with ``forward`` and ``backward`` static methods, call with ``Fn.apply(...)``.
+
+    ``forward(ctx, *args)`` (or ``forward(*args)`` with ``setup_context(ctx, inputs,
+    output)``) runs with grad mode off; ``backward(ctx, *grads)`` returns one gradient per
+    argument of ``forward`` (None for non-tensors). The node is named ``<Class>Backward``."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode "
+                                  "AD.")
+
+    setup_context = None
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = cls._ctx_class(cls._backward_name)
+        rg = _tensors_requiring_grad(args) if sk.is_grad_enabled() and \
+            not sk.is_inference_mode_enabled() else []
+        ctx.needs_input_grad = tuple(isinstance(a, sk.Tensor) and a.requires_grad
+                                     for a in args)
+        separate = cls.setup_context is not None and \
+            getattr(cls.setup_context, "__func__", cls.setup_context) is not \
+            getattr(Function.setup_context, "__func__", None)
+        with sk.no_grad():
+            if separate:
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+        if not rg:
+            return out
+        ctx._next = tuple(gradient_edge(a) for _, a in rg)
+        ctx._input_positions = tuple(i for i, _ in rg)
+        ctx._n_args = len(args)
+        ctx._backward = cls.backward
+        return _wrap_outputs(ctx, args, out, cls.__name__)
+
+
+def apply_custom_op(op, registered, args, kwargs):
+    """Run a custom op whose autograd was registered with ``sk.library.register_autograd``:
+    ``setup_context(ctx, inputs, output)`` after the forward, ``backward(ctx, *grads)``
+    returning one gradient per input of the schema."""
+    backward, setup_context = registered
+    base = op.schema.base_name.replace("::", "_")
+    ctx = FunctionCtx(f"GeneratedBackwardFor_{base}_{op.overload}")
+    names = [a.name for a in op.schema.arguments]
+    inputs = tuple(args) + tuple(kwargs.get(n) for n in names[len(args):])
+    rg = _tensors_requiring_grad(inputs)
+    ctx.needs_input_grad = tuple(isinstance(a, sk.Tensor) and a.requires_grad for a in inputs)
+    out = _redispatch(op, args, kwargs)
+    if setup_context is not None:
+        setup_context(ctx, inputs, out)
+    ctx._next = tuple(gradient_edge(a) for _, a in rg)
+    ctx._input_positions = tuple(i for i, _ in rg)
+    ctx._n_args = len(inputs)
+    ctx._backward = backward
+    return _wrap_outputs(ctx, inputs, out, base)

@@ -1,0 +1,242 @@
+"""The autograd graph: nodes (PyTorch's ``torch.autograd.graph.Node``), saved tensors with their
+version check (SEMANTICS.md §2.3), ``AccumulateGrad`` and ``saved_tensors_hooks``.
+
+A node's ``_next`` holds one edge per differentiable input: ``(node, input_nr)`` or None for an
+input that does not require grad (``next_functions`` shows it as ``(None, 0)``). ``apply(grads)``
+takes one gradient per output of the forward op and returns one per edge.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import subclass_kit as sk
+
+__all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks", "gradient_edge",
+           "RemovableHandle"]
+
+_sequence = itertools.count()
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+
+FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
+         "after they have already been freed). Saved intermediate values of the graph are freed "
+         "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+         "backward through the graph a second time or if you need to access saved tensors after "
+         "calling backward.")
+INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`.")
+
+
+class RemovableHandle:
+    """What ``register_hook`` returns: ``remove()`` takes the hook out again."""
+
+    def __init__(self, hooks: list, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+class Node:
+    """A backward function of the graph. ``name()`` is PyTorch's node class name
+    (``MulBackward0``); ``next_functions`` the edges to the nodes of the inputs."""
+
+    _name = "Node"
+    _num_inputs = 1     # gradients it receives (outputs of the forward op)
+
+    def __init__(self, next_edges=()):
+        self._next = tuple(next_edges)
+        self._seq = next(_sequence)
+        self._pre_hooks = []        # hook(grad_outputs) -> new grad_outputs or None
+        self._hooks = []            # hook(grad_inputs, grad_outputs)
+        self._tensor_pre_hooks = {}     # output_nr -> [hook(grad)]
+        self._retain = {}           # output_nr -> tensor whose .grad keeps the gradient
+        self.metadata = {}
+
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((None, 0) if e is None else e for e in self._next)
+
+    def register_hook(self, fn):
+        self._hooks.append(fn)
+        return RemovableHandle(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        self._pre_hooks.append(fn)
+        return RemovableHandle(self._pre_hooks, fn)
+
+    def apply(self, grads: list) -> list:
+        raise NotImplementedError
+
+    def release(self):
+        """Free saved tensors (a backward without ``retain_graph``)."""
+
+    def __call__(self, *grads):
+        return self.apply(list(grads))
+
+    def __repr__(self):
+        return f"<{self._name} object at {hex(id(self))}>"
+
+
+def forward_name(node) -> str:
+    """``AddBackward0`` -> ``Add`` (what the version-check error names)."""
+    return _BACKWARD_SUFFIX.sub("", node.name())
+
+
+class _HookState:
+    """The active ``saved_tensors_hooks`` (innermost last)."""
+    stack: list = []
+
+
+class saved_tensors_hooks:
+    """Context manager: tensors saved for backward inside it are stored as ``pack(tensor)`` and
+    given back as ``unpack(packed)`` (PyTorch's ``torch.autograd.graph.saved_tensors_hooks``)."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self):
+        _HookState.stack.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _HookState.stack.pop()
+        return False
+
+
+def _type_string(t) -> str:
+    return f"[sk.{t.dtype.legacy_name} [{', '.join(str(s) for s in t.shape)}]]"
+
+
+class SavedTensor:
+    """A tensor saved for backward with the version it had (PyTorch's ``SavedVariable``).
+
+    ``unpack()`` raises RuntimeError when the tensor was modified in place since (PyTorch's
+    text, naming the tensor's current node for a saved input, the producing node for a saved
+    output) or when the graph was freed by a backward without ``retain_graph``."""
+
+    __slots__ = ("_t", "_version", "_is_output", "_node", "_packed", "_unpack", "_freed")
+
+    def __init__(self, t, is_output: bool = False, node=None):
+        if t.is_inference():
+            raise RuntimeError(INFERENCE_SAVED)
+        self._version = t._version
+        self._is_output = is_output
+        self._node = node
+        self._freed = False
+        self._packed = self._unpack = None
+        self._t = t     # kept for the version check, as SavedVariable keeps the counter
+        if _HookState.stack:
+            pack, self._unpack = _HookState.stack[-1]
+            self._packed = pack(t)
+
+    def unpack(self):
+        if self._freed:
+            raise RuntimeError(FREED)
+        t = self._t
+        if t._version != self._version:
+            if self._is_output:
+                node = self._node
+            else:
+                node = t.grad_fn if t._base is None or t.requires_grad else None
+            where = "" if node is None else \
+                f", which is output {t._output_nr} of {forward_name(node)},"
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {_type_string(t)}{where} is at version {t._version}; "
+                f"expected version {self._version} instead. Hint: enable anomaly detection to "
+                "find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        if self._unpack is not None:
+            return self._unpack(self._packed)
+        return t
+
+    def free(self):
+        self._freed = True
+        self._t = self._packed = None
+
+
+def gradient_edge(t):
+    """The edge a gradient for ``t`` flows into: ``(t.grad_fn, output_nr)``, a leaf's
+    ``AccumulateGrad``, or None when ``t`` does not require grad."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t.requires_grad:
+        return (grad_accumulator(t), 0)
+    return None
+
+
+def grad_accumulator(t):
+    """The ``AccumulateGrad`` node of leaf ``t`` (one per tensor, made on first use)."""
+    acc = t.__dict__.get("_grad_accumulator")
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t.__dict__["_grad_accumulator"] = acc
+    return acc
+
+
+class AccumulateGrad(Node):
+    """Adds the incoming gradient into ``variable.grad`` (PyTorch's ``AccumulateGrad``): the
+    first gradient is stored with the leaf's strides (a fresh tensor is taken as is), later
+    ones are added in place, or out of place under ``create_graph``."""
+
+    _name = "AccumulateGrad"
+    shared: set = set()     # ids of gradients the running backward handed out more than once
+
+    def __init__(self, variable):
+        super().__init__()
+        self.variable = variable
+        self._seq = float("inf")        # runs as soon as it is ready (PyTorch: UINT64_MAX)
+        self._post_hooks = []
+
+    def apply(self, grads):
+        g = grads[0]
+        if g is None:
+            return []
+        var = self.variable
+        if var.grad is None:
+            if not sk.is_grad_enabled():
+                # PyTorch steals a gradient no one else holds (detach) and copies one that is
+                # shared or laid out unlike the leaf. We cannot count references: the engine
+                # tells which gradient objects it handed out twice (``shared``).
+                if (id(g) in self.shared or g.stride() != var.stride() or g.requires_grad):
+                    g = _like(var, g)
+                else:
+                    g = g.detach()
+            var.grad = g
+        elif sk.is_grad_enabled():
+            var.grad = var.grad + g
+        else:
+            var.grad.add_(g)
+        for hook in self._post_hooks:
+            hook(var)
+        return []
+
+
+def _like(var, g):
+    """A copy of gradient ``g`` laid out like leaf ``var`` (PyTorch's ``empty_strided_like``
+    for a dense leaf, else contiguous)."""
+    if var._layout.is_contiguous() or _dense(var):
+        out = sk.empty_strided(tuple(var.shape), var.stride(), dtype=g.dtype, device=g.device)
+    else:
+        out = sk.empty(tuple(var.shape), dtype=g.dtype, device=g.device)
+    return out.copy_(g)
+
+
+def _dense(t) -> bool:
+    pairs = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1)
+    expected = 1
+    for st, sz in pairs:
+        if st != expected:
+            return False
+        expected *= sz
+    return True

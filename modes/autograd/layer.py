@@ -1,0 +1,363 @@
+"""The autograd layer: records a node per differentiable op call (PyTorch's ``VariableType``
+kernels), above modes and subclass handlers (Note [Autograd layer] in the core's registry.py).
+
+For an op whose differentiable inputs require grad (grad mode on, inference mode off) it
+saves the formula's tensors with their versions, runs the op below itself, and sets the
+outputs' ``grad_fn``. In-place ops use the formula of their functional variant; an in-place op
+on a view rebases the view's root base onto a ``CopySlices`` node (SEMANTICS.md §3.5) and the
+view's own ``grad_fn`` is regenerated lazily, as ``AsStridedBackward0``, the next time it is read
+(§3.6): O(1) per in-place op, whatever the number of live views of the base.
+"""
+
+from __future__ import annotations
+
+import subclass_kit as sk
+
+from . import formulas as F
+from .graph import INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, gradient_edge
+
+__all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
+
+_redispatch = sk.redispatch_below_autograd
+_Tensor = sk.Tensor
+_grad_enabled = sk.is_grad_enabled
+_inference = sk.is_inference_mode_enabled
+
+
+class FormulaNode(Node):
+    """The node of a derivative-table formula: ``apply`` unpacks the saved tensors, builds the
+    formula's ``ctx`` and returns one gradient per edge (``Tensor[]`` inputs flattened)."""
+
+    def __init__(self, formula, values, metas, results, out_metas, needs, edges, widths):
+        super().__init__(edges)
+        self._formula = formula
+        self._values = values           # argument name -> value (SavedTensor for saved ones)
+        self._metas = metas
+        self._results = results         # SavedTensors of the outputs, or None
+        self._out_metas = out_metas     # TensorMeta per output, None for non-differentiable
+        self._needs = needs
+        self._widths = widths           # per formula input: None (a tensor) or a list's length
+        self._num_inputs = len(out_metas)
+
+    def apply(self, grads):
+        grads = list(grads) + [None] * (len(self._out_metas) - len(grads))
+        for i, (g, m) in enumerate(zip(grads, self._out_metas)):
+            if g is None and m is not None:
+                grads[i] = sk.zeros(m.shape, dtype=m.dtype, device=m.device)
+        values = {k: _unpack(v) for k, v in self._values.items()}
+        results = tuple(_unpack(r) for r in self._results) if self._results is not None \
+            else (None,) * len(self._out_metas)
+        ctx = F.FormulaContext(values, self._metas, results, self._needs)
+        raw = self._formula.fn(ctx, *grads)
+        out = []
+        for width, g in zip(self._widths, F.finish_grads(self._formula, ctx, raw)):
+            if width is None:
+                out.append(g)
+            else:
+                out.extend(g if g is not None else [None] * width)
+        return out
+
+    def release(self):
+        for v in self._values.values():
+            for s in (v if isinstance(v, list) else (v,)):
+                if isinstance(s, SavedTensor):
+                    s.free()
+        for r in self._results or ():
+            r.free()
+
+    def __getattr__(self, name):
+        # PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions).
+        if name.startswith("_saved_"):
+            key = name[7:]
+            if key in self.__dict__.get("_values", {}):
+                return _unpack(self._values[key])
+            if key == "result" and self.__dict__.get("_results"):
+                r = self._results
+                return _unpack(r[0]) if len(r) == 1 else tuple(_unpack(x) for x in r)
+        raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
+
+
+def _unpack(v):
+    if isinstance(v, SavedTensor):
+        return v.unpack()
+    if isinstance(v, list) and v and isinstance(v[0], SavedTensor):
+        return [s.unpack() for s in v]
+    return v
+
+
+_NODE_CLASSES: dict = {}
+
+
+def node_class(name: str, base=FormulaNode):
+    """The node class named ``name`` (``MulBackward0``), made once: ``type(node).__name__`` and
+    ``node.name()`` are PyTorch's names."""
+    cls = _NODE_CLASSES.get((name, base))
+    if cls is None:
+        cls = _NODE_CLASSES[(name, base)] = type(name, (base,), {"_name": name})
+    return cls
+
+
+class NotImplementedNode(Node):
+    """An op with no formula: backward through it raises (PyTorch's ``not_implemented``)."""
+
+    def __init__(self, op, edges, n_out):
+        super().__init__(edges)
+        self._op = op
+        self._num_inputs = n_out
+
+    def apply(self, grads):
+        raise RuntimeError(f"the derivative for '{self._op.name}' is not implemented.")
+
+
+def _geometry(t):
+    return tuple(t.shape), tuple(t.stride()), t.storage_offset()
+
+
+def _strided_zeros(shape, stride, like):
+    return sk.empty_strided(shape, stride, dtype=like.dtype, device=like.device).zero_()
+
+
+class CopySlices(Node):
+    """The root base's node after an in-place op ``fn`` on one of its views: the base's gradient
+    passes through, except the view's region, which gets ``fn``'s gradient for its input
+    computed from that region (SEMANTICS.md §3.5). Edges: the base's previous edge, then
+    ``fn``'s other inputs."""
+
+    _name = "CopySlices"
+
+    def __init__(self, base, view, fn):
+        super().__init__([gradient_edge(base)] + list(fn._next[1:]))
+        self._base_geom = _geometry(base)
+        size, stride, offset = _geometry(view)
+        self._view_geom = (size, stride, offset - base.storage_offset())
+        self.fn = fn
+
+    def apply(self, grads):
+        g = grads[0]
+        shape, stride, _ = self._base_geom
+        if (not sk.is_grad_enabled() and id(g) not in AccumulateGrad.shared
+                and g._base is None and g.storage_offset() == 0
+                and tuple(g.shape) == shape and g.stride() == stride):
+            # a gradient no one else holds, laid out like the base: write the view's region in
+            # place, so a chain of N CopySlices costs O(N) rather than N copies of the base
+            result = g
+        else:
+            result = sk.empty_strided(shape, stride, dtype=g.dtype, device=g.device)
+            result.copy_(g)
+        size, vstride, offset = self._view_geom
+        grad_slice = result.as_strided(size, vstride, offset)
+        res = self.fn.apply([grad_slice.clone()])
+        if res and res[0] is not None:
+            grad_slice.copy_(res[0])
+        else:
+            grad_slice.zero_()
+        return [result] + list(res[1:])
+
+    def release(self):
+        self.fn.release()
+
+
+class AsStridedBackward0(Node):
+    """The regenerated ``grad_fn`` of a view whose base changed history (SEMANTICS.md §3.6):
+    the view's gradient scattered into zeros shaped like its root base. ``view_op`` is the
+    recorded view op ``(name, output index)`` (kept so that view replay can be switched on)."""
+
+    _name = "AsStridedBackward0"
+
+    def __init__(self, base, view):
+        super().__init__([gradient_edge(base)])
+        self._base_geom = _geometry(base)
+        size, stride, offset = _geometry(view)
+        self._view_geom = (size, stride, offset - base.storage_offset())
+        self.view_op = view._view_op
+
+    def apply(self, grads):
+        g = grads[0]
+        shape, stride, _ = self._base_geom
+        out = _strided_zeros(shape, stride, g)
+        size, vstride, offset = self._view_geom
+        # dims the view broadcasts (stride 0) write one element: sum the gradient over them
+        bcast = [d for d, (n, s) in enumerate(zip(size, vstride)) if s == 0 and n > 1]
+        if bcast:
+            g = g.sum(bcast, keepdim=True)
+            size = tuple(1 if d in bcast else n for d, n in enumerate(size))
+        out.as_strided(size, vstride, offset).copy_(g)
+        return [out]
+
+
+def _differentiable(t) -> bool:
+    return isinstance(t, _Tensor) and t.dtype.is_floating_point
+
+
+def _flat_outputs(out) -> list:
+    if isinstance(out, _Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        flat = []
+        for o in out:
+            if isinstance(o, (list, tuple)):
+                flat.extend(o)
+            else:
+                flat.append(o)
+        return flat
+    return []
+
+
+def _requires_grad(v) -> bool:
+    if isinstance(v, _Tensor):
+        return v.requires_grad
+    if isinstance(v, (list, tuple)):
+        return any(isinstance(x, _Tensor) and x.requires_grad for x in v)
+    return False
+
+
+class AutogradLayer:
+    """The callable installed with ``sk.set_autograd_layer``; ``view_grad_fn`` regenerates a
+    stale view's node for ``Tensor.grad_fn``."""
+
+    def __init__(self):
+        self._formulas: dict = {}       # op -> Formula, or None (non-differentiable / missing)
+
+    def view_grad_fn(self, view):
+        node = AsStridedBackward0(view._base, view)
+        view._grad_fn = node
+        view._output_nr = 0
+        view._requires_grad = True
+        view._view_version = view._version
+        return node
+
+    def _formula(self, op):
+        try:
+            return self._formulas[op]
+        except KeyError:
+            pass
+        key = f"{op.name}.{op.overload}"
+        formula = F.FORMULAS.get(key)
+        if formula is None and key not in F.NON_DIFFERENTIABLE and op.is_inplace:
+            fv = op.functional_variant
+            if fv is not None:
+                formula = F.FORMULAS.get(f"{fv.name}.{fv.overload}")
+        self._formulas[op] = formula
+        return formula
+
+    def __call__(self, op, args, kwargs):
+        if not _grad_enabled() or _inference() or op.is_out:
+            return _redispatch(op, args, kwargs)
+        for a in args:
+            if a.__class__ is _Tensor:      # the common case, inline
+                if a._requires_grad or (a._base is not None and a._base._requires_grad):
+                    break
+            elif _requires_grad(a):
+                break
+        else:
+            if not (kwargs and any(_requires_grad(v) for v in kwargs.values())):
+                return _redispatch(op, args, kwargs)
+        custom = _custom_autograd(op)
+        if custom is not None:
+            from .function import apply_custom_op
+            return apply_custom_op(op, custom, args, kwargs)
+        formula = self._formula(op)
+        if formula is None:
+            key = f"{op.name}.{op.overload}"
+            if key in F.NON_DIFFERENTIABLE or (op.is_inplace and op.functional_variant is not None
+                                               and _nondiff(op.functional_variant)):
+                return _redispatch(op, args, kwargs)
+            return _record_missing(op, args, kwargs)
+        return _record(op, formula, args, kwargs)
+
+
+def _nondiff(op) -> bool:
+    return f"{op.name}.{op.overload}" in F.NON_DIFFERENTIABLE
+
+
+def _custom_autograd(op):
+    if not op.namespace:
+        return None
+    return sk.library.get_autograd(op)
+
+
+def _record_missing(op, args, kwargs):
+    edges = [gradient_edge(a) for a in args if isinstance(a, _Tensor) and a.requires_grad]
+    out = _redispatch(op, args, kwargs)
+    outs = _flat_outputs(out)
+    node = NotImplementedNode(op, edges, len(outs))
+    _attach(op, node, outs, args)
+    return out
+
+
+def _record(op, formula, args, kwargs):
+    bound = F.bind(op, args, kwargs)
+    inplace = op.is_inplace
+    self_arg = bound.get("self") if inplace else None
+    rebase = (inplace and self_arg is not None and self_arg._base is not None
+              and "inplace_view" not in op.tags)
+    needs, edges, widths = [], [], []
+    for name in formula.inputs:
+        v = bound.get(name)
+        if isinstance(v, (list, tuple)):
+            widths.append(len(v))
+            flags = [isinstance(x, _Tensor) and x.requires_grad for x in v]
+            needs.append(any(flags))
+            edges.extend(gradient_edge(x) if f else None for x, f in zip(v, flags))
+        else:
+            widths.append(None)
+            rg = isinstance(v, _Tensor) and v.requires_grad
+            needs.append(rg)
+            if rg and rebase and v is self_arg:
+                edges.append(None)      # CopySlices takes the base's edge instead
+            else:
+                edges.append(gradient_edge(v) if rg else None)
+    if not any(needs):
+        return _redispatch(op, args, kwargs)
+    metas, values = {}, {}
+    save = formula.save
+    for name, v in bound.items():
+        m = F.TensorMeta.of(v) if isinstance(v, _Tensor) else (
+            F._meta(v) if isinstance(v, (list, tuple)) else None)
+        if m is not None:
+            metas[name] = m
+        if name in save:
+            values[name] = _save(v, inplace and name == "self")
+        elif m is None:
+            values[name] = v
+    out = _redispatch(op, args, kwargs)
+    outs = _flat_outputs(out)
+    out_metas = [F.TensorMeta.of(o) if _differentiable(o) else None for o in outs]
+    cls = node_class(F.call_node_name(f"{op.name}.{op.overload}", formula, bound))
+    node = cls(formula, values, metas, None, out_metas, tuple(needs), edges, widths)
+    if "result" in formula.save:
+        node._results = [SavedTensor(o, is_output=True, node=node) for o in outs]
+    if rebase:
+        base = self_arg._base
+        copy = CopySlices(base, self_arg, node)
+        base._grad_fn = copy
+        base._output_nr = 0
+        base._requires_grad = True
+        return out
+    _attach(op, node, outs, args)
+    return out
+
+
+def _save(v, clone: bool):
+    """Save an argument for backward: tensors (and lists of them) as ``SavedTensor``; the
+    ``self`` of an in-place op is cloned first (its value before the op is what the formula
+    needs)."""
+    if isinstance(v, _Tensor):
+        if v.is_inference():
+            raise RuntimeError(INFERENCE_SAVED)
+        if clone:
+            v = _redispatch(sk.ops.clone, (v,), {})
+        return SavedTensor(v)
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, _Tensor) for x in v):
+        return [SavedTensor(x) for x in v]
+    return v
+
+
+def _attach(op, node, outs, args):
+    for i, o in enumerate(outs):
+        if _differentiable(o):
+            o._grad_fn = node
+            o._output_nr = i
+            o._requires_grad = True
+            if o._base is not None:
+                o._view_version = o._version
