@@ -284,3 +284,42 @@ def test_backward_under_meta_mode_sizes_gradients():
         loss.backward()
     assert loss.is_meta and w.grad.is_meta
     assert tuple(w.grad.shape) == (4, 3) and w.grad.dtype == sk.float32
+
+
+def test_every_floating_op_has_a_formula_or_a_mark():
+    """The derivative table covers ``sk.ops``: every functional primitive has a formula or a
+    non-differentiable mark (in-place overloads use their functional variant's; composites are
+    differentiated through their decompositions; ``out=`` overloads refuse autograd)."""
+    import subclass_kit.modes.autograd.derivatives  # noqa: F401  (registers the table)
+    from subclass_kit.modes.autograd import formulas as F
+    covered = F.FORMULAS.keys() | F.NON_DIFFERENTIABLE.keys()
+    missing = []
+    for op in sk.ops:
+        key = f"{op.name}.{op.overload}"
+        if op.decomposition is not None or op.is_out or key in covered:
+            continue
+        fv = op.functional_variant if op.is_mutable else None
+        if fv is not None and f"{fv.name}.{fv.overload}" in covered:
+            continue
+        missing.append(key)
+    assert not missing, f"ops with neither a derivative formula nor a mark: {missing}"
+
+
+def test_misc_rows_against_torch(torch):
+    x = torch.rand(3, 4, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([True, False, True, True])
+    out = torch.masked_select(x, mask)
+    g = torch.randn(out.shape, dtype=torch.float64)
+    expected, = torch.autograd.grad(out, x, g)
+    ours_x = sk.tensor(x.detach().numpy()).requires_grad_()
+    ours = sk.masked_select(ours_x, sk.tensor(mask.numpy()))
+    assert ours.grad_fn.name() == out.grad_fn.name()
+    got, = sk.autograd.grad(ours, ours_x, sk.tensor(g.numpy()))
+    np.testing.assert_allclose(got.numpy(), expected.numpy())
+    for fn, tfn in [(lambda t: sk.ops.zero.default(t), lambda t: torch.ops.aten.zero.default(t)),
+                    (lambda t: sk.normal(t, 1.0), lambda t: torch.normal(t, 1.0))]:
+        t_out = tfn(x)
+        s_out = fn(ours_x)
+        assert s_out.grad_fn.name() == t_out.grad_fn.name()
+        got, = sk.autograd.grad(s_out.sum(), ours_x)
+        assert not got.numpy().any()
