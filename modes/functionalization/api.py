@@ -50,12 +50,20 @@ def functionalize(fn, remove: str = "mutations"):
         leaves, spec = sk.pytree.tree_flatten((args, kwargs))
         groups = _alias_groups(leaves)
         inputs = []      # (plain, wrapper, is_synthetic_base)
+        # An input that requires grad becomes a leaf wrapper that requires grad over its
+        # detached value (AOTAutograd's inputs): the autograd mode, above this one, records
+        # the program on the wrappers, so ``backward`` / ``autograd.grad`` inside ``fn`` is
+        # functionalized and captured with the forward.
+        detached = {id(t): t.detach() for members in groups if len(members) == 1
+                    for t in members if t.requires_grad}
         with FunctionalizeMode(reapply_views=reapply):
             by_id = {}
             for members in groups:
                 if len(members) == 1:
                     t = members[0]
-                    w = wrap_fresh(t)
+                    w = wrap_fresh(detached.get(id(t), t))
+                    if id(t) in detached:
+                        w.requires_grad_(True)
                     by_id[id(t)] = w
                     inputs.append((t, w, False))
                     continue
