@@ -6,6 +6,8 @@ The public API, by explicit re-export (``X as X``); everything else is private. 
 
 from __future__ import annotations
 
+import importlib as _importlib
+
 from . import registry as _registry
 from ._dtype import bool_ as bool  # noqa: A001  (sk.bool, as torch.bool)
 from ._dtype import can_cast as can_cast
@@ -191,9 +193,6 @@ from .api.shape_more import vdot as vdot  # noqa: E402
 from .api.shape_more import vsplit as vsplit  # noqa: E402
 from .api.shape_more import vstack as vstack  # noqa: E402
 from . import nn as nn  # noqa: E402
-from . import optim as optim  # noqa: E402
-from .serialization import load as load  # noqa: E402
-from .serialization import save as save  # noqa: E402
 from . import return_types as return_types  # noqa: E402
 from ._repr import set_printoptions as set_printoptions  # noqa: E402
 from .api.reductions import all as all  # noqa: E402,A001
@@ -267,10 +266,15 @@ from . import sizes_policy as _sizes_policy  # noqa: E402
 
 
 def __getattr__(name):
-    """``sk.autograd``: the autograd mode, imported and installed on first access (the core
-    never imports ``modes`` to build itself; Note [Autograd layer])."""
+    """Names imported on first access, so that ``import subclass_kit`` stays as fast as the
+    core: ``sk.autograd`` (the autograd mode, installed then; the core never imports ``modes``
+    to build itself, Note [Autograd layer]), ``sk.optim``, ``sk.save`` / ``sk.load``."""
     if name == "autograd":
         from .modes import autograd
         autograd.install()
         return autograd
+    if name == "optim":
+        return _importlib.import_module(".optim", __name__)
+    if name in ("save", "load"):
+        return getattr(_importlib.import_module(".serialization", __name__), name)
     raise AttributeError(f"module 'subclass_kit' has no attribute '{name}'")

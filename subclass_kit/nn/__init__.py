@@ -1,25 +1,36 @@
 """``sk.nn`` (PyTorch's ``torch.nn``): ``Parameter``, ``Module`` and its containers, the layers a
-transformer or an MLP uses, ``sk.nn.init``, ``sk.nn.utils`` and ``sk.nn.functional``."""
+transformer or an MLP uses, ``sk.nn.init``, ``sk.nn.utils`` and ``sk.nn.functional``.
+
+Everything but ``functional`` is imported on first access (PEP 562), so ``import subclass_kit``
+does not pay for the module system.
+"""
+
+import importlib
 
 from . import functional as functional
-from . import init as init
-from . import utils as utils
-from .containers import ModuleDict as ModuleDict
-from .containers import ModuleList as ModuleList
-from .containers import Sequential as Sequential
-from .layers import GELU as GELU
-from .layers import Dropout as Dropout
-from .layers import Embedding as Embedding
-from .layers import Identity as Identity
-from .layers import LayerNorm as LayerNorm
-from .layers import Linear as Linear
-from .layers import LogSoftmax as LogSoftmax
-from .layers import ReLU as ReLU
-from .layers import RMSNorm as RMSNorm
-from .layers import Sigmoid as Sigmoid
-from .layers import SiLU as SiLU
-from .layers import Softmax as Softmax
-from .layers import Tanh as Tanh
-from .module import Module as Module
-from .parameter import Buffer as Buffer
-from .parameter import Parameter as Parameter
+
+_WHERE = {
+    "Parameter": "parameter", "Buffer": "parameter", "Module": "module",
+    "Sequential": "containers", "ModuleList": "containers", "ModuleDict": "containers",
+    **{name: "layers" for name in ("Identity", "Linear", "Embedding", "LayerNorm", "RMSNorm",
+                                   "Dropout", "GELU", "ReLU", "SiLU", "Tanh", "Sigmoid",
+                                   "Softmax", "LogSoftmax")},
+}
+_SUBMODULES = ("init", "utils", "parameter", "module", "containers", "layers")
+
+__all__ = ["functional", *_SUBMODULES[:2], *_WHERE]
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'subclass_kit.nn' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
