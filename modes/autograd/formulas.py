@@ -122,7 +122,13 @@ def node_name(op, args: tuple, kwargs: dict) -> str:
     """The node class name PyTorch gives the backward of this call of ``op``. Raises KeyError
     for an op with no formula."""
     key = f"{op.name}.{op.overload}"
-    return call_node_name(key, FORMULAS[key], bind(op, args, kwargs))
+    formula = FORMULAS.get(key)
+    if formula is None and op.is_inplace and op.functional_variant is not None:
+        fv = op.functional_variant      # in-place ops are named by their functional variant
+        formula = FORMULAS[f"{fv.name}.{fv.overload}"]
+    if formula is None:
+        raise KeyError(key)
+    return call_node_name(key, formula, bind(op, args, kwargs))
 
 
 def non_differentiable(*ops: str, reason: str = "not differentiable") -> None:
@@ -208,7 +214,7 @@ def make_context(formula: Formula, op, args, kwargs, results, needs_input_grad) 
     return FormulaContext(values, metas, tuple(results), tuple(needs_input_grad))
 
 
-def finish_grads(formula: Formula, ctx: FormulaContext, raw) -> list:
+def finish_grads(formula: Formula, ctx: FormulaContext, raw, validate: bool = True) -> list:
     """Normalize a formula's return to one entry per input, each reduced to the input's shape
     and cast to its dtype (PyTorch's ``validate_outputs``)."""
     if not isinstance(raw, tuple):
@@ -217,26 +223,45 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw) -> list:
         raise RuntimeError(f"{formula.node}: formula returned {len(raw)} gradients, expected "
                            f"{len(formula.inputs)}")
     out = []
+    index = 0
     for name, g in zip(formula.inputs, raw):
         meta = ctx._metas.get(name)
-        if g is None or meta is None:   # no gradient, a Python number, an absent optional
-            out.append(None)
-            continue
         if isinstance(meta, list):
-            out.append([None if gi is None else _fit(gi, m) for gi, m in zip(g, meta)])
-        else:
-            out.append(_fit(g, meta))
+            if g is None:
+                out.append(None)
+            else:
+                out.append([None if gi is None else _fit(gi, m, formula, index + j, validate)
+                            for j, (gi, m) in enumerate(zip(g, meta))])
+            index += len(meta)
+            continue
+        out.append(None if g is None or meta is None else _fit(g, meta, formula, index, validate))
+        index += meta is not None
     return out
 
 
-def _fit(grad, meta: TensorMeta):
+def _expandable(shape: tuple, to: tuple) -> bool:
+    """Whether ``shape`` broadcasts to ``to`` (PyTorch's ``is_expandable_to``)."""
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(to)))
+
+
+def _fit(grad, meta: TensorMeta, formula: Formula, index: int, validate: bool = True):
+    """PyTorch's ``validate_outputs``: a gradient must have its input's shape or one the
+    input's shape broadcasts to (then it is summed down); else RuntimeError."""
+    shape, gshape = tuple(meta.shape), tuple(grad.shape)
+    if validate and shape != gshape and not _expandable(shape, gshape):
+        raise RuntimeError(f"Function {formula.node} returned an invalid gradient at index "
+                           f"{index} - got {list(gshape)} but expected shape compatible with "
+                           f"{list(shape)}")
     grad = sum_to(grad, meta.shape)
     if grad.dtype != meta.dtype:
         grad = grad.to(meta.dtype)
     return grad
 
 
-def apply_formula(op, args: tuple, kwargs: dict, results, grads, needs_input_grad=None) -> list:
+def apply_formula(op, args: tuple, kwargs: dict, results, grads, needs_input_grad=None,
+                  validate: bool = True) -> list:
     """Run ``op``'s formula once, outside any graph: the gradients of ``op``'s differentiable
     inputs for output gradients ``grads``. Used by the engine's nodes and by formula tests.
 
@@ -248,4 +273,4 @@ def apply_formula(op, args: tuple, kwargs: dict, results, grads, needs_input_gra
     if needs_input_grad is None:
         needs_input_grad = (True,) * len(formula.inputs)
     ctx = make_context(formula, op, args, kwargs, results, needs_input_grad)
-    return finish_grads(formula, ctx, formula.fn(ctx, *grads))
+    return finish_grads(formula, ctx, formula.fn(ctx, *grads), validate)

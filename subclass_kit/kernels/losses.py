@@ -152,7 +152,8 @@ def _mse_backward_rule(grad_output, self, target, reduction):
 def _mse_backward_fill(outs, spec, grad_output, self, target, reduction):
     x, y = self._array(), target._array()
     numel = int(np.prod(np.broadcast_shapes(x.shape, y.shape), dtype=np.int64))
-    norm = 2.0 / numel if reduction == MEAN else 2.0
+    # C++ divides 2 by 0 to inf for an empty input; the result has no elements anyway.
+    norm = (2.0 / numel if numel else np.inf) if reduction == MEAN else 2.0
     with np.errstate(all="ignore"):
         _store(outs[0], norm * (x - y) * grad_output._array())
 
