@@ -243,6 +243,7 @@ RANDOM = [
     "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
     "bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
     "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor",
+    "bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor",
     "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)",
     "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
     "normal.Tensor_float(Tensor mean, float std=1., *, Generator? generator=None) -> Tensor",

@@ -162,14 +162,18 @@ class OpOverload:
             return packet._overloads[overload]
         # out= overloads name only the op: pick the overload taking the same other arguments
         # (``div.Tensor_mode_out`` -> ``div.Tensor_mode``, not ``div.Tensor``).
-        own = [(a.name, a.type) for a in self.schema.arguments if not a.is_write]
+        # An in-place op's mutated ``self`` is an argument of its functional variant too.
+        own = [(a.name, a.type) for a in self.schema.arguments
+               if not (a.is_write and (self.is_out or a.name != "self"))]
         fallback = None
         for op in packet._overloads.values():
             if not op.is_mutable:
                 if [(a.name, a.type) for a in op.schema.arguments] == own:
                     return op
                 fallback = fallback or op
-        return fallback
+        # An in-place op whose arguments match no overload has no functional variant of that
+        # name (``normal_``'s is ``normal_functional``); an out= op takes the closest one.
+        return fallback if self.is_out else None
 
     @property
     def default(self):

@@ -180,8 +180,11 @@ class OpSchema:
         """The qualified name of the out-of-place op this mutable op stands for:
         ``add_.Tensor -> add.Tensor``, ``add.out -> add`` (overload resolved by the registry),
         ``None`` for ops that do not mutate."""
+        overload = f".{self.overload}" if self.overload else ""
         if self.is_inplace:
-            return self.name[:-1] + (f".{self.overload}" if self.overload else "")
+            return self.name[:-1] + overload
+        if self.is_mutable and self.name.startswith("__i") and self.name.endswith("__"):
+            return "__" + self.name[3:] + overload      # Python's ``__ilshift__`` -> ``__lshift__``
         if self.is_out:
             return self.name
         return None

@@ -233,3 +233,5 @@ _QUERY_SAMPLES = [S(F((2, 3))), S(F((3, 4), layout="t")), S(F(())), S(F((0, 3), 
 for _name in ("sym_size", "sym_stride", "dim", "sym_numel", "sym_storage_offset",
               "is_contiguous"):
     ENTRIES[f"{_name}.default"] = E(list(_QUERY_SAMPLES))
+ENTRIES["bernoulli.Tensor"] = E(list(ENTRIES["bernoulli_.Tensor"].samples),
+                                ENTRIES["bernoulli_.Tensor"].errors[:3], random=True)

@@ -121,8 +121,8 @@ __all__ = ["clone_preserve_strides", "copy_op_of", "view_copy"]
 
 
 # -- functional variants of in-place fills and resize_ -------------------------------------------
-# ``zero``, ``uniform``, ``normal_functional``, ``resize``: what functionalization runs for
-# ``zero_``, ``uniform_``, ``normal_``, ``resize_`` (PyTorch's ops of the same names). Each is the
+# ``zero``, ``uniform``, ``normal_functional``, ``resize``, ``bernoulli.Tensor``: what
+# functionalization runs for ``zero_``, ``uniform_``, ``normal_``, ``resize_``, ``bernoulli_.Tensor`` (PyTorch's ops of the same names). Each is the
 # in-place kernel on ``clone(self)``, so checks, errors and random streams are the in-place
 # op's: a functionalized random fill draws the same numbers as the eager one.
 def _on_copy(inplace_op):
@@ -138,3 +138,4 @@ _both(ops.zero, _on_copy(ops.zero_))
 _both(ops.uniform, _on_copy(ops.uniform_))
 _both(ops.normal_functional, _on_copy(ops.normal_))
 _both(ops.resize, _on_copy(ops.resize_))
+_both(ops.bernoulli.Tensor, _on_copy(ops.bernoulli_.Tensor))

@@ -36,7 +36,7 @@ def _bernoulli(ctx, grad):
     return sk.zeros_like(grad)
 
 
-@derivative("bernoulli_.Tensor", "BernoulliBackward1", inputs=("self", "p"))
+@derivative("bernoulli.Tensor", "BernoulliBackward1", inputs=("self", "p"))
 def _bernoulli_tensor(ctx, grad):
     return sk.zeros_like(grad), _zeros_like_meta(ctx, "p")
 
