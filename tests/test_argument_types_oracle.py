@@ -70,6 +70,9 @@ _KNOWN_GAPS = {
     "scatter_.src-src-1",
     "scatter_.src-src-2",
     "scatter_.value-value-1",
+    # torch.ops.aten.bernoulli.Tensor wraps a Python number given for ``p`` into a tensor
+    # (then its range check fails); ours refuses the number with the parser's TypeError.
+    "bernoulli.Tensor-p-1",
 }
 
 
