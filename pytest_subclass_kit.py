@@ -58,11 +58,11 @@ class DebugAssertSession:
             return (yield)
         from subclass_kit.modes.debug_assert import DebugAssertMode
         mode = DebugAssertMode(raise_on_violation=False, check_data=self.check_data)
-        mode.push()
+        mode.__enter__()
         try:
             result = yield
         finally:
-            mode.pop()
+            mode.__exit__(None, None, None)
             self.violations.extend((item.nodeid, v) for v in mode.violations)
         if mode.violations:
             lines = "\n".join(f"  - {v.message}" for v in mode.violations[:20])

@@ -21,6 +21,8 @@ from ._dtype import int64 as int64
 from ._dtype import promote_types as promote_types
 from ._dtype import set_default_dtype as set_default_dtype
 from ._dtype import uint8 as uint8
+from .function import DisableTensorFunction as DisableTensorFunction
+from .function import DisableTensorFunctionSubclass as DisableTensorFunctionSubclass
 from .function import public_api as public_api
 from .layout import Layout as Layout
 from .mode import DispatchMode as DispatchMode
@@ -215,3 +217,4 @@ from .api.reductions_more import median as median  # noqa: E402
 from .api.reductions_more import nanmean as nanmean  # noqa: E402
 from .api.reductions_more import nanmedian as nanmedian  # noqa: E402
 from .api.reductions_more import nansum as nansum  # noqa: E402
+from .api import protocol as _api_protocol  # noqa: E402  (Tensor.__format__, __contains__)

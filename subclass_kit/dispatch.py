@@ -17,6 +17,7 @@ Note [Version counters]
 
 from __future__ import annotations
 
+from numbers import Number
 from typing import NamedTuple
 
 from ._state import count_interceptor, flags, tls
@@ -210,6 +211,8 @@ def dispatch(op, args, kwargs, types=None):
                     st["dispatch_modes"] = stack
                     tls.depth -= 1
             if res is not NotImplemented:
+                if res.__class__ is not _tensor or not op._one_tensor_return:
+                    check_returns(op, res)
                 return res
             tried = _declined(op, mode, tried, trace)
     if not types:
@@ -244,6 +247,8 @@ def dispatch(op, args, kwargs, types=None):
             if trace is not None:
                 tls.depth -= 1
         if res is not NotImplemented:
+            if res.__class__ is not _tensor or not op._one_tensor_return:
+                check_returns(op, res)
             if not below:
                 if mutated:
                     _bump(mutated)
@@ -254,6 +259,62 @@ def dispatch(op, args, kwargs, types=None):
             return res
         tried = _declined(op, t, tried, trace)
     raise _all_declined(op, tried, "__tensor_dispatch__")
+
+
+_tensor = None      # tensor.Tensor, bound by the first check_returns (tensor.py imports us)
+
+
+def check_returns(op, res):
+    """Check a handler's result against ``op``'s declared returns, as PyTorch casts it back
+    to the schema's types at the Python-handler boundary: a ``Tensor`` return takes a Tensor
+    or None, else RuntimeError "Unable to cast 1.0 to Tensor"; a ``Tensor[]`` return a list or
+    tuple of Tensors; a ``Scalar`` a number ("Cannot cast ... to number"); several returns a
+    sequence of that many values, each checked. Other return types are not checked.
+    Called only after a mode or subclass handler answered (the slow path)."""
+    global _tensor
+    if _tensor is None:
+        from .tensor import Tensor
+        _tensor = Tensor
+    returns = op.schema.returns
+    if len(returns) == 1 and not op.schema.returns_tuple:
+        _check_return(returns[0].type, res)
+        return
+    if not returns:
+        return
+    if not isinstance(res, (list, tuple)):
+        raise RuntimeError(f"Object of type '{type(res).__name__}' is not an instance of "
+                           f"'sequence' (the result of a handler of {op!r}, which returns "
+                           f"{len(returns)} values)")
+    if len(res) != len(returns):
+        raise RuntimeError(f"a handler of {op!r} returned {len(res)} values; its schema "
+                           f"declares {len(returns)}: {op.schema}")
+    for ret, value in zip(returns, res):
+        _check_return(ret.type, value)
+
+
+def _check_return(rtype: str, value):
+    if rtype == "Tensor":
+        if value is not None and not isinstance(value, _tensor):
+            raise RuntimeError(f"Unable to cast {_text(value)} to Tensor")
+    elif rtype == "Tensor[]":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, _tensor)
+                                                           for v in value):
+            raise RuntimeError(f"Unable to cast Python instance of type {type(value)} to "
+                               "Tensor[]")
+    elif rtype == "Scalar":
+        if isinstance(value, _tensor) or not isinstance(value, Number):
+            raise RuntimeError(f"Cannot cast {_text(value)} to number")
+
+
+def _text(value) -> str:
+    """``str(value)`` with dispatch off (PyTorch formats in C++, where no handler runs: a
+    tensor's repr must not re-enter the handler that returned it)."""
+    from .mode import no_dispatch
+    try:
+        with no_dispatch():
+            return str(value)
+    except Exception:       # a wrapper without data: its repr needs its handler
+        return object.__repr__(value)
 
 
 class DispatchEvent(NamedTuple):

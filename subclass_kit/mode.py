@@ -14,6 +14,8 @@ documented difference).
 
 from __future__ import annotations
 
+import warnings
+
 from ._state import count_interceptor, tls
 
 __all__ = ["DispatchMode", "FunctionMode", "get_mode_stack", "get_function_mode_stack",
@@ -55,12 +57,17 @@ class _Mode:
         count_interceptor(-1)
         return False
 
-    def push(self):
-        """Enter without a ``with`` block (``pop`` to leave)."""
-        return self.__enter__()
-
-    def pop(self):
-        self.__exit__(None, None, None)
+    @classmethod
+    def push(cls, *args, **kwargs):
+        """A new, not yet entered ``cls(*args, **kwargs)``, with PyTorch's UserWarning that
+        ``push()`` is no longer needed: ``with M.push():`` and ``with M().push():`` both enter
+        a fresh mode for the block and leave the stack as it was (``TorchDispatchMode.push``;
+        called on an instance it still makes a new one, with no arguments). To enter a mode
+        without a ``with`` block, call ``mode.__enter__()`` and later ``mode.__exit__(None,
+        None, None)``."""
+        warnings.warn("`Mode.push()` is no longer necessary and can be replaced with just "
+                      "`with Mode()`", UserWarning, stacklevel=2)
+        return cls(*args, **kwargs)
 
 
 class DispatchMode(_Mode):

@@ -57,6 +57,9 @@ class OpOverload:
                 first = i
                 break
         self._device_arg = first
+        # One plain Tensor return: a handler's Tensor result needs no check_returns.
+        self._one_tensor_return = (len(schema.returns) == 1 and not schema.returns_tuple
+                                   and schema.returns[0].type == "Tensor")
         # (argument index, return index, list return?) for each return that is a view: of the
         # first argument sharing its alias set. What the dispatcher tracks for views resolved
         # by a subclass handler or a custom kernel (``dispatch._track_view_outputs``).
@@ -139,6 +142,35 @@ class OpOverload:
     @property
     def default(self):
         return self._overloads.get("default", self)
+
+    @property
+    def overloadpacket(self):
+        """The object ``sk.ops.<name>`` names (PyTorch's ``OpOverload.overloadpacket``). Here
+        that is the op's default (else first-defined) overload itself, not a separate packet
+        object: see docs/differences.md ("An op packet is its default overload")."""
+        return _lookup(self.schema.name)
+
+    _overloadpacket = overloadpacket
+
+    @property
+    def _schema(self):
+        """PyTorch's spelling of ``schema`` (an ``OpSchema`` here, a ``FunctionSchema`` there:
+        ``str()`` of both gives the schema text)."""
+        return self.schema
+
+    @property
+    def _overloadname(self) -> str:
+        return self.overload
+
+    def __getattr__(self, attr):
+        # Only reached when normal lookup fails (overloads are instance attributes), so it
+        # costs nothing on the hot path.
+        overloads = self.__dict__.get("_overloads")
+        if overloads is None or attr.startswith("__"):
+            raise AttributeError(f"'OpOverload' object has no attribute '{attr}'")
+        packet = f"{self.namespace or 'sk.ops'}.{self.schema.base_name}"
+        raise AttributeError(f"The underlying op of '{packet}' has no overload name '{attr}'; "
+                             f"its overloads: {', '.join(overloads)}")
 
     def overloads(self) -> list:
         return list(self._overloads)

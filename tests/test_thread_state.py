@@ -169,8 +169,8 @@ def test_thread_dying_inside_modes_gives_its_interceptor_count_back():
     outer = Recorder()
 
     def die_inside():
-        sk.FunctionMode().push()
-        Recorder().push()
+        sk.FunctionMode().__enter__()
+        Recorder().__enter__()
         sk.dispatch_trace(lambda e: None).__enter__()
         assert flags.interceptors == base0 + 4
 
