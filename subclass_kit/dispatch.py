@@ -183,6 +183,8 @@ def dispatch(op, args, kwargs, types=None):
     trace = st["trace"]
     if st["no_dispatch"]:
         return _kernel(op, args, kwargs, trace)
+    if len(args) > op._trail_from or (kwargs and op._kw_defaults):
+        args, kwargs = drop_defaults(op, args, kwargs)
     if types is None:
         types = None if kwargs else single_type(args, DISPATCH_TYPES)
         if types is None:
@@ -315,6 +317,44 @@ def _text(value) -> str:
             return str(value)
     except Exception:       # a wrapper without data: its repr needs its handler
         return object.__repr__(value)
+
+
+def drop_defaults(op, args, kwargs):
+    """``(args, kwargs)`` without what PyTorch's Python-handler boundary drops: trailing
+    positional arguments equal to their schema defaults (``topk(x, 2, -1, True, True)`` is
+    shown as ``topk(x, 2)``) and keyword-only arguments equal to theirs (``x.to(sk.uint8)`` is
+    ``_to_copy(x, dtype=uint8)``, not ``..., device=None, memory_format=None``). Values are
+    compared by type and value (numbers, bools, strings, None, int lists), never by calling
+    ``==`` on a Tensor."""
+    n = len(args)
+    trail, defaults = op._trail_from, op._pos_defaults
+    while n > trail and _is_default(args[n - 1], defaults[n - 1]):
+        n -= 1
+    if n != len(args):
+        args = args[:n]
+    if kwargs:
+        kw_defaults = op._kw_defaults
+        for name, value in kwargs.items():
+            if name in kw_defaults and _is_default(value, kw_defaults[name]):
+                kwargs = {k: v for k, v in kwargs.items()
+                          if k not in kw_defaults or not _is_default(v, kw_defaults[k])}
+                break
+    return args, kwargs
+
+
+_PLAIN = frozenset({int, float, bool, str})
+
+
+def _is_default(value, default) -> bool:
+    if value is default:
+        return True
+    t = type(value)
+    if t in _PLAIN:
+        return t is type(default) and value == default
+    if (t is list or t is tuple) and type(default) is list:
+        return len(value) == len(default) and all(
+            type(v) is type(d) and v == d for v, d in zip(value, default))
+    return False
 
 
 class DispatchEvent(NamedTuple):

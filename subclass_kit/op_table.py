@@ -17,6 +17,14 @@ FACTORIES = [
     "randn(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+    # The overloads PyTorch's bindings pick for the short forms (what handlers see):
+    # ``ones(2)``, ``zeros(2)``, ``arange(5)``, ``arange(1, 5)``, ``eye(3)``, ``randint(9, (2,))``.
+    "ones(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "zeros(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "arange(Scalar end, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "eye(SymInt n, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randint(SymInt high, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "lift_fresh(Tensor(a) self) -> Tensor(a)",
     "empty_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
     "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -212,6 +220,12 @@ POINTWISE_BINARY = [
     "gcd(Tensor self, Tensor other) -> Tensor",
     "lcm(Tensor self, Tensor other) -> Tensor",
     "heaviside(Tensor self, Tensor values) -> Tensor",
+]
+
+# Whole-tensor reductions PyTorch's ``x.sum()`` / ``x.mean()`` dispatch (no derived out=).
+REDUCTIONS_ALL = [
+    "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+    "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
 ]
 
 REDUCTIONS = [
@@ -469,5 +483,5 @@ def derived_schemas() -> list:
 
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
-       + POINTWISE_BINARY + REDUCTIONS + OTHER + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
+       + POINTWISE_BINARY + REDUCTIONS + REDUCTIONS_ALL + OTHER + WITH_INPLACE_AND_OUT + SORTING + SHAPE_MORE
        + REDUCTIONS_MORE + COMPOSITE)

@@ -57,6 +57,16 @@ class OpOverload:
                 first = i
                 break
         self._device_arg = first
+        # What handlers are not shown (``dispatch.drop_defaults``, PyTorch's rule): trailing
+        # positional arguments from ``_trail_from`` on, and keyword-only ones, equal to their
+        # schema defaults.
+        trail = len(schema.positional)
+        while trail and schema.positional[trail - 1].default is not None:
+            trail -= 1
+        self._trail_from = trail
+        self._pos_defaults = tuple(a.default_value for a in schema.positional)  # from trail on
+        self._kw_defaults = {a.name: a.default_value for a in schema.kwarg_only
+                             if a.default is not None}
         # One plain Tensor return: a handler's Tensor result needs no check_returns.
         self._one_tensor_return = (len(schema.returns) == 1 and not schema.returns_tuple
                                    and schema.returns[0].type == "Tensor")

@@ -83,24 +83,43 @@ def _call(op, self, *args, dtype=None, out=None, keepdim=False, **kwargs):
     return op(self, *args, **kwargs)
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    """Sum over ``dim`` (all dims by default). Integral/bool inputs sum into int64 unless
-    ``dtype`` is given; an empty reduction gives 0."""
+# ``dim`` not given at all: ``x.sum()`` is op ``sum.default`` in PyTorch, ``x.sum(None)`` is
+# ``sum.dim_IntList(x, None)``; handlers see which.
+_NO_DIM = type("_NoDim", (), {"__repr__": lambda self: "None"})()
+
+
+def _all_dims_call(op, input, dtype):
+    return op(input) if dtype is None else op(input, dtype=dtype)
+
+
+def sum(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
+    """Sum over ``dim`` (all dims by default: op ``sum.default``). Integral/bool inputs sum
+    into int64 unless ``dtype`` is given; an empty reduction gives 0."""
+    if dim is _NO_DIM:
+        if out is None and keepdim is False:
+            return _all_dims_call(ops.sum.default, input, dtype)
+        dim = None
     if out is None and dtype is None:  # _call's arguments, built directly (hot path)
         dims = _dim_list(dim)
         if keepdim is False:
-            return ops.sum(input, dims)
+            return ops.sum.dim_IntList(input, dims)
         if keepdim is not True:
             keepdim = _keepdim("sum", keepdim)
-        return ops.sum(input, dims, True) if keepdim else ops.sum(input, dims)
-    op = ops.sum.IntList_out if out is not None else ops.sum
+        return (ops.sum.dim_IntList(input, dims, True) if keepdim
+                else ops.sum.dim_IntList(input, dims))
+    op = ops.sum.IntList_out if out is not None else ops.sum.dim_IntList
     return _call(op, input, _dim_list(dim), keepdim=keepdim, dtype=dtype, out=out)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    """Mean over ``dim``; the input (or ``dtype``) must be floating (RuntimeError "mean():
-    could not infer output dtype..."). An empty reduction gives nan."""
-    op = ops.mean.out if out is not None else ops.mean
+def mean(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
+    """Mean over ``dim`` (all dims by default: op ``mean.default``); the input (or ``dtype``)
+    must be floating (RuntimeError "mean(): could not infer output dtype..."). An empty
+    reduction gives nan."""
+    if dim is _NO_DIM:
+        if out is None and keepdim is False:
+            return _all_dims_call(ops.mean.default, input, dtype)
+        dim = None
+    op = ops.mean.out if out is not None else ops.mean.dim
     return _call(op, input, _dim_list(dim), keepdim=keepdim, dtype=dtype, out=out)
 
 
