@@ -183,8 +183,13 @@ def dispatch(op, args, kwargs, types=None):
     trace = st["trace"]
     if st["no_dispatch"]:
         return _kernel(op, args, kwargs, trace)
-    if len(args) > op._trail_from or (kwargs and op._kw_defaults):
-        args, kwargs = drop_defaults(op, args, kwargs)
+    # PyTorch's handler boundary shows only non-default arguments (``drop_defaults``).
+    trail = op._trail_from
+    if trail is not None and len(args) > trail and _is_default(
+            args[-1], op._pos_defaults[len(args) - 1]):
+        args = _drop_trailing(op, args)
+    if kwargs and op._kw_defaults:
+        kwargs = _drop_keywords(op, kwargs)
     if types is None:
         types = None if kwargs else single_type(args, DISPATCH_TYPES)
         if types is None:
@@ -325,21 +330,29 @@ def drop_defaults(op, args, kwargs):
     shown as ``topk(x, 2)``) and keyword-only arguments equal to theirs (``x.to(sk.uint8)`` is
     ``_to_copy(x, dtype=uint8)``, not ``..., device=None, memory_format=None``). Values are
     compared by type and value (numbers, bools, strings, None, int lists), never by calling
-    ``==`` on a Tensor."""
-    n = len(args)
-    trail, defaults = op._trail_from, op._pos_defaults
+    ``==`` on a Tensor. (``dispatch`` runs the two halves inline.)"""
+    trail = op._trail_from
+    if trail is not None and len(args) > trail:
+        args = _drop_trailing(op, args)
+    if kwargs and op._kw_defaults:
+        kwargs = _drop_keywords(op, kwargs)
+    return args, kwargs
+
+
+def _drop_trailing(op, args):
+    n, trail, defaults = len(args), op._trail_from, op._pos_defaults
     while n > trail and _is_default(args[n - 1], defaults[n - 1]):
         n -= 1
-    if n != len(args):
-        args = args[:n]
-    if kwargs:
-        kw_defaults = op._kw_defaults
-        for name, value in kwargs.items():
-            if name in kw_defaults and _is_default(value, kw_defaults[name]):
-                kwargs = {k: v for k, v in kwargs.items()
-                          if k not in kw_defaults or not _is_default(v, kw_defaults[k])}
-                break
-    return args, kwargs
+    return args[:n]
+
+
+def _drop_keywords(op, kwargs):
+    kw_defaults = op._kw_defaults
+    for name, value in kwargs.items():
+        if name in kw_defaults and _is_default(value, kw_defaults[name]):
+            return {k: v for k, v in kwargs.items()
+                    if k not in kw_defaults or not _is_default(v, kw_defaults[k])}
+    return kwargs
 
 
 _PLAIN = frozenset({int, float, bool, str})
@@ -348,13 +361,15 @@ _PLAIN = frozenset({int, float, bool, str})
 def _is_default(value, default) -> bool:
     if value is default:
         return True
-    t = type(value)
-    if t in _PLAIN:
-        return t is type(default) and value == default
-    if (t is list or t is tuple) and type(default) is list:
-        return len(value) == len(default) and all(
-            type(v) is type(d) and v == d for v, d in zip(value, default))
-    return False
+    t = value.__class__
+    if t is default.__class__:
+        return t in _PLAIN and value == default or t is list and _same_ints(value, default)
+    return t is tuple and default.__class__ is list and _same_ints(value, default)
+
+
+def _same_ints(value, default) -> bool:
+    return len(value) == len(default) and all(
+        type(v) is type(d) and v == d for v, d in zip(value, default))
 
 
 class DispatchEvent(NamedTuple):

@@ -63,7 +63,8 @@ class OpOverload:
         trail = len(schema.positional)
         while trail and schema.positional[trail - 1].default is not None:
             trail -= 1
-        self._trail_from = trail
+        # None when no positional argument has a default (no ``len(args)`` on the slow path)
+        self._trail_from = trail if trail < len(schema.positional) else None
         self._pos_defaults = tuple(a.default_value for a in schema.positional)  # from trail on
         self._kw_defaults = {a.name: a.default_value for a in schema.kwarg_only
                              if a.default is not None}
@@ -172,15 +173,11 @@ class OpOverload:
     def _overloadname(self) -> str:
         return self.overload
 
-    def __getattr__(self, attr):
-        # Only reached when normal lookup fails (overloads are instance attributes), so it
-        # costs nothing on the hot path.
-        overloads = self.__dict__.get("_overloads")
-        if overloads is None or attr.startswith("__"):
-            raise AttributeError(f"'OpOverload' object has no attribute '{attr}'")
-        packet = f"{self.namespace or 'sk.ops'}.{self.schema.base_name}"
-        raise AttributeError(f"The underlying op of '{packet}' has no overload name '{attr}'; "
-                             f"its overloads: {', '.join(overloads)}")
+    # No ``__getattr__`` (PyTorch's "The underlying op of 'aten.add' has no overload name
+    # 'nosuch'"): defining one makes CPython 3.11 stop specialising *every* attribute read on
+    # ops, which the dispatch paths do per call. An unknown overload raises the plain
+    # AttributeError; overload names are instance attributes, so ``dir(op)`` lists them and
+    # Python's "Did you mean: 'Tensor'?" hint works; ``op.overloads()`` names them all.
 
     def overloads(self) -> list:
         return list(self._overloads)

@@ -331,15 +331,16 @@ def test_overloadpacket_and_schema_spellings():
     assert sk.ops.mul.Tensor.overloadpacket is sk.ops.mul
 
 
-def test_unknown_overload_names_the_op_and_its_overloads():
-    with pytest.raises(AttributeError) as theirs:
+def test_unknown_overload_raises_attribute_error():
+    """PyTorch names the op ("The underlying op of 'aten.add' has no overload name 'nosuch'");
+    ours is Python's plain AttributeError (a ``__getattr__`` hook would slow every attribute
+    read on ops: docs/differences.md), whose "Did you mean" hint reads ``dir(op)``."""
+    with pytest.raises(AttributeError, match="has no overload name 'nosuch'"):
         torch.ops.aten.add.nosuch
-    with pytest.raises(AttributeError) as ours:
+    with pytest.raises(AttributeError, match="'nosuch'") as ours:
         sk.ops.add.nosuch
-    assert str(theirs.value) == "The underlying op of 'aten.add' has no overload name 'nosuch'"
-    assert str(ours.value) == ("The underlying op of 'sk.ops.add' has no overload name 'nosuch';"
-                               " its overloads: " + ", ".join(sk.ops.add.overloads()))
-    assert not hasattr(sk.ops.add, "__nosuch__")
+    assert ours.value.name == "nosuch" and ours.value.obj is sk.ops.add
+    assert set(sk.ops.add.overloads()) <= set(dir(sk.ops.add))   # for Python's hint
 
 
 # (schema, column, token, whether PyTorch's parser marks the same column)

@@ -83,13 +83,16 @@ def _call(op, self, *args, dtype=None, out=None, keepdim=False, **kwargs):
     return op(self, *args, **kwargs)
 
 
-# ``dim`` not given at all: ``x.sum()`` is op ``sum.default`` in PyTorch, ``x.sum(None)`` is
-# ``sum.dim_IntList(x, None)``; handlers see which.
-_NO_DIM = type("_NoDim", (), {"__repr__": lambda self: "None"})()
+class _NoDim:
+    """``dim`` not given at all: ``x.sum()`` is op ``sum.default`` in PyTorch, ``x.sum(None)``
+    is ``sum.dim_IntList(x, None)``; handlers see which."""
+
+    def __repr__(self):
+        return "None"
 
 
-def _all_dims_call(op, input, dtype):
-    return op(input) if dtype is None else op(input, dtype=dtype)
+_NO_DIM = _NoDim()
+_SUM_ALL, _MEAN_ALL = ops.sum.default, ops.mean.default   # (``.default`` is a property)
 
 
 def sum(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
@@ -97,7 +100,7 @@ def sum(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
     into int64 unless ``dtype`` is given; an empty reduction gives 0."""
     if dim is _NO_DIM:
         if out is None and keepdim is False:
-            return _all_dims_call(ops.sum.default, input, dtype)
+            return _SUM_ALL(input) if dtype is None else _SUM_ALL(input, dtype=dtype)
         dim = None
     if out is None and dtype is None:  # _call's arguments, built directly (hot path)
         dims = _dim_list(dim)
@@ -117,7 +120,7 @@ def mean(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
     reduction gives nan."""
     if dim is _NO_DIM:
         if out is None and keepdim is False:
-            return _all_dims_call(ops.mean.default, input, dtype)
+            return _MEAN_ALL(input) if dtype is None else _MEAN_ALL(input, dtype=dtype)
         dim = None
     op = ops.mean.out if out is not None else ops.mean.dim
     return _call(op, input, _dim_list(dim), keepdim=keepdim, dtype=dtype, out=out)

@@ -279,15 +279,6 @@ _sum_cpu.rule = _sum_rule
 register_kernel(ops.sum.dim_IntList, "cpu")(_sum_cpu)
 
 
-def _all_dims(op, device):
-    """The kernel of ``sum.default`` / ``mean.default`` (``x.sum()``): the ``dim=None`` call of
-    the ``op`` overload taking dims (its rule, errors and fast path)."""
-    def kernel(self, *, dtype=None):
-        full = op._kernels[device]
-        return full(self, None) if dtype is None else full(self, None, dtype=dtype)
-    return kernel
-
-
 def _mean_rule(self, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         dtype = dt.to_dtype(dtype)
@@ -314,9 +305,11 @@ def _mean_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None)
 
 
 _register(ops.mean.dim, _mean_rule, _mean_compute, ops.mean.out, _out_cast)
+# ``x.sum()`` / ``x.mean()`` (PyTorch's ``sum.default`` / ``mean.default``): the kernels of
+# the dims overloads, whose ``dim`` defaults to None (all dims), called as ``(self, *, dtype)``.
 for _op, _dims in ((ops.sum.default, ops.sum.dim_IntList), (ops.mean.default, ops.mean.dim)):
     for _device in ("cpu", "meta"):
-        register_kernel(_op, _device)(_all_dims(_dims, _device))
+        register_kernel(_op, _device)(_dims._kernels[_device])
 
 
 def _prod_rule(self, dim, keepdim=False, *, dtype=None):
