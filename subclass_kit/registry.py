@@ -65,7 +65,8 @@ class OpOverload:
             trail -= 1
         # None when no positional argument has a default (no ``len(args)`` on the slow path)
         self._trail_from = trail if trail < len(schema.positional) else None
-        self._pos_defaults = tuple(a.default_value for a in schema.positional)  # from trail on
+        self._pos_defaults = ((None,) * trail      # (read from ``trail`` on only)
+                              + tuple(a.default_value for a in schema.positional[trail:]))
         self._kw_defaults = {a.name: a.default_value for a in schema.kwarg_only
                              if a.default is not None}
         # One plain Tensor return: a handler's Tensor result needs no check_returns.
