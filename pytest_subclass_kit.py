@@ -218,7 +218,7 @@ class SubclassKitSession:
         if self.debug and item.get_closest_marker(MARKER) is None:
             from subclass_kit.modes.debug_assert import DebugAssertMode
             mode = DebugAssertMode(raise_on_violation=False, check_data=self.check_data)
-            mode.push()
+            mode.__enter__()
         result, exc = yield from self._run()
         found = []
         if mode is not None:
@@ -285,7 +285,7 @@ def _drop(mode):
     sk = _core()
     stack = sk.mode_state()
     if stack.dispatch_modes and stack.dispatch_modes[-1] is mode:
-        mode.pop()
+        mode.__exit__(None, None, None)
     elif any(m is mode for m in stack.dispatch_modes):
         sk.set_mode_state(stack._replace(
             dispatch_modes=tuple(m for m in stack.dispatch_modes if m is not mode)))

@@ -23,6 +23,8 @@ from ._dtype import int64 as int64
 from ._dtype import promote_types as promote_types
 from ._dtype import set_default_dtype as set_default_dtype
 from ._dtype import uint8 as uint8
+from .function import DisableTensorFunction as DisableTensorFunction
+from .function import DisableTensorFunctionSubclass as DisableTensorFunctionSubclass
 from .function import public_api as public_api
 from .layout import Layout as Layout
 from .mode import DispatchMode as DispatchMode
@@ -278,3 +280,4 @@ def __getattr__(name):
     if name in ("save", "load"):
         return getattr(_importlib.import_module(".serialization", __name__), name)
     raise AttributeError(f"module 'subclass_kit' has no attribute '{name}'")
+from .api import protocol as _api_protocol  # noqa: E402  (Tensor.__format__, __contains__)

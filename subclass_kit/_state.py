@@ -19,8 +19,11 @@ class _TLS(threading.local):
         # ops called there are "below autograd": no version bumps, no view tracking
         # (PyTorch's AutoDispatchBelowADInplaceOrView).
         self.below = False
-        # True while Tensor.__tensor_function__'s default runs the wrapped function.
+        # True while Tensor.__tensor_function__'s default runs the wrapped function, and
+        # inside sk.DisableTensorFunctionSubclass(): subclass handlers are skipped.
         self.function_subclass_disabled = False
+        # sk.DisableTensorFunction(): function modes and subclass handlers are both skipped.
+        self.function_disabled = False
         # sk.no_dispatch(): ops go straight to kernels (no modes, no subclass handlers).
         self.no_dispatch = False
         # Nesting depth of each subclass's __tensor_dispatch__ (runaway-recursion guard).

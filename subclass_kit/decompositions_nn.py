@@ -337,9 +337,9 @@ def _sumproduct_pair(left, right, sum_dims):
                     raise RuntimeError("non-broadcast dimensions must match")
                 sum_size *= left._layout.sizes[i]
             elif sl:
-                left = ops.sum(left, [i], True)
+                left = ops.sum.dim_IntList(left, [i], True)
             elif sr:
-                right = ops.sum(right, [i], True)
+                right = ops.sum.dim_IntList(right, [i], True)
         elif sl and sr:
             if left._layout.sizes[i] != right._layout.sizes[i]:
                 raise RuntimeError("non-broadcast dimensions must match")
@@ -379,9 +379,9 @@ def _contract(a, b, out_num_dim, total, dim_counts):
                 b_sum.append(dim)
                 dim_counts[dim] = 0
     if a_sum:
-        a = ops.sum(a, a_sum, True)
+        a = ops.sum.dim_IntList(a, a_sum, True)
     if b_sum:
-        b = ops.sum(b, b_sum, True)
+        b = ops.sum.dim_IntList(b, b_sum, True)
     return _sumproduct_pair(a, b, sum_dims)
 
 
@@ -416,5 +416,5 @@ def einsum(equation, tensors, *, path=None):
     if total > out_num_dim:
         if len(operands) > 1:
             return ops.view(result, list(result._layout.sizes[:out_num_dim]))
-        return ops.sum(result, list(range(out_num_dim, total)))
+        return ops.sum.dim_IntList(result, list(range(out_num_dim, total)))
     return result

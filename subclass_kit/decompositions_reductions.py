@@ -33,7 +33,7 @@ def _kw(keepdim, dtype):
 def nanmean(self, dim=None, keepdim=False, *, dtype=None):
     _nanmean_check(self)
     d = ops.detach(self)
-    factor = ops.sum(ops.logical_not_(ops.ne(d, d)), dim, keepdim)
+    factor = ops.sum.dim_IntList(ops.logical_not_(ops.ne(d, d)), dim, keepdim)
     return ops.div(ops.nansum(self, dim, **_kw(keepdim, dtype)), factor)
 
 
@@ -42,7 +42,7 @@ def nanmean_out(self, dim=None, keepdim=False, *, dtype=None, out):
     if not self._dtype.is_floating_point:
         raise RuntimeError("nanmean(): integral types and 'Bool' are not supported for nanmean, "
                            "even for empty tensors.")
-    factor = ops.sum(ops.logical_not_(ops.ne(self, self)), dim, keepdim)
+    factor = ops.sum.dim_IntList(ops.logical_not_(ops.ne(self, self)), dim, keepdim)
     return ops.div_(ops.nansum.out(self, dim, out=out, **_kw(keepdim, dtype)), factor)
 
 

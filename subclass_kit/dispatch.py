@@ -17,6 +17,7 @@ Note [Version counters]
 
 from __future__ import annotations
 
+from numbers import Number
 from typing import NamedTuple
 
 from ._state import count_interceptor, flags, tls
@@ -182,6 +183,13 @@ def dispatch(op, args, kwargs, types=None):
     trace = st["trace"]
     if st["no_dispatch"]:
         return _kernel(op, args, kwargs, trace)
+    # PyTorch's handler boundary shows only non-default arguments (``drop_defaults``).
+    trail = op._trail_from
+    if trail is not None and len(args) > trail and _is_default(
+            args[-1], op._pos_defaults[len(args) - 1]):
+        args = _drop_trailing(op, args)
+    if kwargs and op._kw_defaults:
+        kwargs = _drop_keywords(op, kwargs)
     if types is None:
         types = None if kwargs else single_type(args, DISPATCH_TYPES)
         if types is None:
@@ -210,6 +218,8 @@ def dispatch(op, args, kwargs, types=None):
                     st["dispatch_modes"] = stack
                     tls.depth -= 1
             if res is not NotImplemented:
+                if res.__class__ is not _tensor or not op._one_tensor_return:
+                    check_returns(op, res)
                 return res
             tried = _declined(op, mode, tried, trace)
     if not types:
@@ -244,6 +254,8 @@ def dispatch(op, args, kwargs, types=None):
             if trace is not None:
                 tls.depth -= 1
         if res is not NotImplemented:
+            if res.__class__ is not _tensor or not op._one_tensor_return:
+                check_returns(op, res)
             if not below:
                 if mutated:
                     _bump(mutated)
@@ -254,6 +266,110 @@ def dispatch(op, args, kwargs, types=None):
             return res
         tried = _declined(op, t, tried, trace)
     raise _all_declined(op, tried, "__tensor_dispatch__")
+
+
+_tensor = None      # tensor.Tensor, bound by the first check_returns (tensor.py imports us)
+
+
+def check_returns(op, res):
+    """Check a handler's result against ``op``'s declared returns, as PyTorch casts it back
+    to the schema's types at the Python-handler boundary: a ``Tensor`` return takes a Tensor
+    or None, else RuntimeError "Unable to cast 1.0 to Tensor"; a ``Tensor[]`` return a list or
+    tuple of Tensors; a ``Scalar`` a number ("Cannot cast ... to number"); several returns a
+    sequence of that many values, each checked. Other return types are not checked.
+    Called only after a mode or subclass handler answered (the slow path)."""
+    global _tensor
+    if _tensor is None:
+        from .tensor import Tensor
+        _tensor = Tensor
+    returns = op.schema.returns
+    if len(returns) == 1 and not op.schema.returns_tuple:
+        _check_return(returns[0].type, res)
+        return
+    if not returns:
+        return
+    if not isinstance(res, (list, tuple)):
+        raise RuntimeError(f"Object of type '{type(res).__name__}' is not an instance of "
+                           f"'sequence' (the result of a handler of {op!r}, which returns "
+                           f"{len(returns)} values)")
+    if len(res) != len(returns):
+        raise RuntimeError(f"a handler of {op!r} returned {len(res)} values; its schema "
+                           f"declares {len(returns)}: {op.schema}")
+    for ret, value in zip(returns, res):
+        _check_return(ret.type, value)
+
+
+def _check_return(rtype: str, value):
+    if rtype == "Tensor":
+        if value is not None and not isinstance(value, _tensor):
+            raise RuntimeError(f"Unable to cast {_text(value)} to Tensor")
+    elif rtype == "Tensor[]":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, _tensor)
+                                                           for v in value):
+            raise RuntimeError(f"Unable to cast Python instance of type {type(value)} to "
+                               "Tensor[]")
+    elif rtype == "Scalar":
+        if isinstance(value, _tensor) or not isinstance(value, Number):
+            raise RuntimeError(f"Cannot cast {_text(value)} to number")
+
+
+def _text(value) -> str:
+    """``str(value)`` with dispatch off (PyTorch formats in C++, where no handler runs: a
+    tensor's repr must not re-enter the handler that returned it)."""
+    from .mode import no_dispatch
+    try:
+        with no_dispatch():
+            return str(value)
+    except Exception:       # a wrapper without data: its repr needs its handler
+        return object.__repr__(value)
+
+
+def drop_defaults(op, args, kwargs):
+    """``(args, kwargs)`` without what PyTorch's Python-handler boundary drops: trailing
+    positional arguments equal to their schema defaults (``topk(x, 2, -1, True, True)`` is
+    shown as ``topk(x, 2)``) and keyword-only arguments equal to theirs (``x.to(sk.uint8)`` is
+    ``_to_copy(x, dtype=uint8)``, not ``..., device=None, memory_format=None``). Values are
+    compared by type and value (numbers, bools, strings, None, int lists), never by calling
+    ``==`` on a Tensor. (``dispatch`` runs the two halves inline.)"""
+    trail = op._trail_from
+    if trail is not None and len(args) > trail:
+        args = _drop_trailing(op, args)
+    if kwargs and op._kw_defaults:
+        kwargs = _drop_keywords(op, kwargs)
+    return args, kwargs
+
+
+def _drop_trailing(op, args):
+    n, trail, defaults = len(args), op._trail_from, op._pos_defaults
+    while n > trail and _is_default(args[n - 1], defaults[n - 1]):
+        n -= 1
+    return args[:n]
+
+
+def _drop_keywords(op, kwargs):
+    kw_defaults = op._kw_defaults
+    for name, value in kwargs.items():
+        if name in kw_defaults and _is_default(value, kw_defaults[name]):
+            return {k: v for k, v in kwargs.items()
+                    if k not in kw_defaults or not _is_default(v, kw_defaults[k])}
+    return kwargs
+
+
+_PLAIN = frozenset({int, float, bool, str})
+
+
+def _is_default(value, default) -> bool:
+    if value is default:
+        return True
+    t = value.__class__
+    if t is default.__class__:
+        return t in _PLAIN and value == default or t is list and _same_ints(value, default)
+    return t is tuple and default.__class__ is list and _same_ints(value, default)
+
+
+def _same_ints(value, default) -> bool:
+    return len(value) == len(default) and all(
+        type(v) is type(d) and v == d for v, d in zip(value, default))
 
 
 class DispatchEvent(NamedTuple):

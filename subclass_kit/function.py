@@ -19,7 +19,8 @@ from .dispatch import (DISPATCH_TYPES, _handler_name, _order_types, _record_view
                        single_type)
 
 __all__ = ["public_api", "op_method", "FUNCTION_TYPES", "DEFAULT_FUNCTION_TYPES",
-           "INLINE_FUNCTION_TYPES", "handle_function"]
+           "INLINE_FUNCTION_TYPES", "handle_function", "DisableTensorFunction",
+           "DisableTensorFunctionSubclass"]
 
 # Tensor subclasses taking part in the function level (all subclasses, unless they set
 # ``__tensor_function__ = sk.disabled_tensor_function``). Filled by Tensor.__init_subclass__.
@@ -93,6 +94,8 @@ def _add_function_type(a, found):
 def handle_function(public, impl, args, kwargs):
     """Run function modes, then subclass ``__tensor_function__`` handlers, then ``impl``."""
     st = tls.__dict__          # this thread's state: one thread-local lookup
+    if st["function_disabled"]:
+        return _run_impl(public, impl, args, kwargs)
     stack = st["function_modes"]
     if st["function_subclass_disabled"]:
         types = ()
@@ -138,10 +141,56 @@ def handle_function(public, impl, args, kwargs):
         lines = "\n".join(f"  - {_handler_name(h)}" for h in tried)
         raise TypeError(f"Multiple dispatch failed for '{_public_name(public)}'; all "
                         f"__tensor_function__ handlers returned NotImplemented:\n\n{lines}\n")
+    return _run_impl(public, impl, args, kwargs)
+
+
+def _run_impl(public, impl, args, kwargs):
     try:
         return impl(*args, **kwargs)
     except _EXPLAINED as e:
         _raise_explained(public, impl, args, kwargs, e)
+
+
+class _FunctionLevelOff:
+    """Base of the two context managers below: sets one thread-local flag for the block and
+    restores its previous value on exit (nesting works; ``__enter__`` returns None, as
+    PyTorch's)."""
+
+    _flag = ""
+
+    def __enter__(self):
+        self._prev = getattr(tls, self._flag)
+        setattr(tls, self._flag, True)
+
+    def __exit__(self, *exc):
+        setattr(tls, self._flag, self._prev)
+        return False
+
+
+class DisableTensorFunction(_FunctionLevelOff):
+    """Inside the block public API calls skip the whole function level: no function mode and
+    no subclass ``__tensor_function__`` runs, the implementation runs directly, and its Tensor
+    results stay plain (PyTorch's ``torch._C.DisableTorchFunction``). Modes entered inside the
+    block do not run either; dispatch modes and ``__tensor_dispatch__`` still do.
+
+    >>> class Loud(sk.Tensor):
+    ...     @classmethod
+    ...     def __tensor_function__(cls, func, types, args=(), kwargs=None):
+    ...         with sk.DisableTensorFunction():
+    ...             return func(*args, **(kwargs or {}))      # no recursion
+    >>> type(sk.ones(2).as_subclass(Loud) + 1).__name__
+    'Tensor'
+    """
+
+    _flag = "function_disabled"
+
+
+class DisableTensorFunctionSubclass(_FunctionLevelOff):
+    """Inside the block subclass ``__tensor_function__`` handlers are skipped (function modes
+    still run), so a handler can call the default implementation without recursing; results
+    are plain Tensors (PyTorch's ``torch._C.DisableTorchFunctionSubclass``)."""
+
+    _flag = "function_subclass_disabled"
 
 
 # Failures that may come from a wrong-typed argument (NotImplementedError never does).

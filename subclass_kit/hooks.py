@@ -18,11 +18,14 @@ two hooks is assigned or deleted on it after the class was made.
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 from .dispatch import DISPATCH_TYPES
 from .function import DEFAULT_FUNCTION_TYPES, FUNCTION_TYPES, INLINE_FUNCTION_TYPES
 from .mode import check_hook_names
 
-__all__ = ["TensorType", "register_hooks", "file_new_class"]
+__all__ = ["TensorType", "register_hooks", "file_new_class", "bind_plain_hook"]
 
 _HOOKS = ("__tensor_function__", "__tensor_dispatch__")
 _TORCH_NAMES = (("__torch_function__", "__tensor_function__"),
@@ -34,6 +37,8 @@ class TensorType(type):
     assigned or deleted."""
 
     def __setattr__(cls, name, value):
+        if name in _HOOKS:
+            value = bind_plain_hook(value)
         super().__setattr__(name, value)
         if name in _HOOKS:
             _register_hooks_below(cls)
@@ -62,12 +67,43 @@ def file_new_class(cls):
     results come from the dispatch handler alone). A class defining PyTorch's hook names
     (``__torch_dispatch__``) instead of ours raises TypeError."""
     check_hook_names(cls, _TORCH_NAMES)
+    for name in _HOOKS:
+        hook = cls.__dict__.get(name)
+        if inspect.isfunction(hook):
+            type.__setattr__(cls, name, bind_plain_hook(hook))
     default_tf, default_td, disabled_tf = _builtin_hooks()
     if (getattr(cls.__tensor_dispatch__, "__func__", None) is not default_td
             and getattr(cls.__tensor_function__, "__func__", None) is default_tf):
         from .tensor import disabled_tensor_function
         cls.__tensor_function__ = disabled_tensor_function     # refiles cls (TensorType)
     register_hooks(cls)
+
+
+def bind_plain_hook(hook):
+    """A hook defined as a plain function (no ``@classmethod``) made into a classmethod that
+    calls it as PyTorch does: PyTorch looks the hook up on the first overloaded *argument*, so
+    the function receives, as ``self``, the first argument (in ``args``, then ``kwargs``,
+    looking one level into lists and tuples) whose type is exactly the class, followed by
+    ``func, types, args, kwargs`` (all positional). Other values are returned unchanged."""
+    if not inspect.isfunction(hook):
+        return hook
+
+    def plain_hook(cls, func, types, args=(), kwargs=None):
+        return hook(_first_instance(cls, args, kwargs), func, types, args, kwargs)
+
+    functools.update_wrapper(plain_hook, hook)
+    return classmethod(plain_hook)
+
+
+def _first_instance(cls, args, kwargs):
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        if type(a) is cls:
+            return a
+        if type(a) is list or type(a) is tuple:
+            for x in a:
+                if type(x) is cls:
+                    return x
+    return cls      # no instance among the arguments (a mode forwarded the types): the class
 
 
 def _builtin_hooks():

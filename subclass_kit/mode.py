@@ -14,6 +14,7 @@ documented difference).
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 from ._state import count_interceptor, tls
@@ -57,12 +58,17 @@ class _Mode:
         count_interceptor(-1)
         return False
 
-    def push(self):
-        """Enter without a ``with`` block (``pop`` to leave)."""
-        return self.__enter__()
-
-    def pop(self):
-        self.__exit__(None, None, None)
+    @classmethod
+    def push(cls, *args, **kwargs):
+        """A new, not yet entered ``cls(*args, **kwargs)``, with PyTorch's UserWarning that
+        ``push()`` is no longer needed: ``with M.push():`` and ``with M().push():`` both enter
+        a fresh mode for the block and leave the stack as it was (``TorchDispatchMode.push``;
+        called on an instance it still makes a new one, with no arguments). To enter a mode
+        without a ``with`` block, call ``mode.__enter__()`` and later ``mode.__exit__(None,
+        None, None)``."""
+        warnings.warn("`Mode.push()` is no longer necessary and can be replaced with just "
+                      "`with Mode()`", UserWarning, stacklevel=2)
+        return cls(*args, **kwargs)
 
 
 class DispatchMode(_Mode):
@@ -115,7 +121,7 @@ def mode_state() -> ModeState:
     test).
 
         >>> before = sk.mode_state()
-        >>> leaked = sk.DispatchMode().push()     # entered and never exited
+        >>> leaked = sk.DispatchMode().__enter__()   # entered and never exited
         >>> sk.get_mode_stack()[-1] is leaked
         True
         >>> _ = sk.set_mode_state(before)

@@ -17,6 +17,14 @@ FACTORIES = [
     "randn(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+    # The overloads PyTorch's bindings pick for the short forms (what handlers see):
+    # ``ones(2)``, ``zeros(2)``, ``arange(5)``, ``arange(1, 5)``, ``eye(3)``, ``randint(9, (2,))``.
+    "ones(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "zeros(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "arange(Scalar end, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "eye(SymInt n, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "randint(SymInt high, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "lift_fresh(Tensor(a) self) -> Tensor(a)",
     "empty_like(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
     "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -287,6 +295,12 @@ SHIFT_INPLACE = [
     "__ilshift__.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
     "__irshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
     "__irshift__.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+]
+
+# Whole-tensor reductions PyTorch's ``x.sum()`` / ``x.mean()`` dispatch (no derived out=).
+REDUCTIONS_ALL = [
+    "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+    "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
 ]
 
 REDUCTIONS = [
@@ -574,6 +588,6 @@ def derived_schemas() -> list:
 
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
-       + POINTWISE_BINARY + REDUCTIONS + OTHER + LOSSES + WITH_INPLACE_AND_OUT + SORTING
-       + SHAPE_MORE + REDUCTIONS_MORE + POINTWISE_BACKWARD + COMPOSITE + SHIFT_INPLACE + RANDOM
-       + SELECTION + METADATA_QUERIES)
+       + POINTWISE_BINARY + REDUCTIONS + REDUCTIONS_ALL + OTHER + LOSSES + WITH_INPLACE_AND_OUT
+       + SORTING + SHAPE_MORE + REDUCTIONS_MORE + POINTWISE_BACKWARD + COMPOSITE + SHIFT_INPLACE
+       + RANDOM + SELECTION + METADATA_QUERIES)

@@ -367,7 +367,7 @@ class _Porter:
             self.warn(line, f"{full}: call it as {full.rsplit('.', 1)[-1]}(mode) to port it to "
                             f"mode.{method}()")
             return
-        # A name, a dotted name or a call of one needs no parentheses before ".push()".
+        # A name, a dotted name or a call of one needs no parentheses before ".__enter__()".
         a = toks.index(args[0], j + 2)
         b = a
         while args[0].type == tokenize.NAME and toks[b + 1].string == "." \

@@ -13,7 +13,7 @@ every PyTorch name here appears there). To add a name, add one entry:
 ``MEMBERS``      attribute names renamed wherever they appear after a dot (``func._schema``,
                  ``def __torch_dispatch__``: the hook names also as plain names).
 ``METHOD_CALLS`` a one-argument function -> the method of its argument it becomes
-                 (``_push_mode(m)`` -> ``m.push()``); its import is dropped.
+                 (``_push_mode(m)`` -> ``m.__enter__()``); its import is dropped.
 ``RECEIVERLESS`` ``anything.attr`` -> a function that does not take the receiver
                  (``cls._make_wrapper_subclass(cls, ...)`` ->
                  ``sk.make_wrapper_subclass(cls, ...)``).
@@ -78,8 +78,9 @@ RENAMES: dict[str, str] = {
 }
 
 CANNOT_PORT: dict[str, str] = {
-    f"{_PD}._pop_mode": "call mode.pop() on the mode you pushed (modes leave in order here)",
-    "torch.overrides._pop_mode": "call mode.pop() on the mode you pushed",
+    f"{_PD}._pop_mode": "call mode.__exit__(None, None, None) on the mode you entered "
+                        "(modes leave in order here)",
+    "torch.overrides._pop_mode": "call mode.__exit__(None, None, None) on the mode you entered",
     f"{_PD}._get_current_dispatch_mode": "use sk.get_mode_stack()[-1] (the stack is a list)",
     f"{_PD}._pop_mode_temporarily": "a handler already runs with its own mode popped "
                                     "(Note [Mode runs below itself])",
@@ -121,10 +122,10 @@ MEMBERS: dict[str, str] = {
 }
 
 # a function of one argument -> the method of that argument it becomes (the import goes away):
-# _push_mode(m) -> m.push()
+# _push_mode(m) -> m.__enter__()  (``m.push()`` only warns and returns a new mode, as PyTorch's)
 METHOD_CALLS: dict[str, str] = {
-    f"{_PD}._push_mode": "push",
-    "torch.overrides._push_mode": "push",
+    f"{_PD}._push_mode": "__enter__",
+    "torch.overrides._push_mode": "__enter__",
 }
 
 RECEIVERLESS: dict[str, str] = {

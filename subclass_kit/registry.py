@@ -92,6 +92,21 @@ class OpOverload:
                 first = i
                 break
         self._device_arg = first
+        # What handlers are not shown (``dispatch.drop_defaults``, PyTorch's rule): trailing
+        # positional arguments from ``_trail_from`` on, and keyword-only ones, equal to their
+        # schema defaults.
+        trail = len(schema.positional)
+        while trail and schema.positional[trail - 1].default is not None:
+            trail -= 1
+        # None when no positional argument has a default (no ``len(args)`` on the slow path)
+        self._trail_from = trail if trail < len(schema.positional) else None
+        self._pos_defaults = ((None,) * trail      # (read from ``trail`` on only)
+                              + tuple(a.default_value for a in schema.positional[trail:]))
+        self._kw_defaults = {a.name: a.default_value for a in schema.kwarg_only
+                             if a.default is not None}
+        # One plain Tensor return: a handler's Tensor result needs no check_returns.
+        self._one_tensor_return = (len(schema.returns) == 1 and not schema.returns_tuple
+                                   and schema.returns[0].type == "Tensor")
         # (argument index, return index, list return?) for each return that is a view: of the
         # first argument sharing its alias set. What the dispatcher tracks for views resolved
         # by a subclass handler or a custom kernel (``dispatch._track_view_outputs``).
@@ -178,6 +193,31 @@ class OpOverload:
     @property
     def default(self):
         return self._overloads.get("default", self)
+
+    @property
+    def overloadpacket(self):
+        """The object ``sk.ops.<name>`` names (PyTorch's ``OpOverload.overloadpacket``). Here
+        that is the op's default (else first-defined) overload itself, not a separate packet
+        object: see docs/differences.md ("An op packet is its default overload")."""
+        return _lookup(self.schema.name)
+
+    _overloadpacket = overloadpacket
+
+    @property
+    def _schema(self):
+        """PyTorch's spelling of ``schema`` (an ``OpSchema`` here, a ``FunctionSchema`` there:
+        ``str()`` of both gives the schema text)."""
+        return self.schema
+
+    @property
+    def _overloadname(self) -> str:
+        return self.overload
+
+    # No ``__getattr__`` (PyTorch's "The underlying op of 'aten.add' has no overload name
+    # 'nosuch'"): defining one makes CPython 3.11 stop specialising *every* attribute read on
+    # ops, which the dispatch paths do per call. An unknown overload raises the plain
+    # AttributeError; overload names are instance attributes, so ``dir(op)`` lists them and
+    # Python's "Did you mean: 'Tensor'?" hint works; ``op.overloads()`` names them all.
 
     def overloads(self) -> list:
         return list(self._overloads)

@@ -13,7 +13,7 @@ multi-output views in the input's alias set. Everything alias- and mutation-rela
 project (version bumps, view tracking, functionalization, the debug-assert mode) reads these
 dataclasses, never a hand-written list.
 
-Raises ``ValueError`` with the position for malformed schema strings.
+Raises ``ValueError`` with the column and the offending token for malformed schema strings.
 """
 
 from __future__ import annotations
@@ -235,47 +235,72 @@ _KNOWN_TYPES = frozenset({
 })
 
 
+class _At(ValueError):
+    """A parse error at ``offset`` (characters into the text being parsed) of ``token``;
+    ``parse_schema`` turns it into a ValueError showing the whole schema with a marker."""
+
+    def __init__(self, message: str, offset: int, token: str):
+        super().__init__(message)
+        self.offset, self.token = offset, token
+
+    def shifted(self, by: int) -> "_At":
+        return _At(self.args[0], self.offset + by, self.token)
+
+
 def _split_top(text: str) -> list:
-    """Split on commas outside brackets and quotes. Raises ValueError for empty parts (a
+    """Split on commas outside brackets and quotes: ``(part, offset)`` pairs, each part
+    stripped and ``offset`` where it starts in ``text``. Raises ``_At`` for empty parts (a
     trailing comma) and unbalanced brackets or quotes."""
-    parts, depth, cur, quote = [], 0, [], None
-    for ch in text:
+    parts, depth, start, quote, opened = [], 0, 0, None, []
+    for i, ch in enumerate(text):
         if quote:
-            cur.append(ch)
             if ch == quote:
                 quote = None
             continue
         if ch in "\"'":
-            quote = ch
+            quote, qpos = ch, i
         elif ch in "([":
             depth += 1
+            opened.append(i)
         elif ch in ")]":
             depth -= 1
+            if depth < 0:
+                raise _At("unbalanced bracket", i, ch)
+            opened.pop()
         elif ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(ch)
-    if quote or depth:
-        raise ValueError(f"unbalanced brackets or quotes in {text!r}")
-    last = "".join(cur).strip()
-    if last or parts:
+            parts.append(_stripped(text, start, i))
+            start = i + 1
+    if quote:
+        raise _At("unterminated quote", qpos, text[qpos:])
+    if depth:
+        raise _At("unbalanced bracket", opened[-1], text[opened[-1]])
+    last = _stripped(text, start, len(text))
+    if last[0] or parts:
         parts.append(last)
-    if any(not p for p in parts):
-        raise ValueError(f"empty element (stray comma) in {text!r}")
+    for k, (part, offset) in enumerate(parts):
+        if not part:
+            comma = text.rfind(",", 0, offset + 1) if k else text.find(",")
+            raise _At("empty element (stray comma)", comma, ",")
     return parts
 
 
-def _parse_type(text: str, where: str):
+def _stripped(text: str, start: int, end: int) -> tuple:
+    piece = text[start:end]
+    return piece.strip(), start + len(piece) - len(piece.lstrip())
+
+
+def _parse_type(text: str):
+    """``(type text, alias, rest after the type)`` of an argument or return. Raises ``_At``
+    (offsets into ``text``)."""
     m = _TYPE.match(text)
     if not m:
-        raise ValueError(f"cannot parse type in {where!r}")
+        raise _At("cannot parse a type", 0, text.split()[0] if text.split() else text)
     base, ann, sets, bang, after, suffix = m.groups()
     if base not in _KNOWN_TYPES:
-        raise ValueError(f"unknown type {base!r} in {where!r}")
+        raise _At(f"unknown type {base!r}", m.start(1), base)
     for group in (sets, after):
         if group and not _ALIAS_SETS.fullmatch(group):
-            raise ValueError(f"bad alias annotation in {where!r}")
+            raise _At("bad alias annotation", m.start(2), ann)
     alias = None
     if ann:
         alias = AliasInfo(frozenset(s.strip() for s in sets.split("|")), bool(bang),
@@ -290,7 +315,7 @@ _ENUM_TYPES = frozenset({"ScalarType", "Layout", "MemoryFormat"})
 _LIST_DEFAULT_TYPES = frozenset({"int", "SymInt", "float", "complex", "bool"})
 
 
-def _check_default(type_str: str, default: str, where: str):
+def _check_default(type_str: str, default: str):
     """Raise ValueError for a default PyTorch's schema parser rejects for ``type_str``: a
     non-list default of an unsized list (``int[] x=1``), a list default of a non-list or of
     an element type other than numbers (``int x=[1]``, ``Tensor[] x=[]``), a bare name that
@@ -310,7 +335,7 @@ def _check_default(type_str: str, default: str, where: str):
     else:
         ok = not default.startswith("+") and (base != "Tensor" or optional)
     if not ok:
-        raise ValueError(f"invalid default value {default!r} for a {type_str} in {where!r}")
+        raise ValueError(f"invalid default value {default!r} for a {type_str}")
 
 
 def _parse_default(text):
@@ -345,51 +370,112 @@ _LEXER_KEYWORDS = frozenset({
 
 
 def parse_schema(text: str) -> OpSchema:
-    """Parse one schema string. Raises ValueError naming the part that does not parse."""
+    """Parse one schema string. Raises ValueError saying what does not parse and where: the
+    column and the offending token, then the schema with the token marked (as PyTorch's
+    parser marks it, ``~~~~ <--- HERE``)."""
+    try:
+        return _parse(text)
+    except _At as e:
+        col = max(0, min(e.offset, len(text)))
+        token = e.token or " "
+        raise ValueError(f"{e.args[0]} at column {col + 1} ({e.token!r}) in schema:\n"
+                         f"{text}\n{' ' * col}{'~' * len(token)} <--- HERE") from None
+
+
+def _parse(text: str) -> OpSchema:
     m = _HEAD.match(text)
     if not m:
-        raise ValueError(f"not a schema string: {text!r}")
+        raise _head_error(text)
     name, overload, arg_text, ret_text = m.groups()
-    if any(n in _LEXER_KEYWORDS for n in name.split("::") + [overload or ""]):
-        raise ValueError(f"a keyword is no name (PyTorch's lexer reads it as the "
-                         f"keyword): {text!r}")
+    for word, at in ((n, m.start(1) + name.find(n)) for n in name.split("::")):
+        if word in _LEXER_KEYWORDS:
+            raise _At("a keyword is no name (PyTorch's lexer reads it as the keyword)", at,
+                      word)
+    if overload in _LEXER_KEYWORDS:
+        raise _At("a keyword is no overload name", m.start(2), overload)
     args = []
     kwarg_only = False
-    for part in _split_top(arg_text):
+    base = m.start(3)
+    try:
+        arg_parts = _split_top(arg_text)
+    except _At as e:
+        raise e.shifted(base) from None
+    for part, offset in arg_parts:
+        at = base + offset
         if part == "*":
             kwarg_only = True
             continue
-        type_str, alias, rest = _parse_type(part, part)
+        try:
+            type_str, alias, rest = _parse_type(part)
+        except _At as e:
+            raise e.shifted(at) from None
         default = None
         if "=" in rest:
             rest, default = (s.strip() for s in rest.split("=", 1))
             if not default:
-                raise ValueError(f"empty default in {part!r} of {text!r}")
-            _check_default(type_str, default, text)
+                raise _At("empty default", at + part.rfind("="), "=")
+            try:
+                _check_default(type_str, default)
+            except ValueError as e:
+                raise _At(str(e), at + part.rfind(default), default) from None
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest) or rest in _LEXER_KEYWORDS:
             # PyTorch's lexer reads these (``as``, ``def``, ``None``) as keywords
-            raise ValueError(f"bad argument name in {part!r} of {text!r}")
+            raise _At("bad argument name", at + _find_after_type(part, rest), rest)
         if (default is None and not kwarg_only and args and args[-1].default is not None
                 and not args[-1].kwarg_only):
-            raise ValueError(f"non-default argument {rest!r} follows a default argument in "
-                             f"{text!r}")
+            raise _At(f"non-default argument {rest!r} follows a default argument",
+                      at + _find_after_type(part, rest), rest)
+        if any(a.name == rest for a in args):
+            raise _At(f"duplicate argument name {rest!r}", at + _find_after_type(part, rest),
+                      rest)
         args.append(Argument(rest, type_str, alias, default, kwarg_only))
+    ret_base = m.start(4)
     ret_text = ret_text.strip()
     returns_tuple = ret_text.startswith("(")
-    if returns_tuple:
-        if not ret_text.endswith(")"):
-            raise ValueError(f"unbalanced returns in {text!r}")
-        ret_parts = _split_top(ret_text[1:-1])
-    else:
-        ret_parts = [ret_text]
+    try:
+        if returns_tuple:
+            if not ret_text.endswith(")"):
+                raise _At("unbalanced returns", 0, "(")
+            ret_parts = [(p, o + 1) for p, o in _split_top(ret_text[1:-1])]
+        else:
+            ret_parts = [(ret_text, 0)]
+    except _At as e:
+        raise e.shifted(ret_base) from None
     returns = []
-    for part in ret_parts:
-        type_str, alias, rest = _parse_type(part, part)
+    for part, offset in ret_parts:
+        at = ret_base + offset
+        try:
+            type_str, alias, rest = _parse_type(part)
+        except _At as e:
+            raise e.shifted(at) from None
         if rest and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest):
-            raise ValueError(f"bad return {part!r} in {text!r}")
+            raise _At("bad return", at + _find_after_type(part, rest), rest)
         returns.append(Return(type_str, alias, rest))
-    names = [a.name for a in args]
-    if len(set(names)) != len(names):
-        raise ValueError(f"duplicate argument name in {text!r}")
     return OpSchema(name, overload or "", tuple(args), tuple(returns),
                     returns_tuple and len(returns) != 1 or (returns_tuple and not returns))
+
+
+def _find_after_type(part: str, rest: str) -> int:
+    """Where ``rest`` (what follows the type) starts in ``part``."""
+    found = part.rfind(rest.split()[0] if rest.split() else rest)
+    return found if found >= 0 else len(part)
+
+
+def _head_error(text: str) -> _At:
+    """Why ``text`` is not ``name[.overload](arguments) -> returns``, and where."""
+    m = re.match(rf"\s*({_NAME})(?:\.([A-Za-z0-9_]+))?", text)
+    if not m:
+        return _At("expected an op name", len(text) - len(text.lstrip()),
+                   text.strip()[:1] or text)
+    after = m.end()
+    if not text[after:].lstrip().startswith("("):
+        rest = text[after:].strip()
+        return _At("expected '(' after the op name", after + len(text[after:]) -
+                   len(text[after:].lstrip()), rest[:1] or "")
+    arrow = text.find("->", after)
+    if arrow < 0:
+        return _At("expected '->' and the returns", len(text), "")
+    close = text.rfind(")", after, arrow)
+    if close < 0:
+        return _At("expected ')' before '->'", arrow, "->")
+    return _At("expected the returns after '->'", arrow, "->")

@@ -230,8 +230,10 @@ def make_tensor(spec: T, lib: str, device: str = "cpu"):
             flat = sk.empty(n, dtype=dtype, device="meta")
         else:
             if contig:
-                return sk.tensor(logical_array(spec), dtype=dtype)
-            flat = sk.tensor(storage_array(spec), dtype=dtype)
+                # as torch's side below: standard strides also for zero-size arrays
+                arr = logical_array(spec)
+                return sk.from_numpy(arr).clone(memory_format=sk.contiguous_format)
+            flat = sk.from_numpy(storage_array(spec)).clone()
         return flat.as_strided(spec.shape, strides, offset)
     import torch
     dtype = getattr(torch, spec.dtype)
@@ -241,7 +243,8 @@ def make_tensor(spec: T, lib: str, device: str = "cpu"):
         flat = torch.empty(n, dtype=dtype, device="meta")
     else:
         if contig:
-            # torch.tensor keeps numpy's strides of zero-size arrays; clone makes them standard.
+            # torch.tensor keeps numpy's strides of zero-size arrays (all 0); clone makes them
+            # standard.
             arr = logical_array(spec)
             return torch.from_numpy(arr).clone(memory_format=torch.contiguous_format)
         flat = torch.from_numpy(storage_array(spec)).clone()

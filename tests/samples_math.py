@@ -195,6 +195,14 @@ ENTRIES["sum.dim_IntList"] = E(
                 S(F((4,), "float16"), [0], _rtol=2e-3), S(F((2, 3), "uint8"), [1]),
                 S(F((2, 3)), [1], dtype=D("int32"))]),
     [S(F((2, 3)), [2]), S(F((2, 3)), [1, 1])])
+ENTRIES["sum.default"] = E(
+    [S(F((2, 3))), S(F(())), S(F((0, 3))), S(F((3, 4), layout="t")), S(F((2, 3), "int32")),
+     S(F((2, 3), "bool")), S(F((4,), "float16"), _rtol=2e-3), S(F((2, 3)), dtype=D("float64")),
+     S(F((2, 3), "uint8"), dtype=D("int32")), S(F((2, 3), layout="expand"))])
+ENTRIES["mean.default"] = E(
+    [S(F((2, 3))), S(F(())), S(F((0, 3))), S(F((3, 4), "float64", layout="t")),
+     S(F((2, 3), "int32"), dtype=D("float64"))],
+    [S(F((2, 3), "int64")), S(F((2, 3)), dtype=D("int32"))])
 ENTRIES["mean.dim"] = E(
     _reduction([S(F((2, 3)), None), S(F(()), []), S(F((0, 3)), [1]), S(F((2, 3)), [])],
                dtypes=("float64", "float16")) + [S(F((2, 3), "int32"), [1], dtype=D("float64"))],

@@ -35,6 +35,25 @@ ENTRIES["arange.start_step"] = E(
 ENTRIES["eye.m"] = E(
     [S(3, 4), S(0, 2), S(2, 2, dtype=D("int64")), S(3, 1, dtype=D("bool"))],
     [S(-1, 2)])
+ENTRIES["ones.default"] = E(
+    [S([2, 3]), S([0]), S([], dtype=D("int64")), S([2], dtype=D("bool")),
+     S([2], dtype=D("float64"), requires_grad=True)],
+    [S([-1]), S([2], dtype=D("int64"), requires_grad=True)])
+ENTRIES["zeros.default"] = E(
+    [S([2, 3]), S([0, 2]), S([], dtype=D("int32")), S([3], dtype=D("float16"))],
+    [S([-2, 1])])
+ENTRIES["arange.default"] = E(
+    [S(5), S(2.5), S(0), S(4, dtype=D("float64")), S(3.0, dtype=D("int64"))],
+    [S(-1)])
+ENTRIES["arange.start"] = E(
+    [S(1, 5), S(-2.5, 1.0), S(3, 3), S(0, 4, dtype=D("int32"))],
+    [S(5, 1)])
+ENTRIES["eye.default"] = E(
+    [S(3), S(0), S(2, dtype=D("int64"))],
+    [S(-1)])
+ENTRIES["randint.default"] = E(
+    [S(10, [3, 4]), S(5, [6], dtype=D("int32")), S(2, [0])],
+    [S(0, [2]), S(-3, [2])], random=True)
 ENTRIES["rand.default"] = E(
     [S([2, 3]), S([0]), S([4], dtype=D("float64")), S([], dtype=D("float16"))],
     [S([2], dtype=D("int64")), S([-1])], random=True)

@@ -412,19 +412,20 @@ def test_handlers_get_their_own_kwargs_dict(call, level):
     """The operator shortcuts hand handlers a fresh kwargs dict per call (as PyTorch does): a
     handler changing it must not change later calls."""
     seen = []
+    handled = sk.zeros(())      # a Tensor: what each op's schema returns
 
     class Scribble(sk.DispatchMode if level == "dispatch" else sk.FunctionMode):
         def handle(self, func, types, args=(), kwargs=None):
             seen.append(dict(kwargs))
             kwargs["scribbled"] = True
-            return NotImplemented if len(seen) > 2 else "handled"
+            return NotImplemented if len(seen) > 2 else handled
 
         __tensor_dispatch__ = __tensor_function__ = handle
 
     x = sk.ones(2, 2)
     with Scribble():
-        assert eval(call) == "handled"
-        assert eval(call) == "handled"
+        assert eval(call) is handled
+        assert eval(call) is handled
     assert seen == [{}, {}]
     assert isinstance(eval(call), sk.Tensor)   # no stray keyword reaches the kernel
 

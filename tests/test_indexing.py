@@ -55,7 +55,8 @@ class T:
             t = torch.from_numpy(data.astype(self.dtype).copy())
             t = t if device == "cpu" else t.to(device)
         else:
-            t = sk.tensor(data.astype(self.dtype), dtype=getattr(sk, self.dtype), device=device)
+            t = sk.tensor(data.astype(self.dtype).copy(), dtype=getattr(sk, self.dtype),
+                          device=device)
         if self.post == "t":
             return t.t()
         if self.post == "expand":

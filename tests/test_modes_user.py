@@ -43,7 +43,7 @@ def test_logging_mode_records_ops_shapes_and_prints():
         y = (x.t() + 1).reshape(6)
         sk.zeros(2, dtype=sk.int64)
     assert log.ops == ["sk.ops.t.default", "sk.ops.add.Tensor", "sk.ops.clone.default",
-                       "sk.ops._unsafe_view.default", "sk.ops.full.default"]
+                       "sk.ops._unsafe_view.default", "sk.ops.zeros.default"]
     rec = log.log[1]
     assert rec.func is sk.ops.add.Tensor and rec.input_shapes == [(3, 2)]
     assert rec.output_shapes == [(3, 2)] and rec.error is None
@@ -61,7 +61,7 @@ def test_logging_mode_multi_output_meta_and_stream(capsys):
         sk.arange(6.0).split(4)
         sk.empty(2, 3, device="meta") * 2
     out = capsys.readouterr().out.splitlines()
-    assert out[1] == "sk.ops.split.Tensor(f32[6], 4, 0) -> [f32[4], f32[2]]"
+    assert out[1] == "sk.ops.split.Tensor(f32[6], 4) -> [f32[4], f32[2]]"
     assert out[-1] == "sk.ops.mul.Tensor(f32[2, 3]@meta, 2) -> f32[2, 3]@meta"
     assert len(log) == 4
     log.print()
@@ -138,8 +138,8 @@ def test_make_graph_captures_factories_constants_and_inplace():
         return y
 
     g = make_graph(f)(sk.ones(2))
-    assert g.ops[0] is sk.ops.full.default          # the factory is a node
-    assert 'full: "f32[2]" = sk.ops.full.default((2,), 0.0, dtype=sk.float32' in g.code
+    assert g.ops[0] is sk.ops.zeros.default          # the factory is a node
+    assert 'zeros: "f32[2]" = sk.ops.zeros.default((2,))' in g.code
     assert list(g.constants) == ["_tensor_constant0"] and g.constants["_tensor_constant0"] is bias
     assert "# constant _tensor_constant0: f32[2]" in g.code
     assert "sk.ops.add_.Tensor(clone, add)" in g.code
@@ -260,7 +260,7 @@ def test_explain_attaches_partial_result_to_errors():
     with pytest.raises(RuntimeError) as info:
         explain(f)(sk.ones(2, 3))
     ex = info.value.explanation
-    assert [c.name for c in ex.calls] == ["sk.ops.t.default", "sk.ops.full.default",
+    assert [c.name for c in ex.calls] == ["sk.ops.t.default", "sk.ops.ones.default",
                                           "sk.ops.add.Tensor"]
     assert _clean_stacks()
     # tracing is off again: ops take the fast path with no callback
@@ -408,7 +408,7 @@ def test_op_usage_counts_ops_and_dtypes(tmp_path):
     assert back["sk.ops.add.Tensor"].dtypes == {"float32", "int64"}
     assert usage.unlisted(back) == []
     assert usage.unlisted({"sk.ops.add.Tensor": None}) == [
-        "sk.ops._to_copy.default", "sk.ops.arange.start_step", "sk.ops.empty.memory_format",
+        "sk.ops._to_copy.default", "sk.ops.arange.default", "sk.ops.empty.memory_format",
         "sk.ops.mul.Tensor"]
     with pytest.raises(ValueError, match="line 2"):
         read_op_list("sk.ops.add.Tensor:\n  colour: red\n")
@@ -419,8 +419,8 @@ def test_op_usage_skips_failed_ops_and_nests():
     x = sk.ones(2, 3)
     with LoggingMode() as log, OpUsageMode() as usage, pytest.raises(RuntimeError):
         x + sk.ones(4)
-    assert list(usage.ops) == ["sk.ops.full.default"]
-    assert log.ops == ["sk.ops.full.default", "sk.ops.add.Tensor"] and _clean_stacks()
+    assert list(usage.ops) == ["sk.ops.ones.default"]
+    assert log.ops == ["sk.ops.ones.default", "sk.ops.add.Tensor"] and _clean_stacks()
 
 
 # -- wrapper subclasses match plain tensors ------------------------------------------------------

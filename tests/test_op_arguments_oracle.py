@@ -8,10 +8,9 @@ the schema default filling a gap before one of them (``clamp(x, max=1.)`` is see
 ``(x, None, 1.)``); keyword-only arguments stay keywords. Bad calls raise RuntimeError before
 any mode runs, with PyTorch's message (``aten::add()`` reads ``sk.ops.add.Tensor()``).
 
-One deliberate difference, mapped before comparing: torch drops arguments that equal their
-default from what a mode sees (trailing positionals, keyword-only ones), since it rebuilds the
-call from a stack of values; we pass on what the caller wrote (comparing values with defaults on
-every call would cost time on the hot path). ``_as_torch_boxes`` applies torch's rule to our side.
+Both drop arguments that equal their default from what a mode sees (trailing positionals,
+keyword-only ones; ``dispatch.drop_defaults``, on the slow path only), so the recorded calls are
+compared as they are.
 """
 
 from __future__ import annotations
@@ -58,33 +57,14 @@ def _norm(value, names):
     return value
 
 
-def _is_default(arg, value) -> bool:
-    if not arg.has_default or isinstance(value, sk.Tensor):
-        return False
-    default = arg.default_value
-    return value is None if default is None else value is not None and value == default
-
-
-def _as_torch_boxes(op, args, kwargs):
-    """Our canonical call in the form torch hands a mode: trailing positionals equal to their
-    default and keyword-only arguments equal to theirs left out."""
-    positional = op.schema.positional
-    args = list(args)
-    while args and _is_default(positional[len(args) - 1], args[-1]):
-        args.pop()
-    kwargs = {k: v for k, v in kwargs.items() if not _is_default(op.schema.argument(k), v)}
-    return tuple(args), kwargs
-
-
 class SkRecorder(sk.DispatchMode):
-    def __init__(self, names, raw=False):
-        self.names, self.raw, self.calls = names, raw, []
+    def __init__(self, names):
+        self.names, self.calls = names, []
 
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        seen = (args, kwargs) if self.raw else _as_torch_boxes(func, args, kwargs)
-        self.calls.append((func.__name__, _norm(list(seen[0]), self.names),
-                           {k: _norm(v, self.names) for k, v in seen[1].items()}))
+        self.calls.append((func.__name__, _norm(list(args), self.names),
+                           {k: _norm(v, self.names) for k, v in kwargs.items()}))
         return func(*args, **kwargs)
 
 
@@ -150,7 +130,7 @@ def test_keyword_calls_match_torch(case):
 
 def test_gap_before_keyword_argument_gets_schema_default():
     t = _inputs(sk)
-    recorder = SkRecorder(_names(t), raw=True)
+    recorder = SkRecorder(_names(t))
     with recorder:
         sk.ops.clamp(t.x, max=0.0)
         sk.ops.sum.dim_IntList(t.x, [0], dtype=t.f64)
@@ -158,7 +138,7 @@ def test_gap_before_keyword_argument_gets_schema_default():
     assert recorder.calls == [
         ("clamp.default", ["x", None, 0.0], {}),
         ("sum.dim_IntList", ["x", [0]], {"dtype": "float64"}),   # keyword-only stays a keyword
-        ("add.Tensor", ["x", "y"], {"alpha": 1}),                # kept as written (see above)
+        ("add.Tensor", ["x", "y"], {}),                 # alpha=1 is the default: dropped
     ]
 
 
@@ -235,7 +215,7 @@ def test_custom_op_keyword_calls_match_torch(custom_ops, case):
 
 def test_custom_op_mode_sees_positional_form(custom_ops):
     t = _inputs(sk)
-    recorder = SkRecorder(_names(t), raw=True)
+    recorder = SkRecorder(_names(t))
     with recorder:
         custom_ops[0].scale(t.x, k=2.0)
         custom_ops[0].affine(t.x, b=2.0)

@@ -3,20 +3,27 @@
 Each small program runs twice: on our side under a recording ``sk.DispatchMode``, on torch's
 side under a recording ``TorchDispatchMode``. Op names are normalised to ``name.overload``
 (``aten.add.Tensor`` and ``sk.ops.add.Tensor`` both become ``"add.Tensor"``) and the two
-streams must be equal. Inputs (and weights) are built before recording starts, so their
-factories are not part of the streams.
+streams must be equal: first the names, then every call's arguments (tensors as ``T``, dtypes,
+devices and memory formats by name). Handlers see only the arguments the caller passed: trailing
+positional and keyword-only arguments equal to their schema defaults are dropped, as PyTorch's
+Python-handler boundary drops them (``x.to(sk.uint8)`` is ``_to_copy(x, dtype=uint8)``).
+Inputs (and weights) are built before recording starts, so their factories are not part of the
+streams.
 
-Deliberate differences, mapped by ``_DIFFERENCES`` before comparing:
+Deliberate differences, mapped by ``_DIFFERENCES`` / ``_torch_kwargs`` before comparing:
 
 - **No Scalar overloads.** We keep one overload per op and pass Python numbers as wrapped
   numbers in Tensor positions, so ``x > 1`` is ``gt.Tensor`` (torch: ``gt.Scalar``),
   ``x ** 2`` is ``pow.Tensor_Tensor`` (torch: ``pow.Tensor_Scalar``) and the reflected
   ``1 - x`` is ``sub.Tensor(1, x)`` (torch: ``rsub.Scalar``). ``1 / x`` is ``div.Tensor(1, x)``
   where torch emits ``reciprocal`` + ``mul``: that program is compared with its own expected
-  streams (``test_reflected_division``).
+  streams (``test_reflected_division``); ``where(c, x, 0.0)`` passes the number where torch
+  first makes it a tensor with ``scalar_tensor``.
 - **One squeeze overload**: ``squeeze.dims`` stands for torch's ``squeeze.dim``/``.default``.
-- **Factories lower to fewer ops**: ``zeros``/``ones`` are ``full``, ``arange(n)`` is
-  ``arange.start_step`` (compared in ``test_factories_lower_to_primitives``).
+- **TensorOptions fill-ins**: PyTorch's Python bindings of factories pass ``device`` (the
+  resolved one, ``cpu``) and ``pin_memory=False`` even when the caller gave neither, and some
+  conversions (``to("meta")``, ``type_as``) pass ``dtype``/``layout``/``device`` taken from the
+  tensor; ours pass what the caller gave (we have no ``layout`` or ``pin_memory`` arguments).
 """
 
 from __future__ import annotations
@@ -38,23 +45,57 @@ for _cmp in ("eq", "ne", "lt", "le", "gt", "ge"):
     _DIFFERENCES[f"{_cmp}.Scalar"] = f"{_cmp}.Tensor"
 
 
+def _norm(x):
+    """An argument in a form both libraries share: tensors as "T", dtypes, devices and memory
+    formats by name, sequences as lists."""
+    if isinstance(x, (torch.Tensor, sk.Tensor)):
+        return "T"
+    if isinstance(x, (list, tuple)):
+        return [_norm(v) for v in x]
+    if isinstance(x, (torch.dtype, sk.dtype)):
+        return str(x).split(".")[-1]
+    if isinstance(x, (torch.device, sk.device)):
+        return f"device:{x}"
+    if isinstance(x, torch.memory_format) or type(x).__name__ == "_MemoryFormat":
+        return str(x).split(".")[-1]
+    return x
+
+
+# Arguments PyTorch's bindings add that the caller did not pass (see the module docstring).
+_TORCH_ONLY_KWARGS = ("pin_memory", "layout")
+
+
+def _torch_kwargs(args, kwargs):
+    kw = {k: _norm(v) for k, v in kwargs.items() if k not in _TORCH_ONLY_KWARGS}
+    if kw.get("device") == "device:cpu" and not any(
+            isinstance(a, torch.Tensor) for a in args):
+        del kw["device"]        # a factory's resolved device, filled in by the binding
+    return kw
+
+
 class TorchRecorder(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.ops = []
+        self.calls = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = f"{func._overloadpacket.__name__}.{func._overloadname}"
-        self.ops.append(_DIFFERENCES.get(name, name))
+        name = _DIFFERENCES.get(name, name)
+        self.ops.append(name)
+        self.calls.append((name, _norm(args), _torch_kwargs(args, kwargs or {})))
         return func(*args, **(kwargs or {}))
 
 
 class SkRecorder(sk.DispatchMode):
     def __init__(self):
         self.ops = []
+        self.calls = []
 
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
         self.ops.append(func.__name__)
+        self.calls.append((func.__name__, _norm(args),
+                           {k: _norm(v) for k, v in (kwargs or {}).items()}))
         return func(*args, **(kwargs or {}))
 
 
@@ -71,14 +112,16 @@ class Env:
         self.k = m.ones(3, 4)
         self.idx = m.tensor([1, 0])
         self.row = m.ones(3)
+        self.i = m.arange(6).view(2, 3)
+        self.mask = self.x > 2
 
 
-def _stream(m, program):
+def _stream(m, program, calls=False):
     env = Env(m)
     rec = TorchRecorder() if m is torch else SkRecorder()
     with rec:
         program(env)
-    return rec.ops
+    return rec.calls if calls else rec.ops
 
 
 def _setitem(t, key, value):
@@ -156,12 +199,91 @@ PROGRAMS = [
     ("sum_all", lambda e: e.x.sum(), ["sum.default"]),
     ("item", lambda e: e.x[0, 0].item(),
      ["select.int", "select.int", "_local_scalar_dense.default"]),
+    ("to_uint8", lambda e: e.x.to(e.m.uint8), ["_to_copy.default"]),
+    ("ones_zeros", lambda e: (e.m.ones(2, 3), e.m.zeros(2)), ["ones.default", "zeros.default"]),
 ]
 
 # Programs whose sk side is known to differ for a reason outside the dispatch layer.
-_KNOWN = {
-    "sum_all": "no sum.default overload yet: x.sum() dispatches sum.dim_IntList(x, None) "
-               "(owner: op_table.py reductions)",
+_KNOWN: dict = {}
+
+# A broad set of common calls (reductions with and without dims, factories, conversions,
+# indexing, in-place ops): streams and every call's arguments must equal torch's.
+BROAD = {
+    # reductions
+    "sum": lambda e: e.x.sum(),
+    "sum_dtype": lambda e: e.x.sum(dtype=e.m.float64),
+    "sum_dim": lambda e: e.x.sum(0),
+    "sum_dims_keepdim": lambda e: e.x3.sum((0, 2), keepdim=True),
+    "sum_none": lambda e: e.x.sum(None),
+    "sum_function": lambda e: e.m.sum(e.i),
+    "mean": lambda e: e.x.mean(),
+    "mean_dtype": lambda e: e.x.mean(dtype=e.m.float64),
+    "mean_dim": lambda e: e.x.mean(1, keepdim=True),
+    "prod": lambda e: (e.x.prod(), e.x.prod(1)),
+    "max_min": lambda e: (e.x.max(), e.x.min(), e.x.max(0), e.x.min(1, keepdim=True)),
+    "amax_amin": lambda e: (e.x.amax(1), e.x.amin((0, 1))),
+    "argmax_argmin": lambda e: (e.x.argmax(), e.x.argmax(1), e.x.argmin(0, keepdim=True)),
+    "std": lambda e: e.x.std(),
+    "all_any": lambda e: (e.mask.all(), e.mask.any(1)),
+    "norm": lambda e: e.x.norm(),
+    "logsumexp": lambda e: e.x.logsumexp(1),
+    "cumsum": lambda e: e.x.cumsum(1),
+    "count_nonzero": lambda e: e.m.count_nonzero(e.x),
+    "topk_sort": lambda e: (e.x.topk(2), e.x.sort(), e.x.sort(0, descending=True)),
+    # factories
+    "ones": lambda e: (e.m.ones(2, 3), e.m.ones((2,)), e.m.ones(2, dtype=e.m.float64)),
+    "zeros": lambda e: (e.m.zeros(2), e.m.zeros(2, dtype=e.m.int64), e.m.zeros(0)),
+    "full": lambda e: (e.m.full((2,), 3.0), e.m.full((2,), 3), e.m.full((2,), 1, dtype=e.m.int32)),
+    "empty": lambda e: (e.m.empty(2), e.m.empty(2, dtype=e.m.int32)),
+    "empty_strided": lambda e: e.m.empty_strided((2, 3), (1, 2)),
+    "arange": lambda e: (e.m.arange(5), e.m.arange(5.0), e.m.arange(1, 5),
+                         e.m.arange(1, 5, 2), e.m.arange(0, 1, 0.25),
+                         e.m.arange(5, dtype=e.m.float32)),
+    "eye": lambda e: (e.m.eye(3), e.m.eye(3, 4), e.m.eye(2, dtype=e.m.int64)),
+    "random": lambda e: (e.m.rand(2), e.m.randn(2, 3, dtype=e.m.float64),
+                         e.m.randint(10, (3,)), e.m.randint(2, 10, (3,))),
+    "likes": lambda e: (e.m.zeros_like(e.x), e.m.ones_like(e.x, dtype=e.m.int64),
+                        e.m.full_like(e.x, 2.0), e.m.empty_like(e.x), e.m.rand_like(e.x),
+                        e.m.randn_like(e.x)),
+    "new_factories": lambda e: (e.x.new_zeros(2), e.x.new_ones((2,)), e.x.new_full((2,), 1.0),
+                                e.x.new_empty(2), e.x.new_tensor([1.0])),
+    "tensor": lambda e: (e.m.tensor([1.0]), e.m.tensor(3)),
+    "scalar_tensor": lambda e: e.m.scalar_tensor(1.0),
+    # conversions
+    "to_dtype": lambda e: (e.x.to(e.m.uint8), e.x.to(e.m.float64), e.x.to(e.m.float32),
+                           e.x.to(e.m.float32, copy=True)),
+    "to_device": lambda e: (e.x.to("cpu"), e.x.to("cpu", e.m.float64)),
+    "to_other": lambda e: e.x.to(e.i),
+    "to_meta": lambda e: e.x.to("meta"),
+    "type_as": lambda e: e.x.type_as(e.i),
+    "casts": lambda e: (e.x.double(), e.x.float(), e.x.int(), e.x.long(), e.x.bool(),
+                        e.x.half(), e.i.float()),
+    "clone_contiguous": lambda e: (e.x.clone(), e.x.t().contiguous(), e.x.contiguous()),
+    # indexing
+    "index_basic": lambda e: (e.x[0], e.x[:, 1], e.x[..., None], e.x3[1:3:2], e.x[-1],
+                              e.x[0, 1:]),
+    "index_advanced": lambda e: (e.x[e.idx], e.x[e.mask], e.x[e.idx, e.idx], e.x[:, e.idx],
+                                 e.x[[0, 1]]),
+    "index_ops": lambda e: (e.x.index_select(1, e.idx), e.x.gather(1, e.idx.view(2, 1)),
+                            e.x.masked_fill(e.mask, 1.0)),
+    "setitem": lambda e: (_setitem(e.x, (0, 1), 5.0), _setitem(e.x, e.mask, 0.0),
+                          _setitem(e.x, e.idx, 1.0), _setitem(e.x, slice(0, 1), e.x[1])),
+    # shape and in-place
+    "shape": lambda e: (e.x3.flatten(), e.x.unsqueeze(0), e.x.transpose(0, 1),
+                        e.x3.permute(2, 0, 1), e.x.repeat(2, 1), e.x[0].expand_as(e.x),
+                        e.m.cat([e.x, e.x], 1)),
+    "inplace": lambda e: (e.x.clone().abs_(), e.x.clone().fill_(1), e.x.clone().zero_(),
+                          e.x.clone().copy_(e.i)),
+    "math": lambda e: (e.x.add(e.x, alpha=2), e.x.div(e.x, rounding_mode="floor"),
+                       e.x.clamp(0, 1), e.x.clamp(min=0), e.x.softmax(1), e.x @ e.x.t(),
+                       e.x.sqrt(), e.x * 2),
+    "item_tolist": lambda e: (e.x[0, 0].item(), e.x.tolist()),
+}
+
+# Calls whose arguments differ by a documented difference (the stream of names still matches).
+_ARGS_DIFFER = {
+    "to_meta": "PyTorch's binding also passes the tensor's own dtype (and layout)",
+    "type_as": "PyTorch's binding also passes device=cpu (and layout)",
 }
 
 
@@ -182,23 +304,68 @@ def test_op_stream_matches_torch(name, program, expected):
     assert _sk_stream_or_skip(program) == expected
 
 
+@pytest.mark.parametrize("name", sorted(BROAD))
+def test_broad_op_stream_matches_torch(name):
+    program = BROAD[name]
+    theirs = _stream(torch, program, calls=True)
+    ours = _stream(sk, program, calls=True)
+    assert [c[0] for c in ours] == [c[0] for c in theirs]
+    if name in _ARGS_DIFFER:
+        assert ours != theirs, f"{name} now agrees: remove it from _ARGS_DIFFER"
+    else:
+        assert ours == theirs
+
+
+def test_handlers_see_only_the_arguments_the_caller_passed():
+    assert _stream(sk, lambda e: e.x.to(e.m.uint8), calls=True) == [
+        ("_to_copy.default", ["T"], {"dtype": "uint8"})]
+    # explicit defaults are dropped too, as at PyTorch's boundary
+    calls = _stream(sk, lambda e: sk.ops.topk(e.x, 2, -1, True, True), calls=True)
+    assert calls == _stream(torch, lambda e: torch.ops.aten.topk(e.x, 2, -1, True, True),
+                            calls=True) == [("topk.default", ["T", 2], {})]
+    calls = _stream(sk, lambda e: sk.ops._to_copy(e.x, dtype=None, non_blocking=False),
+                    calls=True)
+    assert calls == [("_to_copy.default", ["T"], {})]
+
+
+def test_a_packet_is_its_default_overload_here():
+    """Documented difference (docs/differences.md): ``sk.ops.mul`` *is* ``mul.Tensor``, so
+    ``func == sk.ops.mul`` holds for that overload; PyTorch's packet is never an overload.
+    ``func.overloadpacket == sk.ops.mul`` is the spelling that agrees in both."""
+    seen = []
+
+    class Rec(sk.DispatchMode):
+        def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append((func == sk.ops.mul, func.overloadpacket == sk.ops.mul))
+            return func(*args, **(kwargs or {}))
+
+    with Rec():
+        sk.ones(2) * 2
+    assert seen == [(False, False), (True, True)]
+    assert (torch.ops.aten.mul.Tensor == torch.ops.aten.mul) is False
+    assert torch.ops.aten.mul.Tensor.overloadpacket == torch.ops.aten.mul
+
+
 def test_reflected_division():
     prog = (lambda e: 1 / e.x)
     assert _stream(torch, prog) == ["reciprocal.default", "mul.Tensor"]
     assert _stream(sk, prog) == ["div.Tensor"]
 
 
-def test_factories_lower_to_primitives():
+def test_factories_show_torchs_overloads():
     def prog(e):
         e.m.zeros(2, 3)
         e.m.ones(2)
         e.m.arange(5)
         e.m.full((2,), 3.0)
+        e.m.arange(1, 5)
+        e.m.eye(2)
+        e.m.randint(4, (2,))
 
-    assert _stream(torch, prog) == ["zeros.default", "ones.default", "arange.default",
-                                    "full.default"]
-    assert _stream(sk, prog) == ["full.default", "full.default", "arange.start_step",
-                                 "full.default"]
+    expected = ["zeros.default", "ones.default", "arange.default", "full.default",
+                "arange.start", "eye.default", "randint.default"]
+    assert _stream(torch, prog) == expected
+    assert _stream(sk, prog) == expected
 
 
 def test_metadata_queries_emit_nothing():
@@ -221,4 +388,4 @@ def test_factory_ops_reach_modes_with_no_types():
 
     with Types():
         sk.zeros(2)
-    assert seen == [("full.default", ())]
+    assert seen == [("zeros.default", ())]

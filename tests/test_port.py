@@ -73,8 +73,8 @@ CASES = [
      "import subclass_kit.modes\nimport subclass_kit as sk\nm = sk.modes.MetaMode()\n"),
     ("from torch.utils._python_dispatch import _push_mode\nimport torch\n_push_mode(mode)\n"
      "_push_mode( LoggingMode(torch.float32) , )\n_push_mode(a or b)  # c\n",
-     "import subclass_kit as sk\nmode.push()\nLoggingMode(sk.float32).push()\n"
-     "(a or b).push()  # c\n"),
+     "import subclass_kit as sk\nmode.__enter__()\nLoggingMode(sk.float32).__enter__()\n"
+     "(a or b).__enter__()  # c\n"),
     ("w = [a.name for a in func._schema.arguments if a.alias_info and a.alias_info.is_write]\n",
      "w = [a.name for a in func.schema.arguments if a.alias and a.alias.is_write]\n"),
     # comments, spacing, line breaks and strings stay as written
@@ -110,7 +110,7 @@ WARNINGS = [
     ("import torch\n\nf = torch.compile(g)\n", [(3, ["torch.compile", "cannot be ported"])]),
     ("x = y.cuda()\n", [(1, [".cuda", "no CUDA"])]),
     ("from torch.utils._python_dispatch import _pop_mode, TorchDispatchMode\n",
-     [(1, ["_pop_mode", "mode.pop()"])]),
+     [(1, ["_pop_mode", "mode.__exit__(None, None, None)"])]),
     ("import torch\nf = torch.overrides._push_mode\n", [(2, ["_push_mode(mode)"])]),
     ("import torch\nz = torch.zeros(1, dtype=torch.complex64)\n",
      [(2, ["torch.complex64", "no complex"])]),

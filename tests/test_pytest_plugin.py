@@ -162,7 +162,7 @@ from conftest import Leak, stack
 
 
 def test_leaks_a_mode(clean):
-    Leak().push()
+    Leak().__enter__()
 
 
 def test_after_a_leaked_mode(clean):
@@ -171,9 +171,9 @@ def test_after_a_leaked_mode(clean):
 
 def test_exits_out_of_order(clean):
     a, b = Leak(), Leak()
-    a.push()
-    b.push()
-    a.pop()
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
 
 
 def test_after_exiting_out_of_order(clean):
@@ -181,7 +181,7 @@ def test_after_exiting_out_of_order(clean):
 
 
 def test_raises_inside_a_pushed_mode(clean):
-    Leak().push()
+    Leak().__enter__()
     raise ValueError("the test's own error")
 
 
@@ -192,7 +192,7 @@ def test_after_raising_inside_a_mode(clean):
 
 
 def test_leaks_a_function_mode(clean):
-    sk.FunctionMode().push()
+    sk.FunctionMode().__enter__()
 
 
 def test_after_a_leaked_function_mode(clean):
@@ -217,7 +217,7 @@ def test_after_inference_mode(clean):
 
 @pytest.fixture
 def leaky_fixture():
-    Leak().push()
+    Leak().__enter__()
     yield
 
 

@@ -169,8 +169,8 @@ def test_thread_dying_inside_modes_gives_its_interceptor_count_back():
     outer = Recorder()
 
     def die_inside():
-        sk.FunctionMode().push()
-        Recorder().push()
+        sk.FunctionMode().__enter__()
+        Recorder().__enter__()
         sk.dispatch_trace(lambda e: None).__enter__()
         assert flags.interceptors == base0 + 4
 
@@ -251,11 +251,11 @@ def test_set_mode_state_repairs_the_stacks_and_the_interceptor_count():
     before = sk.mode_state()
     assert isinstance(before, sk.ModeState)
     a, b, f = Recorder(), Recorder(), sk.FunctionMode()
-    a.push()
-    b.push()
-    f.push()
+    a.__enter__()
+    b.__enter__()
+    f.__enter__()
     with pytest.raises(RuntimeError, match="exited out of order"):
-        a.pop()
+        a.__exit__(None, None, None)
     now = sk.mode_state()
     assert now.dispatch_modes[-2:] == (a, b) and now.function_modes[-1:] == (f,)
     assert flags.interceptors == base0 + 3

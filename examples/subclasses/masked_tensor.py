@@ -52,8 +52,8 @@ _POINTWISE = {
 }
 # reduction -> does the fill value have to be the largest value (amin) or the lowest (amax)?
 # None: the fill is 0 (sum, mean).
-_REDUCTIONS = {ops.sum.dim_IntList: None, ops.mean.dim: None,
-               ops.amax.default: False, ops.amin.default: True}
+_REDUCTIONS = {ops.sum.default: None, ops.sum.dim_IntList: None, ops.mean.default: None,
+               ops.mean.dim: None, ops.amax.default: False, ops.amin.default: True}
 
 
 def _identity(func, dtype):
@@ -159,7 +159,7 @@ def _reduce(cls, func, x, args, kwargs):
     dim = bound.get("dim")
     dims = None if dim is None or list(dim) == [] else list(dim)
     present = ops.any.dims(x.mask, dims, bound.get("keepdim", False))
-    if func is ops.mean.dim:
+    if func is ops.mean.dim or func is ops.mean.default:
         count = ops.sum.dim_IntList(x.mask.to(data.dtype), dims, bound.get("keepdim", False))
         data = ops.sum.dim_IntList(filled, dims, bound.get("keepdim", False)) / count
     return cls.wrap(data, present)

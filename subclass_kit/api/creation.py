@@ -93,17 +93,26 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
     dtype: inferred as PyTorch does (bool, int64, or the default float; numpy arrays keep
     theirs). device: "cpu" by default, or ``data``'s device when ``data`` is a Tensor (PyTorch
-    copies a meta tensor to a meta tensor). Raises TypeError for data of unsupported types;
-    ValueError for ragged lists.
+    copies a meta tensor to a meta tensor). A numpy array's copy keeps its strides when they
+    are dense (a transposed array, a zero-size one with numpy 2's zero strides), as
+    ``torch.tensor(ndarray)``. Raises TypeError for data of unsupported types; ValueError for
+    ragged lists and for numpy arrays with negative strides (PyTorch's ``from_numpy`` text).
     """
     if isinstance(data, Tensor):
         src = data.detach()
         out = src.to(dtype=dtype or src.dtype, device=device, copy=True)
+    elif isinstance(data, np.ndarray):
+        # PyTorch: ``from_numpy`` (its checks: negative strides, byte order, dtypes), then a
+        # preserve_format copy, so dense layouts keep numpy's strides: a transposed or
+        # Fortran-order array, and numpy 2's all-zero strides of a zero-size array.
+        # Hidden from modes as below.
+        src = from_numpy(data)
+        with no_dispatch():
+            out = ops._to_copy(src, dtype=src.dtype if dtype is None else dt.to_dtype(dtype),
+                               device=device or "cpu")
+        out = ops.lift_fresh(out)
     else:
-        if isinstance(data, np.ndarray):
-            inferred = dt.from_numpy_dtype(data.dtype)
-            arr = data
-        elif isinstance(data, (list, tuple)) and data and any(
+        if isinstance(data, (list, tuple)) and data and any(
                 isinstance(x, Tensor) for x in _flat(data)):
             arr, inferred = _as_array([_to_py(x) for x in data])
         else:
@@ -176,19 +185,17 @@ def empty(*size, dtype=None, device=None, memory_format=None):
 
 @factory
 def zeros(*size, dtype=None, device=None):
-    """Tensor of ``size`` filled with 0 (default float dtype). Raises RuntimeError
-    "zeros: Dimension size must be non-negative." for a negative size, as ``torch.zeros``."""
-    if any(isinstance(s, int) and s < 0 for s in size_args(size)):
-        raise RuntimeError("zeros: Dimension size must be non-negative.")
-    return ops.full(size_args(size), 0.0 if dtype is None else 0,
-                    **_kw(dtype or dt.get_default_dtype(), device))
+    """Tensor of ``size`` filled with 0 (default float dtype; op ``zeros.default``). Raises
+    RuntimeError "zeros: Dimension size must be non-negative." for a negative size, as
+    ``torch.zeros``."""
+    return ops.zeros(size_args(size), **_kw(dtype, device))
 
 
 @factory
 def ones(*size, dtype=None, device=None):
-    """Tensor of ``size`` filled with 1 (default float dtype), as ``torch.ones``."""
-    return ops.full(size_args(size), 1.0 if dtype is None else 1,
-                    **_kw(dtype or dt.get_default_dtype(), device))
+    """Tensor of ``size`` filled with 1 (default float dtype; op ``ones.default``), as
+    ``torch.ones``."""
+    return ops.ones(size_args(size), **_kw(dtype, device))
 
 
 @factory
@@ -206,17 +213,23 @@ def scalar_tensor(s, *, dtype=None, device=None):
 
 @factory
 def arange(start, end=None, step=1, *, dtype=None, device=None):
-    """``arange(end)`` or ``arange(start, end, step)``; int64 for integer arguments."""
+    """``arange(end)`` or ``arange(start, end, step)``; int64 for integer arguments. Handlers
+    see PyTorch's overloads: ``arange.default(end)``, ``arange.start(start, end)``,
+    ``arange.start_step(start, end, step)``."""
     if end is None:
-        start, end = 0, start
-    return ops.arange(start, end, step, **_kw(dtype, device))
+        return ops.arange(start, **_kw(dtype, device))
+    if step == 1 and type(step) is int:
+        return ops.arange.start(start, end, **_kw(dtype, device))
+    return ops.arange.start_step(start, end, step, **_kw(dtype, device))
 
 
 @factory
 def eye(n, m=None, *, dtype=None, device=None):
     """An ``(n, m)`` identity matrix (``m`` defaults to ``n``); RuntimeError for negative
     sizes, as ``torch.eye``."""
-    return ops.eye(n, n if m is None else m, **_kw(dtype, device))
+    if m is None:
+        return ops.eye(n, **_kw(dtype, device))
+    return ops.eye.m(n, m, **_kw(dtype, device))
 
 
 @factory
@@ -245,13 +258,13 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     """``randint(high, size)`` or ``randint(low, high, size)``; int64 by default; from
     ``generator`` (``randint.low_generator``) or the default generator."""
     if size is None:
-        low, high, size = 0, low, high
-    elif high is None:
+        return ops.randint(low, tuple(high), **_kw(dtype, device))
+    if high is None:
         raise type_error("randint", "high", "int", high, 2)
     if generator is not None:
         return ops.randint.low_generator(low, high, tuple(size), generator=generator,
                                          **_kw(dtype, device))
-    return ops.randint(low, high, tuple(size), **_kw(dtype, device))
+    return ops.randint.low(low, high, tuple(size), **_kw(dtype, device))
 
 
 @factory

@@ -197,7 +197,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if eps is None:
         eps = _EPS.get(compute.name, _EPS["float32"])
     dims = [input.ndim - 1 - i for i in range(len(shape))]
-    rstd = ops.rsqrt(ops.add_(ops.mean(ops.pow(x, 2), dims, True), eps))
+    rstd = ops.rsqrt(ops.add_(ops.mean.dim(ops.pow(x, 2), dims, True), eps))
     result = ops.mul(x, rstd)
     if compute is not input.dtype:
         result = ops._to_copy(result, dtype=input.dtype)

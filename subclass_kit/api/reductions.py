@@ -83,24 +83,46 @@ def _call(op, self, *args, dtype=None, out=None, keepdim=False, **kwargs):
     return op(self, *args, **kwargs)
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    """Sum over ``dim`` (all dims by default). Integral/bool inputs sum into int64 unless
-    ``dtype`` is given; an empty reduction gives 0."""
+class _NoDim:
+    """``dim`` not given at all: ``x.sum()`` is op ``sum.default`` in PyTorch, ``x.sum(None)``
+    is ``sum.dim_IntList(x, None)``; handlers see which."""
+
+    def __repr__(self):
+        return "None"
+
+
+_NO_DIM = _NoDim()
+_SUM_ALL, _MEAN_ALL = ops.sum.default, ops.mean.default   # (``.default`` is a property)
+
+
+def sum(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
+    """Sum over ``dim`` (all dims by default: op ``sum.default``). Integral/bool inputs sum
+    into int64 unless ``dtype`` is given; an empty reduction gives 0."""
+    if dim is _NO_DIM:
+        if out is None and keepdim is False:
+            return _SUM_ALL(input) if dtype is None else _SUM_ALL(input, dtype=dtype)
+        dim = None
     if out is None and dtype is None:  # _call's arguments, built directly (hot path)
         dims = _dim_list(dim)
         if keepdim is False:
-            return ops.sum(input, dims)
+            return ops.sum.dim_IntList(input, dims)
         if keepdim is not True:
             keepdim = _keepdim("sum", keepdim)
-        return ops.sum(input, dims, True) if keepdim else ops.sum(input, dims)
-    op = ops.sum.IntList_out if out is not None else ops.sum
+        return (ops.sum.dim_IntList(input, dims, True) if keepdim
+                else ops.sum.dim_IntList(input, dims))
+    op = ops.sum.IntList_out if out is not None else ops.sum.dim_IntList
     return _call(op, input, _dim_list(dim), keepdim=keepdim, dtype=dtype, out=out)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    """Mean over ``dim``; the input (or ``dtype``) must be floating (RuntimeError "mean():
-    could not infer output dtype..."). An empty reduction gives nan."""
-    op = ops.mean.out if out is not None else ops.mean
+def mean(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
+    """Mean over ``dim`` (all dims by default: op ``mean.default``); the input (or ``dtype``)
+    must be floating (RuntimeError "mean(): could not infer output dtype..."). An empty
+    reduction gives nan."""
+    if dim is _NO_DIM:
+        if out is None and keepdim is False:
+            return _MEAN_ALL(input) if dtype is None else _MEAN_ALL(input, dtype=dtype)
+        dim = None
+    op = ops.mean.out if out is not None else ops.mean.dim
     return _call(op, input, _dim_list(dim), keepdim=keepdim, dtype=dtype, out=out)
 
 

@@ -215,7 +215,11 @@ def contiguous(self, memory_format=contiguous_format):
 
 
 @method("clone")
-def clone(self, *, memory_format=preserve_format):
+def clone(self, *, memory_format=None):
+    """A copy with ``self``'s strides when dense (``memory_format`` None means
+    ``preserve_format``, which handlers then do not see, as in PyTorch)."""
+    if memory_format is None:
+        return ops.clone(self)
     return ops.clone(self, memory_format=memory_format)
 
 
@@ -253,7 +257,7 @@ def to(self, *args, copy=False, non_blocking=False, memory_format=None, **kwargs
 
 
 def _caster(dtype):
-    def cast(self, memory_format=preserve_format):
+    def cast(self, memory_format=None):
         return to(self, dtype, memory_format=memory_format)
     return cast
 

@@ -33,15 +33,22 @@ def contig(sizes):
     return s
 
 
-def layout_of(tensors, common=None, targets=None):
+def layout_of(tensors, common=None, targets=None, wrapped=False):
     """Output sizes and strides of a pointwise op over ``tensors`` (TensorIterator: with equal
     shapes its ``fast_set_up`` keeps a contiguous, channels-last or shared dense layout; else
     outputs follow the inputs' memory order, ``elementwise_strides``). Inputs whose dtype is
     not ``common`` are first copied by ``.to(common)`` on cpu, which changes their layout
-    (``targets``: one dtype per tensor instead)."""
-    if targets is not None:
+    (``targets``: one dtype per tensor instead). ``wrapped``: a Python number is an operand
+    too (a wrapped 0-d tensor, as in ``x + 1``): the shapes then differ, so there is no fast
+    setup and the output follows the inputs' stride order, size-1 dims included
+    (``zeros(1, 2, 1).permute(1, 0, 2) + 1`` has strides ``(1, 2, 1)``, not ``(1, 1, 1)``)."""
+    if targets is not None or wrapped:
+        if targets is None:
+            targets = [common or t._dtype for t in tensors]
         layouts = [(t._layout.sizes, t._layout.strides if t._dtype is d
                     else _cast_strides(t._layout)) for t, d in zip(tensors, targets)]
+        if wrapped:
+            layouts.append(((), ()))
         return layout_of_pairs(layouts)
     sizes = tensors[0]._layout.sizes
     for t in tensors:

@@ -121,7 +121,7 @@ def scalar_tensor(s, *, dtype=None, device=None):
     return t
 
 
-@both_devices(ops.arange)
+@both_devices(ops.arange.start_step)
 def arange(start, end, step=1, *, dtype=None, device=None, requires_grad=None):
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
@@ -143,7 +143,7 @@ def arange(start, end, step=1, *, dtype=None, device=None, requires_grad=None):
     return _finish(t, requires_grad)
 
 
-@both_devices(ops.eye)
+@both_devices(ops.eye.m)
 def eye(n, m, *, dtype=None, device=None, requires_grad=None):
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
@@ -181,7 +181,7 @@ for _op, _kind in ((ops.rand.generator, "rand"), (ops.randn.generator, "randn"))
 
 
 @both_devices(ops.randint.low_generator)
-@both_devices(ops.randint)
+@both_devices(ops.randint.low)
 def randint(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=None):
     rng = numpy_generator(generator)
     if low >= high:
@@ -191,6 +191,43 @@ def randint(low, high, size, *, generator=None, dtype=None, device=None, require
     if t._storage.device is not META:
         t._array()[...] = rng.integers(low, high, t._layout.sizes)
     return t
+
+
+# -- the short forms: the overloads PyTorch's bindings pick for ``ones(2)``, ``arange(5)``... ------
+@both_devices(ops.ones.default)
+def ones(size, *, dtype=None, device=None, requires_grad=None):
+    """``full(size, 1)`` in the default float dtype unless ``dtype`` is given."""
+    return full(size, 1, dtype=dt.get_default_dtype() if dtype is None else dtype,
+                device=device, requires_grad=requires_grad)
+
+
+@both_devices(ops.zeros.default)
+def zeros(size, *, dtype=None, device=None, requires_grad=None):
+    """``full(size, 0)``; a negative size raises PyTorch's zeros-specific text."""
+    if any(isinstance(s, int) and s < 0 for s in size):
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
+    return full(size, 0, dtype=dt.get_default_dtype() if dtype is None else dtype,
+                device=device, requires_grad=requires_grad)
+
+
+@both_devices(ops.arange.default)
+def arange_end(end, *, dtype=None, device=None, requires_grad=None):
+    return arange(0, end, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@both_devices(ops.arange.start)
+def arange_start(start, end, *, dtype=None, device=None, requires_grad=None):
+    return arange(start, end, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@both_devices(ops.eye.default)
+def eye_n(n, *, dtype=None, device=None, requires_grad=None):
+    return eye(n, n, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@both_devices(ops.randint.default)
+def randint_high(high, size, *, dtype=None, device=None, requires_grad=None):
+    return randint(0, high, size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 # -- copies ---------------------------------------------------------------------------------------

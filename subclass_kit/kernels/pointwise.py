@@ -42,6 +42,10 @@ _INT64_LIMIT = 2 ** 63
 
 
 # -- operands, layout, promotion -------------------------------------------------------------
+# The layout of a wrapped number: a 0-d operand (no dims to order by).
+_WRAPPED_NUMBER = ((), ())
+
+
 def _split(args):
     """Tensor operands and Python-number operands ("wrapped numbers") of a pointwise call."""
     tensors, scalars = [], []
@@ -97,14 +101,18 @@ class _Info:
     "found" (equal: "Found dtype Long but expected Float"), "autogen" (equal, PyTorch's
     generated out= wrapper: "Expected out tensor to have dtype float, ..." and a contiguous
     resize), or a callable ``(result dtype, out dtype, *args)`` raising the op's own error
-    when the dtypes differ."""
+    when the dtypes differ. ``wrapped``: whether a Python number in a Tensor position is an
+    operand of PyTorch's TensorIterator (a wrapped 0-d tensor, as for ``add``/``eq``: it then
+    skips the iterator's fast setup, see ``_iter_layout.layout_of``) or a parameter of a
+    Scalar overload (``pow.Tensor_Scalar``); ``_register`` replaces it by those positions."""
 
     __slots__ = ("cast_name", "check", "data_check", "fast", "fn", "kind", "kname", "name",
-                 "opmath", "out_check", "post", "unsupported")
+                 "opmath", "out_check", "post", "unsupported", "wrapped")
 
     def __init__(self, name, kind, fn, kname=None, unsupported=frozenset(), check=None,
                  post=None, opmath=False, cast_name=type_name, out_check=None,
-                 data_check=None, fast=True):
+                 data_check=None, fast=True, wrapped=True):
+        self.wrapped = wrapped
         self.name, self.kind, self.fn = name, kind, fn
         self.kname, self.unsupported = kname or f"{name}_cpu", unsupported
         self.check, self.post, self.opmath = check, post, opmath
@@ -132,7 +140,13 @@ def pointwise_spec(info, args, kwargs):
         out = dt.bool_
     else:
         out = common = tensors[0]._dtype
-    sizes, strides = layout_of(tensors, common if kind != "same" else None)
+    wrapped = False
+    if scalars:
+        for i in info.wrapped:
+            if i < len(args) and args[i] is not None and not isinstance(args[i], Tensor):
+                wrapped = True
+                break
+    sizes, strides = layout_of(tensors, common if kind != "same" else None, wrapped=wrapped)
     return sizes, strides, common, out, device
 
 
@@ -232,6 +246,11 @@ def _fast_operands(args, d, sizes, target):
 
 def _register(op, info):
     """cpu + meta kernels of the functional op, its in-place ``name_`` and ``out=`` overloads."""
+    if info.wrapped is True:
+        info.wrapped = tuple(i for i, a in enumerate(op.schema.arguments) if a.is_tensor)
+    elif info.wrapped is False:
+        info.wrapped = ()
+    wrapped_other = 1 in info.wrapped
     rule = _make_rule(info)
     fill = _make_fill(info)
     fast = _fast_dtypes(info)
@@ -261,11 +280,17 @@ def _register(op, info):
                     elif d.is_floating_point and (b.__class__ is float or (
                             b.__class__ is int and -_INT64_LIMIT <= b < _INT64_LIMIT)):
                         arrays = (a._array(), b)
-                        lb = la
+                        lb = None if wrapped_other else la
                 if arrays is not None:
                     sizes = la.sizes
                     strides = contig(sizes)
-                    if la.strides != strides or lb.sizes != sizes or lb.strides != strides:
+                    if lb is None:
+                        # A wrapped number: a 0-d operand, so no fast setup. Only a contiguous
+                        # ``a`` with no size-0 dim certainly keeps contiguous strides.
+                        if la.strides != strides or 0 in sizes:
+                            sizes, strides = layout_of_pairs(((sizes, la.strides),
+                                                              _WRAPPED_NUMBER))
+                    elif la.strides != strides or lb.sizes != sizes or lb.strides != strides:
                         sizes, strides = layout_of_pairs(((sizes, la.strides),
                                                            (lb.sizes, lb.strides)))
                     out = alloc(sizes, strides, dt.bool_ if out_bool else d, CPU)
@@ -434,7 +459,7 @@ _INFOS = {
     ops.remainder: _Info("remainder", "promote", fns.remainder, unsupported=_NOT_BOOL,
                          opmath=True, data_check=fns.int_zero_data_check),
     ops.pow: _Info("pow", "promote", fns.pow, check=fns.check_pow, post=fns.post_pow,
-                   opmath=True),
+                   opmath=True, wrapped=False),   # numbers: pow's Scalar overloads (unary)
     ops.maximum: _Info("maximum", "promote", fns.uf(np.maximum)),
     ops.minimum: _Info("minimum", "promote", fns.uf(np.minimum)),
     ops.eq: _Info("eq", "bool", fns.uf(np.equal)),

@@ -248,8 +248,8 @@ def _sum_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None):
                         _acc(out))
 
 
-_register(ops.sum, _sum_rule, _sum_compute, ops.sum.IntList_out, _out_as_dtype)
-_sum_general = ops.sum._kernels["cpu"]
+_register(ops.sum.dim_IntList, _sum_rule, _sum_compute, ops.sum.IntList_out, _out_as_dtype)
+_sum_general = ops.sum.dim_IntList._kernels["cpu"]
 _FAST_SUM = frozenset((dt.float32, dt.float64))
 
 
@@ -276,7 +276,7 @@ def _sum_cpu(self, dim=None, keepdim=False, **kwargs):
 
 
 _sum_cpu.rule = _sum_rule
-register_kernel(ops.sum, "cpu")(_sum_cpu)
+register_kernel(ops.sum.dim_IntList, "cpu")(_sum_cpu)
 
 
 def _mean_rule(self, dim=None, keepdim=False, *, dtype=None):
@@ -304,7 +304,12 @@ def _mean_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None)
     return np.divide(total, _count(self, dims), dtype=acc)
 
 
-_register(ops.mean, _mean_rule, _mean_compute, ops.mean.out, _out_cast)
+_register(ops.mean.dim, _mean_rule, _mean_compute, ops.mean.out, _out_cast)
+# ``x.sum()`` / ``x.mean()`` (PyTorch's ``sum.default`` / ``mean.default``): the kernels of
+# the dims overloads, whose ``dim`` defaults to None (all dims), called as ``(self, *, dtype)``.
+for _op, _dims in ((ops.sum.default, ops.sum.dim_IntList), (ops.mean.default, ops.mean.dim)):
+    for _device in ("cpu", "meta"):
+        register_kernel(_op, _device)(_dims._kernels[_device])
 
 
 def _prod_rule(self, dim, keepdim=False, *, dtype=None):

@@ -39,7 +39,9 @@ def _where_rule(condition, self, other):
     device = _device(everything)
     out = _common_dtype(tensors, scalars) if tensors else dt.result_type((), (), scalars)
     # PyTorch casts the operands first (``self.to(result_type)``, ``condition.to(bool)``).
-    sizes, strides = layout_of(everything, targets=[dt.bool_] + [out] * len(tensors))
+    # A number operand is a 0-d tensor (PyTorch makes it with ``scalar_tensor``).
+    sizes, strides = layout_of(everything, targets=[dt.bool_] + [out] * len(tensors),
+                               wrapped=bool(scalars))
     return Spec(sizes, strides, out, device, out)
 
 
