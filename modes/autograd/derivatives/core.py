@@ -74,6 +74,20 @@ def _mean(ctx, grad):
     return _expand_back(grad, meta, ctx.dim, ctx.keepdim) / count
 
 
+@derivative("sum.default", "SumBackward0")
+def _sum_all(ctx, grad):
+    return grad.expand(ctx.meta("self").shape)
+
+
+@derivative("mean.default", "MeanBackward0")
+def _mean_all(ctx, grad):
+    shape = ctx.meta("self").shape
+    count = 1
+    for s in shape:
+        count *= s
+    return grad.expand(shape) / count
+
+
 NODE_NAMES["sum.dim_IntList"] = lambda b: "SumBackward1" if b.get("dim") else "SumBackward0"
 NODE_NAMES["mean.dim"] = lambda b: "MeanBackward1" if b.get("dim") else "MeanBackward0"
 

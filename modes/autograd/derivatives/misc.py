@@ -90,9 +90,11 @@ def _masked_select(ctx, grad):
 
 
 non_differentiable(
-    "rand.generator", "randn.generator", "randint.low_generator", "randperm.default",
+    "rand.generator", "randn.generator", "randint.low_generator", "randint.default",
+    "arange.default", "arange.start", "eye.default", "ones.default", "zeros.default",
+    "randperm.default",
     "randperm.generator", "multinomial.default", "normal.float_float",
-    reason="a random factory or an integer sample")
+    reason="a factory or an integer sample")
 non_differentiable(
     "bitwise_left_shift.Tensor", "bitwise_left_shift.Tensor_Scalar",
     "bitwise_left_shift.Scalar_Tensor", "bitwise_right_shift.Tensor",
