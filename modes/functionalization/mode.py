@@ -62,6 +62,17 @@ def functional_variant(func):
 
 _VARIANTS: dict = {}
 
+# Factory overloads that PyTorch's functionalization runs through their CompositeExplicitAutograd
+# kernels, so modes below it see the lower op (``ones`` -> ``full``): the graphs of
+# ``make_fx(functionalize(f))``.
+def _full_of(value):
+    def lower(size, dtype=None, **kw):
+        return ops.full.default(size, value, dtype=dtype or sk.get_default_dtype(), **kw)
+    return lower
+
+
+_FACTORY_LOWERINGS = {ops.ones.default: _full_of(1), ops.zeros.default: _full_of(0)}
+
 
 def _is_ftw(x):
     return isinstance(x, FTW)
@@ -114,6 +125,9 @@ class FunctionalizeMode(sk.DispatchMode):
                 return self._mutation(func, args, kwargs)
             uargs, ukwargs = _unwrap_all(args, kwargs)
             return _wrap_out(func(*uargs, **ukwargs))
+        lowered = _FACTORY_LOWERINGS.get(func)
+        if lowered is not None:
+            return _wrap_out(lowered(*args, **kwargs))   # modes below see the lower op
         out = func(*args, **kwargs)
         if func is ops.lift_fresh.default or not _any(
                 lambda x: isinstance(x, sk.Tensor), (args, kwargs)):
