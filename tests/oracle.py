@@ -215,6 +215,18 @@ def normalize_message(text: str) -> str:
             .replace("report a bug to PyTorch", "report a bug to subclass_kit"))
 
 
+def assert_same_error(fn_ours, fn_theirs):
+    """Both calls raise: the same exception class, and our message equals torch's with its
+    names mapped (:func:`normalize_message`)."""
+    import pytest
+    with pytest.raises(Exception) as theirs:
+        fn_theirs()
+    with pytest.raises(Exception) as ours:
+        fn_ours()
+    assert type(ours.value) is type(theirs.value)
+    assert str(ours.value) == normalize_message(str(theirs.value))
+
+
 def same_storage(a, b) -> bool:
     """Whether two tensors of one library share a storage."""
     if isinstance(a, sk.Tensor):

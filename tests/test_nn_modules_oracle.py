@@ -17,7 +17,7 @@ import subclass_kit as sk
 from subclass_kit import nn
 
 torch = pytest.importorskip("torch", reason="torch is the oracle for sk.nn")
-from oracle import normalize_message, to_sk  # noqa: E402
+from oracle import assert_same_error, normalize_message, to_sk  # noqa: E402
 
 tnn = torch.nn
 
@@ -110,16 +110,7 @@ def test_parameter_semantics():
     assert type(p.t()) is sk.Tensor
     assert not nn.Parameter(sk.ones(2), requires_grad=False).requires_grad
     assert tuple(nn.Parameter().shape) == tuple(tnn.Parameter().shape) == (0,)
-    _both_raise(lambda: nn.Parameter(sk.arange(3)), lambda: tnn.Parameter(torch.arange(3)))
-
-
-def _both_raise(fn_ours, fn_theirs):
-    with pytest.raises(Exception) as te:
-        fn_theirs()
-    with pytest.raises(Exception) as e:
-        fn_ours()
-    assert type(e.value) is type(te.value)
-    assert str(e.value) == normalize_message(str(te.value))
+    assert_same_error(lambda: nn.Parameter(sk.arange(3)), lambda: tnn.Parameter(torch.arange(3)))
 
 
 @pytest.mark.parametrize("case", ["dot", "empty", "exists", "not_param",
@@ -146,7 +137,7 @@ def test_registration_errors(case):
             setattr(s, "0", 3)
         elif case == "buffer_int_name":
             m.register_buffer(3, None)
-    _both_raise(lambda: run(nn, sk), lambda: run(tnn, torch))
+    assert_same_error(lambda: run(nn, sk), lambda: run(tnn, torch))
 
 
 @pytest.mark.parametrize("case", ["missing", "unexpected", "shape", "not_tensor", "mixed"])
@@ -166,7 +157,7 @@ def test_load_state_dict_errors(case):
         if case == "not_tensor":
             d["0.bias"] = [1.0]
         return d
-    _both_raise(lambda: ours.load_state_dict(sd(theirs.state_dict(), to_sk)),
+    assert_same_error(lambda: ours.load_state_dict(sd(theirs.state_dict(), to_sk)),
                 lambda: theirs.load_state_dict(sd(theirs.state_dict(), lambda v: v)))
     res = ours.load_state_dict(sd(theirs.state_dict(), to_sk), strict=False) \
         if case in ("missing", "unexpected") else None
@@ -228,7 +219,7 @@ def test_to_dtype_and_meta():
     assert all(isinstance(p, nn.Parameter) for p in ours.parameters())
     assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == \
            [(k, tuple(v.shape)) for k, v in theirs.state_dict().items()]
-    _both_raise(lambda: ours.to(sk.int64), lambda: theirs.to(torch.int64))
+    assert_same_error(lambda: ours.to(sk.int64), lambda: theirs.to(torch.int64))
     out = ours(sk.zeros(2, 5, dtype=sk.int64, device="meta"))
     assert [tuple(o.shape) for o in out] == [(2, 5, 2), (2, 5, 4)]
 
@@ -298,7 +289,7 @@ def test_tied_weights_reported_once():
                                   "selu"])
 def test_init_gain(name):
     assert nn.init.calculate_gain(name) == pytest.approx(tnn.init.calculate_gain(name))
-    _both_raise(lambda: nn.init.calculate_gain("nope"), lambda: tnn.init.calculate_gain("nope"))
+    assert_same_error(lambda: nn.init.calculate_gain("nope"), lambda: tnn.init.calculate_gain("nope"))
 
 
 @pytest.mark.parametrize("shape", [(3, 4), (8, 2, 3, 3), (5, 1, 7)])
@@ -321,9 +312,9 @@ def test_init_normal_family_and_errors():
     k = nn.init.kaiming_normal_(sk.empty(400, 100, dtype=sk.float64), mode="fan_out",
                                 nonlinearity="relu")
     assert float(k.std()) == pytest.approx(math.sqrt(2 / 400), rel=0.05)
-    _both_raise(lambda: nn.init.xavier_uniform_(sk.empty(3)),
+    assert_same_error(lambda: nn.init.xavier_uniform_(sk.empty(3)),
                 lambda: tnn.init.xavier_uniform_(torch.empty(3)))
-    _both_raise(lambda: nn.init.kaiming_uniform_(sk.empty(3, 3), mode="x"),
+    assert_same_error(lambda: nn.init.kaiming_uniform_(sk.empty(3, 3), mode="x"),
                 lambda: tnn.init.kaiming_uniform_(torch.empty(3, 3), mode="x"))
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -355,7 +346,7 @@ def test_clip_grad_norm(norm_type, max_norm):
 def test_clip_grad_norm_nonfinite_error():
     p, tp = nn.Parameter(sk.ones(2)), tnn.Parameter(torch.ones(2))
     p.grad, tp.grad = sk.tensor([float("inf"), 1.0]), torch.tensor([float("inf"), 1.0])
-    _both_raise(lambda: nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True),
+    assert_same_error(lambda: nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True),
                 lambda: tnn.utils.clip_grad_norm_([tp], 1.0, error_if_nonfinite=True))
 
 

@@ -8,7 +8,7 @@ import copy
 from collections import defaultdict
 
 from ..grad_mode import enable_grad
-from ..nn.module import _typename
+from ..nn.module import _typename, zero_grads
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -73,18 +73,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the ``.grad`` of every parameter: to None (default) or zeros in place."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         raise NotImplementedError
