@@ -17,7 +17,7 @@ import subclass_kit as sk
 from subclass_kit import nn
 
 torch = pytest.importorskip("torch", reason="torch is the oracle for sk.nn")
-from oracle import assert_same_error, normalize_message, to_sk  # noqa: E402
+from oracle import assert_same_error, to_sk  # noqa: E402
 
 tnn = torch.nn
 
