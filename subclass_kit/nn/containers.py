@@ -19,7 +19,31 @@ def _index(idx, size: int) -> int:
     return idx % size
 
 
-class Sequential(Module):
+class _Numbered(Module):
+    """Children named ``"0"``, ``"1"``, ...: length, iteration, ``append`` and deletion with
+    PyTorch's renumbering (shared by ``Sequential`` and ``ModuleList``)."""
+
+    def __delitem__(self, idx) -> None:
+        if isinstance(idx, slice):
+            for key in list(self._modules)[idx]:
+                delattr(self, key)
+        else:
+            delattr(self, list(self._modules)[_index(idx, len(self))])
+        self.__dict__["_modules"] = OrderedDict(
+            (str(i), m) for i, m in enumerate(self._modules.values()))
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module: Module):
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class Sequential(_Numbered):
     """Runs its modules in order, each on the previous one's output:
     ``Sequential(m0, m1, ...)`` or ``Sequential(OrderedDict(name=module, ...))``."""
 
@@ -42,25 +66,6 @@ class Sequential(Module):
         key = list(self._modules)[_index(idx, len(self))]
         setattr(self, key, module)
 
-    def __delitem__(self, idx) -> None:
-        if isinstance(idx, slice):
-            for key in list(self._modules)[idx]:
-                delattr(self, key)
-        else:
-            delattr(self, list(self._modules)[_index(idx, len(self))])
-        # renumber, as PyTorch does
-        self.__dict__["_modules"] = OrderedDict(
-            (str(i), m) for i, m in enumerate(self._modules.values()))
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> "Sequential":
-        self.add_module(str(len(self)), module)
-        return self
 
     def forward(self, input):
         for module in self:
@@ -68,7 +73,7 @@ class Sequential(Module):
         return input
 
 
-class ModuleList(Module):
+class ModuleList(_Numbered):
     """A list of modules, registered as children ``"0"``, ``"1"``, ...; no ``forward``."""
 
     def __init__(self, modules=None):
@@ -84,30 +89,12 @@ class ModuleList(Module):
     def __setitem__(self, idx, module) -> None:
         setattr(self, str(_index(idx, len(self))), module)
 
-    def __delitem__(self, idx) -> None:
-        if isinstance(idx, slice):
-            for k in range(len(self._modules))[idx]:
-                delattr(self, str(k))
-        else:
-            delattr(self, str(_index(idx, len(self))))
-        self.__dict__["_modules"] = OrderedDict(
-            (str(i), m) for i, m in enumerate(self._modules.values()))
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
     def __iadd__(self, modules) -> "ModuleList":
         return self.extend(modules)
 
     def __add__(self, other) -> "ModuleList":
         return ModuleList(list(self) + list(other))
-
-    def append(self, module: Module) -> "ModuleList":
-        self.add_module(str(len(self)), module)
-        return self
 
     def extend(self, modules) -> "ModuleList":
         if isinstance(modules, (Module, str)) or not hasattr(modules, "__iter__"):
