@@ -28,7 +28,7 @@ import traceback
 
 import subclass_kit as sk
 
-from . import zoo
+from . import sizing, zoo
 
 __all__ = ["main"]
 
@@ -132,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     shapes.add_argument("--dtype", choices=list(DTYPES),
                         help="parameter and activation dtype (default float32)")
     shapes.add_argument("--json", action="store_true", help="print one JSON object")
+    sizing.add_arguments(shapes)
     port = sub.add_parser(
         "port", help="rewrite PyTorch subclass/mode code to subclass_kit",
         description="Rewrite PyTorch tensor-subclass and mode code to subclass_kit.",
@@ -169,8 +170,16 @@ def main(argv=None) -> int:
         print(f"subclass-kit shapes: error: {e} raised:", file=sys.stderr)
         traceback.print_exception(e.__cause__, file=sys.stderr)
         return 1
+    ctx = sizing.SizingContext(model=model, inputs=inputs, name=name, args=args,
+                               config=_config_of(args.target))
+    chosen = sizing.wanted(args)
     try:
-        summary = zoo.summarize(model, inputs, name=name)
+        sizing.prepare(ctx, chosen)
+        ctx.summary = summary = zoo.summarize(model, inputs, name=name)
+        sizing.run(ctx, chosen)
+    except sizing.SizingError as e:
+        print(f"subclass-kit shapes: error: {e}", file=sys.stderr)
+        return 2
     except Exception as e:
         usage = _too_large(e, name)
         if usage is not None:
@@ -179,7 +188,11 @@ def main(argv=None) -> int:
         print(f"subclass-kit shapes: error: the forward of {name} raised:", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)
         return 1
-    text = json.dumps(summary.to_dict()) if args.json else format_summary(summary)
+    if args.json:
+        text = json.dumps({**summary.to_dict(), **ctx.results})
+    else:
+        text = format_summary(summary, [line for f in chosen
+                                        for line in f.format(ctx.results[f.NAME])], ctx.notes)
     try:
         print(text)
         sys.stdout.flush()
@@ -226,6 +239,14 @@ def _port(args) -> int:
 
 
 # -- building the model ------------------------------------------------------------------------
+def _config_of(target: str):
+    """The zoo config of ``target``, or None for a user function."""
+    try:
+        return zoo.get_config(target)
+    except ValueError:
+        return None
+
+
 def _build(args):
     """(model, inputs, display name) for the target; raises _UsageError."""
     target = args.target
@@ -353,8 +374,9 @@ def _shape_text(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def format_summary(s) -> str:
-    """The human-readable report of a ``Summary``: key lines, then the aligned block table."""
+def format_summary(s, extra=(), notes=()) -> str:
+    """The human-readable report of a ``Summary``: key lines (then ``extra``, the features'
+    ``(label, text)`` pairs, and ``notes``), then the aligned block table."""
     outputs = ", ".join(_shape_text(shape) for shape in s.output_shapes) or "-"
     inputs = ", ".join(f"{_shape_text(shape)} {dtype}"
                        for shape, dtype in zip(s.input_shapes, s.input_dtypes)) or "-"
@@ -369,8 +391,10 @@ def format_summary(s) -> str:
         ("peak activations", f"{s.peak_activation_bytes:,} "
                              f"({human_bytes(s.peak_activation_bytes)}) estimated, inference"),
     ]
+    head.extend(extra)
     width = max(len(k) for k, _ in head)
     lines = [f"{k:<{width}}  {v}" for k, v in head]
+    lines.extend(f"note: {note}" for note in notes)
     table = [("block", "output shape", "parameters", "activation bytes")]
     for row in s.blocks:
         table.append((row.name, _shape_text(row.output_shape), f"{row.parameters:,}",
