@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch", reason="torch is the oracle of these tests"
 
 import subclass_kit as sk
 
-NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+         "float64")
 PAIRS = list(itertools.product(NAMES, NAMES))
 NUMBERS = (True, 0, -3, 2 ** 40, 1.5, float("inf"))
 
