@@ -192,7 +192,7 @@ def cfg_label(cfg) -> str:
     return getattr(cfg, "name_or_path", None) or cfg.model_type
 
 
-class DecoderForCausalLM(Module):
+class DecoderForCausalLM(nn.PreTrainedModel):
     """Token ids (batch, seq) int64 -> logits (batch, seq, vocab_size). ``lm_head.weight`` is
     ``model.embed_tokens.weight`` itself when ``tie_word_embeddings``."""
 
