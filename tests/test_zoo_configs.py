@@ -192,6 +192,11 @@ def test_sliding_windows_per_model_type():
     qwen = zoo.get_config("qwen2-7b", use_sliding_window=True, max_window_layers=20,
                           sliding_window=1024)
     assert [qwen.layer_sliding_window(i) for i in (19, 20, 27)] == [None, 1024, 1024]
+    qwen = zoo.get_config("qwen2-7b", num_hidden_layers=3, sliding_window=64,
+                          layer_types=["full_attention", "sliding_attention", "full_attention"])
+    assert [qwen.layer_sliding_window(i) for i in range(3)] == [None, 64, None]
+    with pytest.raises(ValueError, match="layer_types has 1 entries for 28 layers"):
+        zoo.get_config("qwen2-7b", layer_types=["full_attention"])
     assert zoo.get_config("llama-2-7b", sliding_window=8).layer_sliding_window(0) is None
     assert zoo.get_config("mixtral-8x7b").sliding_window is None
 
