@@ -5,9 +5,12 @@ How the numbers are collected:
 
 - **parameters**: ``model.parameters()`` (each tensor once), summing ``numel()`` and
   ``numel() * element_size()``. A plain callable without ``parameters()`` has none.
-- **blocks**: a forward pre/post hook on each block of an ``nn.Module`` (its direct children,
-  with ``ModuleList`` children expanded: ``layers.0``, ``layers.1``...) records the block's
-  output shape. Ops the model's own ``forward`` runs outside every block (a causal mask, RoPE
+- **active parameters** (mixture-of-experts models only, else None): the parameters one token
+  uses, counted over the module tree: everything outside the experts plus ``top_k`` experts
+  per MoE block (``mixtral.active_parameters``).
+- **blocks**: a forward pre/post hook (``sk.nn.Module.register_forward_*hook``) on each block
+  of an ``sk.nn.Module`` (``zoo.blocks``: its children, ``ModuleList``s expanded into
+  ``model.layers.0``, ``model.layers.1``...) records the block's output shape. Ops the model's own ``forward`` runs outside every block (a causal mask, RoPE
   tables) go to the row ``(top level)``.
 - **cumulative allocated bytes** (Note [Activation tally]): a ``DispatchMode`` sees every
   primitive op and registers the ``Storage`` of each result it has not seen before (views and
@@ -25,6 +28,7 @@ How the numbers are collected:
 - **timeline** (``summarize(..., timeline=True)``): after every op, a point in the format of the
   sizing timelines (``subclass_kit.sizing.timeline``): phase "forward", the parameters' bytes and
   the live activation bytes (inputs included) at that moment.
+  The forward runs under ``sk.no_grad()`` (inference: no autograd graph is recorded).
 
 Note [Activation tally]
     A storage counts once, when an op first returns it; parameters and inputs are registered
@@ -39,7 +43,10 @@ from dataclasses import asdict, dataclass, field
 
 import subclass_kit as sk
 
+from subclass_kit.nn.module import Module
+
 from . import nn
+from .mixtral import active_parameters
 
 __all__ = ["Summary", "BlockRow", "summarize", "TOP_LEVEL"]
 
@@ -73,6 +80,7 @@ class Summary:
     peak_activation_bytes: int
     blocks: list = field(default_factory=list)
     timeline: list | None = None     # with summarize(..., timeline=True); not in to_dict()
+    active_parameters: int | None = None
 
     @property
     def output_shape(self) -> list | None:
@@ -84,6 +92,7 @@ class Summary:
         ``other_output_shapes`` those of the outputs after it (``[]`` for a single output), so
         each shape appears once."""
         return {"model": self.model, "parameters": self.parameters,
+                "active_parameters": self.active_parameters,
                 "parameter_bytes": self.parameter_bytes, "input_shapes": self.input_shapes,
                 "input_dtypes": self.input_dtypes,
                 "output_shape": self.output_shape, "other_output_shapes": self.output_shapes[1:],
@@ -186,12 +195,12 @@ def _parameters(model) -> list:
 def _block_rows(model, tally: ActivationTally):
     """Rows and hook handles for each block of ``model`` (none for a plain callable)."""
     rows, handles = {}, []
-    if not isinstance(model, nn.Module):
+    if not isinstance(model, Module):
         return rows, handles
     seen, outer = set(), []
     for name, block in nn.blocks(model):
         row = BlockRow(name)
-        row.parameters = sum(p.numel() for _, p in block.named_parameters(_seen=seen))
+        row.parameters = _fresh_numel(block, seen)
         rows[name] = row
 
         def enter(module, args, name=name):
@@ -207,10 +216,21 @@ def _block_rows(model, tally: ActivationTally):
         handles.append(block.register_forward_pre_hook(enter))
         handles.append(block.register_forward_hook(leave))
     # Parameters of the model itself, outside every block.
-    rest = sum(p.numel() for _, p in model.named_parameters(_seen=seen))
+    rest = _fresh_numel(model, seen)
     if rest:
         rows[TOP_LEVEL] = BlockRow(TOP_LEVEL, parameters=rest)
     return rows, handles
+
+
+def _fresh_numel(module, seen: set) -> int:
+    """Elements of ``module``'s parameters not in ``seen`` (then added to it): a tied tensor
+    counts in the first block that holds it."""
+    total = 0
+    for p in module.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel()
+    return total
 
 
 def summarize(model, inputs, *, name: str | None = None, timeline: bool = False) -> Summary:
@@ -230,7 +250,7 @@ def summarize(model, inputs, *, name: str | None = None, timeline: bool = False)
     tally.add_external(_tensors(inputs), live=True)
     rows, handles = _block_rows(model, tally)
     try:
-        with tally:
+        with sk.no_grad(), tally:
             out = model(*inputs)
     finally:
         for handle in handles:
@@ -254,7 +274,8 @@ def summarize(model, inputs, *, name: str | None = None, timeline: bool = False)
         cumulative_allocated_bytes=sum(tally.allocated.values()),
         peak_activation_bytes=tally.peak,
         blocks=list(rows.values()),
-        timeline=None if tally.points is None else _timeline(tally.points, param_bytes))
+        timeline=None if tally.points is None else _timeline(tally.points, param_bytes),
+        active_parameters=active_parameters(model) if isinstance(model, Module) else None)
 
 
 def _timeline(points, param_bytes: int) -> list:
