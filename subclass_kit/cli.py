@@ -2,7 +2,8 @@
 port PyTorch subclass/mode code to subclass_kit.
 
     subclass-kit list
-    subclass-kit shapes MODEL [--batch B] [--seq S] [--dtype DTYPE] [--json]
+    subclass-kit shapes MODEL [--batch B] [--seq S] [--dtype DTYPE] [--json] [...]
+    subclass-kit shapes path/to/config.json [...]
     subclass-kit shapes path/to/file.py:function [...]
     subclass-kit port FILE.py... [-w | --diff]
 
@@ -36,14 +37,16 @@ __all__ = ["main", "human_bytes"]
 DTYPES = {n: getattr(sk, n) for n in ("float32", "float16", "bfloat16", "float64")}
 
 _SHAPES_HELP = """\
-TARGET is a zoo model name (see `subclass-kit list`) or path/to/file.py:function.
+TARGET is a zoo model name (see `subclass-kit list`), a Hugging Face config.json
+(model_type llama, mistral, mixtral, qwen2, gemma, gpt2, bert or vit) or
+path/to/file.py:function.
 
 A user function is called with those of the keyword arguments batch= (int), seq= (int),
 dtype= (an sk.dtype) given on the command line, plus device="meta" if its signature accepts a
 `device` parameter; an option given on the command line that the function cannot take is an
 error, and so is a parameter without a default that the command line does not fill. It must
 return (model, example_inputs):
-  model           a callable run as model(*example_inputs). A subclass_kit.zoo.nn.Module
+  model           a callable run as model(*example_inputs). An sk.nn.Module
                   also gives the parameter count (sum of numel of its parameter tensors, each
                   once) and one table row per block (its children; ModuleList items expanded);
                   any other object with a parameters() method gives the count only.
@@ -51,15 +54,32 @@ return (model, example_inputs):
                   device="meta" so that nothing is allocated.
 See examples/custom_model.py.
 
-The numbers:
-  parameters        sum of numel() of the parameter tensors the model created (tied once)
-  parameter bytes   sum of numel() * element_size() of the same tensors
-  activation bytes  per block: bytes of the new storages its ops returned (views and in-place
-                    results are free); "(top level)" holds ops outside every block
-  peak activations  an inference estimate: the largest total, at any moment of the forward,
-                    of the inputs' bytes plus the bytes of op results still referenced, each
-                    freed when its last tensor dies (as eager execution frees memory). No
-                    autograd buffers, allocator rounding, kernel workspaces or fusion.
+The numbers (bytes unless said otherwise; the --json name in brackets; docs/sizing.md):
+  parameters        [parameters] sum of numel() of the parameter tensors the model created
+                    (tied tensors once); MoE models also give [active_parameters], those one
+                    token uses
+  parameter bytes   [parameter_bytes] sum of numel() * element_size() of the same tensors
+  peak activations  [peak_activation_bytes] an inference estimate: the largest total, at any
+                    moment of one forward at --batch/--seq, of the inputs' bytes plus the bytes
+                    of op results still referenced, each freed when its last tensor dies (as
+                    eager execution frees memory). Attention as --attention says. No autograd
+                    buffers, allocator rounding, kernel workspaces or other fusion.
+  KV cache          [kv_cache_bytes] with --kv-cache: the key and value cache tensors of every
+                    layer after CONTEXT tokens (not counted in the peak activations)
+  total             [total_memory_bytes, total_memory_basis] what the run needs at its peak:
+                    parameter bytes + KV cache + peak activations for inference; the training
+                    step's peak with --train; the largest rank's with --fsdp/--tp. No CUDA
+                    context, allocator rounding or workspaces.
+  fits              [fits, gpu_memory_bytes] with --gpu-memory: total <= SIZE
+  per block         [blocks]: output shape, parameters (a tied tensor in the first block that
+                    holds it), and "allocated (cumulative)" [cumulative_allocated_bytes]: the
+                    running sum of the bytes of new storages its ops returned (views and
+                    in-place results are free), never decreased when they are freed, so
+                    allocator traffic, not memory held at once; "(top level)" holds ops outside
+                    every block. Consecutive identical blocks (same output shape, parameters
+                    and bytes) are shown as one row, e.g. model.layers.0-31 x32.
+Warnings the model raises (e.g. --seq past max_position_embeddings) are printed in the report
+([warnings]); [notes] say what a figure assumes.
 """
 
 
@@ -214,9 +234,12 @@ def main(argv=None) -> int:
 def _shapes(args):
     """Build, trace and measure; returns ``(status, render)``: ``render(warnings)`` makes the
     report text once the warnings are known. Raises _UsageError."""
-    if args.plot:
+    if args.plot:        # before the work: a missing matplotlib is known at once
         from .sizing import plot
-        plot.require()
+        try:
+            plot.require()
+        except plot.PlotUnavailable as e:
+            raise _UsageError(str(e)) from None
     try:
         model, inputs, name, config = _build(args)
     except _UserCodeError as e:
@@ -285,6 +308,8 @@ def _plot(path: str, ctx) -> None:
         plot.draw(timeline.downsample(points), path, title=title)
     except OSError as e:
         raise _UsageError(f"--plot: cannot write {path}: {e}") from None
+    except ValueError as e:      # no op ran: nothing to draw
+        raise _UsageError(f"--plot: {ctx.name}: {e}") from None
 
 
 def _port(args) -> int:
@@ -324,44 +349,37 @@ def _port(args) -> int:
 
 
 # -- building the model ------------------------------------------------------------------------
-def _config_dtype(config):
-    """The dtype name a Hugging Face config names (``torch_dtype``, or ``dtype`` in newer
-    configs) when the command line supports it, else None."""
-    for key in ("torch_dtype", "dtype"):
-        value = config.get(key) if isinstance(config, dict) else getattr(config, key, None)
-        if isinstance(value, str) and value in DTYPES:
-            return value
-    return None
-
-
 def _build(args):
     """(model, inputs, display name, config or None) for the target; raises _UsageError.
 
-    Resolves ``args.dtype`` for a zoo model: the --dtype given, else the config's
-    ``torch_dtype``, else float32 (``args.dtype_from_config`` says which), and
+    A zoo name and a config.json are one path (the zoo's models are shipped config.json
+    files). For them, resolves ``args.dtype`` (the --dtype given, else the config's
+    ``torch_dtype``, else float32; ``args.dtype_from_config`` says which) and
     ``args.attention`` (default sdpa)."""
     target = args.target
     args.dtype_from_config = False
     path, sep, func = target.rpartition(":")
     if sep and path.endswith(".py"):
         if args.attention is not None:
-            raise _UsageError(f"{target}: --attention chooses the attention of zoo models; a "
-                              "user function's code decides its own")
+            raise _UsageError(f"{target}: --attention chooses the attention of zoo models and "
+                              "configs; a user function's code decides its own")
         return (*_build_from_file(path, func, args), None)
     if target.endswith(".py"):
         raise _UsageError(f"{target}: name the function to call: {target}:function")
-    try:
-        config = zoo.get_config(target)
-    except ValueError as e:
-        raise _UsageError(str(e)) from None
-    if args.dtype is None:
-        args.dtype = _config_dtype(config)
-        args.dtype_from_config = args.dtype is not None
-        args.dtype = args.dtype or "float32"
     args.attention = args.attention or "sdpa"
     try:
-        model = zoo.get_model(target, dtype=DTYPES[args.dtype], device="meta",
-                              attn_implementation=args.attention)
+        if target.endswith(".json"):
+            if not os.path.isfile(target):
+                raise _UsageError(f"{target}: no such file")
+            config = zoo.config.load(target, {"name_or_path": target,
+                                              "attn_implementation": args.attention})
+        else:
+            config = zoo.get_config(target, attn_implementation=args.attention)
+        if args.dtype is None:
+            named = getattr(config, "torch_dtype", None)
+            args.dtype = zoo.config_dtype(config).name if named else "float32"
+            args.dtype_from_config = bool(named)
+        model = zoo.build(config, dtype=DTYPES[args.dtype], device="meta")
     except ValueError as e:
         raise _UsageError(str(e)) from None
     try:

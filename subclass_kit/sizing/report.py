@@ -139,7 +139,8 @@ def format_report(s, results: dict | None = None, extra=(), notes=(), *, attenti
     lines.extend(f"note: {note}" for note in notes)
     dash, times = ("-", "x") if ascii_only else ("\u2013", "\u00d7")
     table = [("block", "output shape", "parameters", "allocated (cumulative)")]
-    for label, row in collapse_blocks(s.blocks, dash=dash, times=times):
+    rows = collapse_blocks(s.blocks, dash=dash, times=times)
+    for label, row in rows:
         nbytes = row.cumulative_allocated_bytes
         table.append((label, _shape_text(row.output_shape), f"{row.parameters:,}",
                       f"{nbytes:,}  {human_bytes(nbytes):>9}"))
@@ -150,6 +151,9 @@ def format_report(s, results: dict | None = None, extra=(), notes=(), *, attenti
                      f"{r[3]:>{widths[3]}}".rstrip())
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
+    if len(rows) < len(s.blocks):
+        lines.append(f"(a row name.i{dash}j {times}n stands for n identical blocks; its numbers "
+                     "are those of one block)")
     return "\n".join(lines)
 
 
