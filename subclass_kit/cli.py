@@ -369,8 +369,6 @@ def _build(args):
     args.attention = args.attention or "sdpa"
     try:
         if target.endswith(".json"):
-            if not os.path.isfile(target):
-                raise _UsageError(f"{target}: no such file")
             config = zoo.config.load(target, {"name_or_path": target,
                                               "attn_implementation": args.attention})
         else:

@@ -324,7 +324,7 @@ def test_config_json_target(capsys, tmp_path):
     code, out, err = run(capsys, "shapes", str(path))
     assert code == 2 and out == "" and "t5" in err
     code, _, err = run(capsys, "shapes", str(tmp_path / "missing.json"))
-    assert code == 2 and "no such file" in err
+    assert code == 2 and "missing.json" in err and "cannot read" in err
 
 
 def test_attention_is_for_zoo_models(capsys):

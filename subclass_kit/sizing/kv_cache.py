@@ -26,6 +26,7 @@ NAME = "kv_cache"
 JSON_TOP_LEVEL = True
 
 _ENCODER_ONLY = ("bert", "vit")
+_QWEN2_MAX_WINDOW_LAYERS = 28     # Qwen2Config's default
 # Config class names of the zoo -> Hugging Face model_type, for configs without one.
 _CLASS_TYPES = {"GPT2Config": "gpt2", "BertConfig": "bert", "ViTConfig": "vit",
                 "LlamaConfig": "llama", "MistralConfig": "mistral"}
@@ -86,7 +87,8 @@ def _windows(cfg, model_type, layers: int) -> list:
     if layer_types is not None:
         return [window if t == "sliding_attention" else None for t in layer_types]
     if model_type in ("qwen2", "qwen2_moe"):
-        first = _get(cfg, "max_window_layers", layers)
+        first = _get(cfg, "max_window_layers")
+        first = _QWEN2_MAX_WINDOW_LAYERS if first is None else first
         return [window if i >= first else None for i in range(layers)]
     return [window] * layers
 
