@@ -159,7 +159,7 @@ def _parser() -> argparse.ArgumentParser:
         "peak-activation estimate.",
         epilog=_SHAPES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     shapes.add_argument("target", metavar="TARGET",
-                        help="a zoo model name or path/to/file.py:function")
+                        help="a zoo model name, path/to/config.json or path/to/file.py:function")
     shapes.add_argument("--batch", type=_positive_int, help="batch size (default 1)")
     shapes.add_argument("--seq", type=_positive_int,
                         help=f"sequence length for text models (default {zoo.nn.DEFAULT_SEQ})")

@@ -31,7 +31,7 @@ from .config import ATTN_IMPLEMENTATIONS, config_dtype
 from .nn import blocks
 from .summary import Summary, summarize
 
-__all__ = ["list_models", "get_model", "get_config", "from_config", "build", "nn", "blocks",
+__all__ = ["list_models", "get_model", "get_config", "from_config", "load_config", "build", "nn", "blocks",
            "Summary", "summarize", "config_dtype", "ATTN_IMPLEMENTATIONS"]
 
 _NAMES = sorted(f[:-len(".json")] for f in os.listdir(_config.CONFIG_DIR) if f.endswith(".json"))
@@ -54,6 +54,14 @@ def get_config(name: str, **overrides):
 
     Raises ValueError for an unknown name, listing the valid ones."""
     return _config.load(_path(name), {"name_or_path": name, **overrides})
+
+
+def load_config(path_or_dict, **overrides):
+    """The config dataclass of a Hugging Face ``config.json`` (a path or the dict already
+    read) with ``overrides``; errors as ``from_config``."""
+    if not isinstance(path_or_dict, dict):
+        overrides.setdefault("name_or_path", os.fspath(path_or_dict))
+    return _config.load(path_or_dict, overrides)
 
 
 def _model_class(cfg):
@@ -106,6 +114,4 @@ def from_config(path_or_dict, *, dtype=None, device="meta", attn_implementation=
     is no config field."""
     if attn_implementation is not None:
         overrides["attn_implementation"] = attn_implementation
-    if not isinstance(path_or_dict, dict):
-        overrides.setdefault("name_or_path", os.fspath(path_or_dict))
-    return build(_config.load(path_or_dict, overrides), dtype=dtype, device=device)
+    return build(load_config(path_or_dict, **overrides), dtype=dtype, device=device)
