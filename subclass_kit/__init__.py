@@ -127,6 +127,7 @@ from .api.math_more import *  # noqa: E402,F401,F403  (names listed in api.math_
 # Linear algebra, nn and shape-combining ops (kernels, composites, API).
 from .kernels import linalg as _linalg  # noqa: E402
 from .kernels import nn as _nn_kernels  # noqa: E402
+from .kernels import attention as _attention_kernels  # noqa: E402
 from .kernels import losses as _loss_kernels  # noqa: E402
 from .kernels import shape as _shape  # noqa: E402
 from .kernels import index_ops as _index_ops  # noqa: E402
