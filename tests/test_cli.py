@@ -149,19 +149,25 @@ def test_default_batch_and_seq(capsys):
 
 
 def test_attention_option(capsys):
-    """eager holds each layer's (heads, seq, seq) scores and float32 probabilities; sdpa (a
-    fused kernel) does not."""
-    seq, heads = 1024, 64
-    eager = run_json(capsys, "llama-2-70b", "--seq", str(seq), "--dtype", "float32",
-                     "--attention", "eager")
-    sdpa = run_json(capsys, "llama-2-70b", "--seq", str(seq), "--dtype", "float32")
-    assert (eager["attention"], sdpa["attention"]) == ("eager", "sdpa")
-    scores = heads * seq * seq * 4                 # one layer's float32 scores
-    assert eager["peak_activation_bytes"] >= 2 * scores      # scores and their softmax
-    assert eager["peak_activation_bytes"] < 10 * scores      # freed layer by layer
-    assert sdpa["peak_activation_bytes"] < eager["peak_activation_bytes"]
+    """eager holds each layer's (heads, seq, seq) scores and float32 probabilities, so its peak
+    grows with seq**2; sdpa (one fused op) holds no (seq, seq) matrix: linear in seq."""
+    heads = zoo.get_config("llama-2-7b").num_attention_heads
+    peaks = {}
+    for attention in ("sdpa", "eager"):
+        for seq in (1024, 2048):
+            report = run_json(capsys, "llama-2-7b", "--seq", str(seq), "--dtype", "float32",
+                              "--attention", attention)
+            assert report["attention"] == attention
+            peaks[attention, seq] = report["peak_activation_bytes"]
+    scores = heads * 2048 * 2048 * 4                # one layer's float32 scores at seq 2048
+    assert peaks["eager", 2048] >= 2 * scores        # scores and their softmax
+    assert peaks["eager", 2048] < 10 * scores        # freed layer by layer
+    assert peaks["eager", 2048] > 3 * peaks["eager", 1024]
+    assert peaks["sdpa", 2048] < scores
+    assert peaks["sdpa", 2048] <= 2 * peaks["sdpa", 1024]
     code, out, _ = run(capsys, "shapes", "gpt2", "--seq", "8", "--attention", "eager")
     assert code == 0 and "eager attention" in out
+    assert run_json(capsys, "gpt2", "--seq", "8")["attention"] == "sdpa"
 
 
 def test_seq_past_the_trained_positions_is_reported(capsys):
