@@ -145,8 +145,9 @@ def measure(ctx) -> dict:
 def format(section) -> list:
     from ..cli import human_bytes
 
-    n = section["kv_cache_bytes"]
+    n, context = section["kv_cache_bytes"], section["kv_cache_context"]
     parts = ", ".join(f"{g['layers']} layers x K,V [{', '.join(map(str, g['shape']))}]"
+                      + (" (sliding window)" if g["shape"][2] < context else "")
                       for g in section["kv_cache_layers"])
-    return [("KV cache", f"{n:,} ({human_bytes(n)}) at context {section['kv_cache_context']:,}"
+    return [("KV cache", f"{n:,} ({human_bytes(n)}) at context {context:,}"
                          f", {section['kv_cache_dtype']}: {parts}")]
