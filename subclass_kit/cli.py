@@ -155,8 +155,8 @@ def _parser() -> argparse.ArgumentParser:
         "shapes", help="report parameters, output shape, per-block table and peak activations",
         description="Build TARGET's parameters on the meta device (no data), run its forward "
         "on meta inputs\n(token ids int64 (B, S) for text models, images (B, 3, 224, 224) for "
-        "ViT) and report the\nparameters, output shape, a per-block table and a "
-        "peak-activation estimate.",
+        "ViT) and report a\nsummary (parameters, weights, peak activations, KV cache, the "
+        "total and whether it fits),\nthen one row per block.",
         epilog=_SHAPES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     shapes.add_argument("target", metavar="TARGET",
                         help="a zoo model name, path/to/config.json or path/to/file.py:function")

@@ -3,6 +3,7 @@ real subprocess, JSON fields, exact published parameter counts, and the error ca
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -12,7 +13,7 @@ import time
 
 import pytest
 
-from subclass_kit import zoo
+from subclass_kit import cli, zoo
 from subclass_kit.cli import human_bytes, main
 from subclass_kit.sizing.report import collapse_blocks, parse_size
 from subclass_kit.zoo.summary import BlockRow
@@ -249,6 +250,17 @@ def test_collapse_blocks_only_joins_consecutive_identical_rows():
                       "other.8", "other.9", "head"]
     assert [label for label, _ in collapse_blocks(rows[:3])][1] == "layers.0\u20131 \u00d72"
     assert collapse_blocks([]) == []
+
+
+def test_ascii_terminal_gets_ascii_labels(capsys, monkeypatch):
+    from subclass_kit.sizing.report import format_report
+    model = zoo.get_model("gpt2", n_layer=3)
+    s = zoo.summarize(model, model.example_inputs(seq=4), name="tiny")
+    assert "transformer.h.0-2 x3" in format_report(s, ascii_only=True)
+    assert "transformer.h.0\u20132 \u00d73" in format_report(s)
+    assert cli._can_print("\u00d7") is True           # capsys writes UTF-8
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="ascii"))
+    assert cli._can_print("\u00d7") is False
 
 
 def test_user_function_blocks_that_differ_stay_apart(capsys):
