@@ -440,3 +440,17 @@ def test_real_subprocess_llama_70b_long_sequence():
     assert report["parameters"] == PUBLISHED["llama-2-70b"]
     assert report["output_shape"] == [1, 4096, 32000]
     assert elapsed < 10          # the target is < 1 s; generous for loaded test machines
+
+
+def test_total_memory_follows_the_widest_question():
+    from types import SimpleNamespace
+
+    from subclass_kit.sizing.report import total_memory
+    s = SimpleNamespace(parameter_bytes=100, peak_activation_bytes=10)
+    assert total_memory(s, {}) == (110, "parameter_bytes + peak_activation_bytes")
+    kv = {"kv_cache": {"kv_cache_bytes": 5}}
+    assert total_memory(s, kv)[0] == 115
+    train = {**kv, "train": {"peak": 400}}
+    assert total_memory(s, train) == (400, "train.peak (the training step's peak)")
+    sharded = {**train, "per_rank": {"peak": 70}}
+    assert total_memory(s, sharded) == (70, "per_rank.peak (the largest rank's peak)")

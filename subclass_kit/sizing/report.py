@@ -45,7 +45,7 @@ def total_memory(summary, results: dict) -> tuple:
     states, activations and temporaries live at once); else inference: parameter bytes + KV
     cache bytes (with ``--kv-cache``) + peak activation bytes. Allocator rounding, the CUDA
     context and kernel workspaces are left out."""
-    per_rank = results.get("sharding", {}).get("per_rank") or results.get("per_rank")
+    per_rank = results.get("per_rank")
     if isinstance(per_rank, dict) and "peak" in per_rank:
         return per_rank["peak"], "per_rank.peak (the largest rank's peak)"
     train = results.get("train")
