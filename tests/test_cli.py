@@ -454,3 +454,13 @@ def test_total_memory_follows_the_widest_question():
     assert total_memory(s, train) == (400, "train.peak (the training step's peak)")
     sharded = {**train, "per_rank": {"peak": 70}}
     assert total_memory(s, sharded) == (70, "per_rank.peak (the largest rank's peak)")
+
+
+def test_moe_reports_active_parameters(capsys):
+    report = run_json(capsys, "mixtral-8x7b", "--seq", "8")
+    assert 0 < report["active_parameters"] < report["parameters"]
+    code, out, _ = run(capsys, "shapes", "mixtral-8x7b", "--seq", "8")
+    line = next(line for line in out.splitlines() if line.startswith("active parameters"))
+    assert f"{report['active_parameters']:,}" in line
+    assert "active_parameters" not in [k for k, v in run_json(capsys, "gpt2", "--seq", "4").items()
+                                       if v is not None]

@@ -124,9 +124,11 @@ def format_report(s, results: dict | None = None, extra=(), notes=(), *, attenti
         ("inputs", inputs),
         ("output", f"{outputs} {s.dtype or ''}".rstrip()),
         ("parameters", f"{s.parameters:,}"),
-        ("parameter bytes", _bytes_text(s.parameter_bytes)),
-        ("peak activations", peak),
     ]
+    active = getattr(s, "active_parameters", None)
+    if active is not None:
+        head.append(("active parameters", f"{active:,} per token (mixture of experts)"))
+    head += [("parameter bytes", _bytes_text(s.parameter_bytes)), ("peak activations", peak)]
     head.extend(extra)
     total, basis = total_memory(s, results)
     head.append(("total", f"{_bytes_text(total)} = {basis}"))
