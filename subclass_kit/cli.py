@@ -64,8 +64,6 @@ The numbers (bytes unless said otherwise; the --json name in brackets; docs/sizi
                     of op results still referenced, each freed when its last tensor dies (as
                     eager execution frees memory). Attention as --attention says. No autograd
                     buffers, allocator rounding, kernel workspaces or other fusion.
-  KV cache          [kv_cache_bytes] with --kv-cache: the key and value cache tensors of every
-                    layer after CONTEXT tokens (not counted in the peak activations)
   total             [total_memory_bytes, total_memory_basis] what the run needs at its peak:
                     parameter bytes + KV cache + peak activations for inference; the training
                     step's peak with --train; the largest rank's with --fsdp/--tp. No CUDA
@@ -157,7 +155,9 @@ def _parser() -> argparse.ArgumentParser:
         "on meta inputs\n(token ids int64 (B, S) for text models, images (B, 3, 224, 224) for "
         "ViT) and report a\nsummary (parameters, weights, peak activations, KV cache, the "
         "total and whether it fits),\nthen one row per block.",
-        epilog=_SHAPES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=_SHAPES_HELP + "".join("\n" + f.HELP for f in sizing.features()
+                                      if getattr(f, "HELP", None)),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     shapes.add_argument("target", metavar="TARGET",
                         help="a zoo model name, path/to/config.json or path/to/file.py:function")
     shapes.add_argument("--batch", type=_positive_int, help="batch size (default 1)")

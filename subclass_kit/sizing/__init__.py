@@ -12,6 +12,8 @@ A feature is a module of this package named in ``FEATURES``, with:
 - ``measure(ctx) -> dict``: the JSON section (ints are bytes unless the key says otherwise);
 - ``format(section) -> list[str]``: ``(label, text)`` pairs for the summary at the top of the
   human-readable report, in the order they should appear;
+- optionally ``HELP``: text appended to ``shapes --help`` explaining the feature's numbers, in
+  the layout of the core ones (label, ``[json_name]``, what it includes and leaves out);
 - optionally ``JSON_TOP_LEVEL = True``: the section's keys go to the top level of the
   ``--json`` object instead of under ``NAME`` (for fields API.md names there, such as
   ``kv_cache_bytes``).

@@ -18,10 +18,18 @@ Encoder-only models (BERT, ViT) keep no cache: ``SizingError``.
 
 from __future__ import annotations
 
-__all__ = ["NAME", "JSON_TOP_LEVEL", "add_arguments", "wanted", "measure", "format",
+__all__ = ["NAME", "HELP", "JSON_TOP_LEVEL", "add_arguments", "wanted", "measure", "format",
            "layer_caches"]
 
 NAME = "kv_cache"
+HELP = """\
+With --kv-cache CONTEXT:
+  KV cache          [kv_cache_bytes] the key and value cache tensors of every decoder layer
+                    after CONTEXT tokens of --batch sequences, (batch, num_key_value_heads,
+                    tokens, head_dim) in the model dtype; tokens = min(CONTEXT, sliding_window)
+                    on sliding-window layers. Not in the peak activations; no static-cache
+                    preallocation or paging. [kv_cache_layers] lists the shapes.
+"""
 # The section's keys go to the top level of --json (API.md names ``kv_cache_bytes`` there).
 JSON_TOP_LEVEL = True
 
