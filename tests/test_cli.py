@@ -464,3 +464,14 @@ def test_moe_reports_active_parameters(capsys):
     assert f"{report['active_parameters']:,}" in line
     assert "active_parameters" not in [k for k, v in run_json(capsys, "gpt2", "--seq", "4").items()
                                        if v is not None]
+
+
+def test_docs_sizing_example_is_the_real_output(capsys):
+    """docs/sizing.md shows a run of the command line: it must stay what the command prints."""
+    with open(os.path.join(ROOT, "docs", "sizing.md"), encoding="utf-8") as f:
+        text = f.read()
+    block = text.split("```\n$ subclass-kit ", 1)[1].split("```", 1)[0]
+    command, expected = block.split("\n", 1)
+    code, out, err = run(capsys, *command.split())
+    assert code == 0, err
+    assert out == expected

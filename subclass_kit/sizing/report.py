@@ -58,6 +58,10 @@ def total_memory(summary, results: dict) -> tuple:
     return total, basis
 
 
+# JSON names in the total's basis -> the report's labels.
+_LABELS = {"parameter_bytes": "parameter bytes", "kv_cache_bytes": "KV cache",
+           "peak_activation_bytes": "peak activations"}
+
 _INDEXED = re.compile(r"(.*)\.(\d+)$")
 
 
@@ -131,7 +135,9 @@ def format_report(s, results: dict | None = None, extra=(), notes=(), *, attenti
     head += [("parameter bytes", _bytes_text(s.parameter_bytes)), ("peak activations", peak)]
     head.extend(extra)
     total, basis = total_memory(s, results)
-    head.append(("total", f"{_bytes_text(total)} = {basis}"))
+    for name, label in _LABELS.items():
+        basis = basis.replace(name, label)
+    head.append(("total", f"{_bytes_text(total)}: {basis}"))
     if gpu_memory is not None:
         verdict = "yes" if total <= gpu_memory else "no"
         head.append(("fits", f"{verdict}: {_bytes_text(total)} of {_bytes_text(gpu_memory)} "
