@@ -127,3 +127,24 @@ def test_plot_draws_the_training_timeline_when_there_is_one(monkeypatch):
     ctx.results = {}
     cli._plot("x.png", ctx)
     assert drawn["title"] == "m: inference forward" and drawn["points"] == summary.timeline
+
+
+@needs_matplotlib
+def test_plot_into_a_missing_folder_is_a_usage_error(capsys, tmp_path):
+    code, out, err = run(capsys, "gpt2", "--seq", "8", "--plot",
+                         str(tmp_path / "no" / "such" / "t.png"))
+    assert code == 2 and out == ""
+    assert "--plot: cannot write" in err
+
+
+@needs_matplotlib
+def test_plot_with_json_and_a_user_function(capsys, tmp_path):
+    import json
+    import os
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "examples", "custom_model.py")
+    path = tmp_path / "mlp.svg"
+    code, out, err = run(capsys, f"{example}:build", "--plot", str(path), "--json")
+    assert code == 0, err
+    assert json.loads(out)["output_shape"][-1] == 10
+    assert path.stat().st_size > 0
