@@ -218,7 +218,8 @@ def main(argv=None) -> int:
     model_warnings = []
     for w in caught:
         if issubclass(w.category, UserWarning):
-            model_warnings.append(str(w.message))
+            if str(w.message) not in model_warnings:     # once each, as Python's default
+                model_warnings.append(str(w.message))
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     text = text(model_warnings)
