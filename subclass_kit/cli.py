@@ -30,7 +30,8 @@ import warnings
 import subclass_kit as sk
 
 from . import sizing, zoo
-from .sizing.report import format_report, human_bytes, parse_size
+from .sizing import report
+from .sizing.report import human_bytes, parse_size
 
 __all__ = ["main", "human_bytes"]
 
@@ -209,7 +210,7 @@ def main(argv=None) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         try:
-            status, text = _shapes(args)
+            status, render = _shapes(args)
         except _UsageError as e:
             print(f"subclass-kit shapes: error: {e}", file=sys.stderr)
             return 2
@@ -222,7 +223,7 @@ def main(argv=None) -> int:
                 model_warnings.append(str(w.message))
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    text = text(model_warnings)
+    text = render(model_warnings)
     try:
         print(text)
         sys.stdout.flush()
@@ -273,7 +274,6 @@ def _shapes(args):
     options = {"attention": args.attention, "gpu_memory": args.gpu_memory}
 
     def render(model_warnings):
-        from .sizing import report
         if args.json:
             import json
             for message in model_warnings:
@@ -282,7 +282,7 @@ def _shapes(args):
                                                  warnings=model_warnings, **options))
         extra = [line for f in chosen for line in f.format(ctx.results[f.NAME])]
         notes = ctx.notes + [f"warning: {m}" for m in model_warnings]
-        return format_report(summary, ctx.results, extra, notes, ascii_only=not _can_print(
+        return report.format_report(summary, ctx.results, extra, notes, ascii_only=not _can_print(
             "\u2013\u00d7"), **options)
     return 0, render
 
