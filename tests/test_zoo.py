@@ -95,6 +95,12 @@ def test_gpt2_lm_head_is_tied_and_counted_once():
     assert "transformer.wte.weight" in names and "lm_head.weight" not in names
     assert len(names) == len(set(names))
     assert "lm_head.weight" in model.state_dict()       # state_dict keeps both names, as torch
+    # Hugging Face's PreTrainedModel.num_parameters
+    assert model.num_parameters() == PUBLISHED["gpt2"]
+    assert model.num_parameters(exclude_embeddings=True) == PUBLISHED["gpt2"] - 768 * (50257
+                                                                                       + 1024)
+    model.transformer.wpe.weight.requires_grad_(False)
+    assert model.num_parameters(only_trainable=True) == PUBLISHED["gpt2"] - 768 * 1024
 
 
 def test_parameter_shapes_follow_the_checkpoints():

@@ -13,6 +13,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import subclass_kit as sk
 from subclass_kit import zoo
@@ -190,6 +192,11 @@ def test_sliding_windows_per_model_type():
     qwen = zoo.get_config("qwen2-7b", use_sliding_window=True, max_window_layers=20,
                           sliding_window=1024)
     assert [qwen.layer_sliding_window(i) for i in (19, 20, 27)] == [None, 1024, 1024]
+    qwen = zoo.get_config("qwen2-7b", num_hidden_layers=3, sliding_window=64,
+                          layer_types=["full_attention", "sliding_attention", "full_attention"])
+    assert [qwen.layer_sliding_window(i) for i in range(3)] == [None, 64, None]
+    with pytest.raises(ValueError, match="layer_types has 1 entries for 28 layers"):
+        zoo.get_config("qwen2-7b", layer_types=["full_attention"])
     assert zoo.get_config("llama-2-7b", sliding_window=8).layer_sliding_window(0) is None
     assert zoo.get_config("mixtral-8x7b").sliding_window is None
 
@@ -482,3 +489,38 @@ def test_tiny_decoders_match_torch(torch, name):
     expected = _torch_decoder(torch, model, torch.from_numpy(ids.numpy().copy()), model.config)
     # RoPE tables and the router softmax are float32 in the model (as Hugging Face's)
     np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# -- any decoder config: counts and shapes ----------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(model_type=st.sampled_from(["llama", "mistral", "mixtral", "qwen2", "gemma"]),
+       kv=st.integers(1, 3), groups=st.integers(1, 3), head_dim=st.sampled_from([2, 4, 6]),
+       hidden=st.integers(2, 12), inner=st.integers(1, 10), layers=st.integers(1, 3),
+       vocab=st.integers(2, 30), tie=st.booleans(), bias=st.booleans(),
+       experts=st.integers(1, 4), seq=st.integers(1, 6),
+       impl=st.sampled_from(["sdpa", "eager"]), window=st.sampled_from([None, 1, 2, 4]))
+def test_any_decoder_config_counts_and_runs_on_meta(model_type, kv, groups, head_dim, hidden,
+                                                     inner, layers, vocab, tie, bias, experts,
+                                                     seq, impl, window):
+    heads = kv * groups
+    raw = {"model_type": model_type, "hidden_size": hidden, "intermediate_size": inner,
+           "num_hidden_layers": layers, "num_attention_heads": heads,
+           "num_key_value_heads": kv, "head_dim": head_dim, "vocab_size": vocab,
+           "tie_word_embeddings": tie, "attention_bias": bias, "sliding_window": window,
+           "use_sliding_window": True, "max_window_layers": 1,
+           "num_local_experts": experts, "num_experts_per_tok": 1 + (experts > 1)}
+    model = zoo.from_config(raw, attn_implementation=impl)
+    # the count, from the layer definitions of Hugging Face's modeling files
+    q, k = heads * head_dim, kv * head_dim
+    qkv_bias = bias or model_type == "qwen2"
+    attn = hidden * (q + 2 * k) + q * hidden + qkv_bias * (q + 2 * k) + bias * hidden
+    mlp = 3 * hidden * inner
+    if model_type == "mixtral":
+        mlp = experts * mlp + hidden * experts          # experts + router
+    expected = (vocab * hidden * (1 if tie else 2) + hidden
+                + layers * (attn + mlp + 2 * hidden))
+    assert _numel(model) == expected
+    (ids,) = model.example_inputs(batch=2, seq=seq)
+    out = model(ids)
+    assert tuple(out.shape) == (2, seq, vocab) and out.dtype is sk.float32
+    assert out.device.type == "meta"

@@ -119,7 +119,7 @@ class BertPooler(Module):
         return self.dense(x[:, 0]).tanh()
 
 
-class BertModel(Module):
+class BertModel(nn.PreTrainedModel):
     """Token ids (batch, seq) int64 -> ``(last_hidden_state, pooler_output)`` of shapes
     (batch, seq, hidden_size) and (batch, hidden_size)."""
 

@@ -40,7 +40,8 @@ class DecoderConfig:
     - ``attention_bias``: biases on q/k/v/o (LLaMA, Mistral, Gemma); Qwen2 always has q/k/v
       biases and none on o.
     - ``sliding_window``: keys at most ``sliding_window - 1`` positions back (Mistral); Qwen2
-      uses it only with ``use_sliding_window`` and on layers ``>= max_window_layers``.
+      uses it only with ``use_sliding_window`` and on layers ``>= max_window_layers`` (or
+      where ``layer_types`` says "sliding_attention", when the file has it).
     - ``num_local_experts`` / ``num_experts_per_tok``: Mixtral's sparse MoE MLP.
     - ``hidden_act`` (``hidden_activation`` for Gemma, which runs the tanh GELU when it is
       absent), ``rms_norm_eps``, ``rope_theta``, ``torch_dtype`` (the checkpoint's dtype).
@@ -65,6 +66,7 @@ class DecoderConfig:
     sliding_window: int | None = None
     use_sliding_window: bool = False
     max_window_layers: int | None = None
+    layer_types: tuple | None = None
     num_local_experts: int | None = None
     num_experts_per_tok: int | None = None
     torch_dtype: str | None = None
@@ -83,6 +85,9 @@ class DecoderConfig:
         if self.sliding_window is None:
             return None
         if self.model_type == "qwen2":
+            if self.layer_types is not None:      # newer files: one entry per layer
+                return (self.sliding_window if self.layer_types[layer] == "sliding_attention"
+                        else None)
             start = self.max_window_layers if self.max_window_layers is not None else 0
             return self.sliding_window if self.use_sliding_window and layer >= start else None
         if self.model_type in ("mistral", "mixtral"):
@@ -224,6 +229,11 @@ def parse(raw: dict, source: str = "config", overrides: dict | None = None):
     values["model_type"] = model_type
     if cls is DecoderConfig:
         _resolve_heads(values, source)
+        if values.get("layer_types") is not None:
+            values["layer_types"] = tuple(values["layer_types"])
+            if len(values["layer_types"]) != values["num_hidden_layers"]:
+                _fail(source, f"layer_types has {len(values['layer_types'])} entries for "
+                              f"{values['num_hidden_layers']} layers")
     if values.get("attn_implementation") not in (None, *ATTN_IMPLEMENTATIONS):
         _fail(source, f"attn_implementation must be one of {', '.join(ATTN_IMPLEMENTATIONS)}, "
                       f"got {values['attn_implementation']!r}")

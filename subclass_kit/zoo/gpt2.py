@@ -85,7 +85,7 @@ class GPT2Model(Module):
         return self.ln_f(x)
 
 
-class GPT2LMHeadModel(Module):
+class GPT2LMHeadModel(nn.PreTrainedModel):
     """Token ids (batch, seq) int64 -> logits (batch, seq, vocab_size)."""
 
     def __init__(self, cfg: GPT2Config, *, dtype=None, device="meta"):

@@ -20,6 +20,8 @@ A sequence longer than ``max_position_embeddings`` runs (RoPE has no position ta
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
 
 import subclass_kit as sk
@@ -165,7 +167,7 @@ class DecoderModel(Module):
             warnings.warn(f"{cfg_label(cfg)}: sequence length {seq} exceeds "
                           f"max_position_embeddings ({cfg.max_position_embeddings}); RoPE runs "
                           "at any length, but the model was not trained that far",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=_caller_level())
         x = self.embed_tokens(ids)
         if cfg.model_type == "gemma":
             x = x * sk.tensor(cfg.hidden_size ** 0.5, dtype=x.dtype, device=x.device)
@@ -177,6 +179,16 @@ class DecoderModel(Module):
                 masks[window] = _mask(cfg.attn_implementation, seq, window, x.device)
             x = layer(x, cos, sin, masks[window])
         return self.norm(x)
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside subclass_kit (the user's model call),
+    counted from the function that calls ``warnings.warn``."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _mask(implementation: str, seq: int, window, device):
@@ -192,7 +204,7 @@ def cfg_label(cfg) -> str:
     return getattr(cfg, "name_or_path", None) or cfg.model_type
 
 
-class DecoderForCausalLM(Module):
+class DecoderForCausalLM(nn.PreTrainedModel):
     """Token ids (batch, seq) int64 -> logits (batch, seq, vocab_size). ``lm_head.weight`` is
     ``model.embed_tokens.weight`` itself when ``tie_word_embeddings``."""
 

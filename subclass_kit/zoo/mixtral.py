@@ -85,8 +85,11 @@ def active_parameters(model: Module) -> int | None:
     """Parameters one token uses: every parameter outside the experts of sparse MoE blocks,
     plus, for each such block, its ``top_k`` largest experts. Counted over the module tree
     (tied tensors once); None for a model without a MoE block (dense: all are active)."""
-    moe = [m for m in model.modules() if isinstance(getattr(m, "experts", None), ModuleList)
-           and isinstance(getattr(m, "top_k", None), int)]
+    # A MoE block: an ``experts`` ModuleList child and an int ``top_k`` attribute (read from
+    # the stores directly: a getattr miss on a Module raises, slow over thousands of modules).
+    moe = [m for m in model.modules()
+           if isinstance(m._modules.get("experts"), ModuleList)
+           and isinstance(m.__dict__.get("top_k"), int)]
     if not moe:
         return None
     expert_ids = {id(p) for m in moe for p in m.experts.parameters()}

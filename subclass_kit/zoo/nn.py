@@ -22,8 +22,24 @@ from subclass_kit.nn.containers import ModuleList
 from subclass_kit.nn.module import Module
 from subclass_kit.nn.parameter import Parameter
 
-__all__ = ["Conv1D", "activation", "blocks", "split_heads", "merge_heads", "repeat_kv",
+__all__ = ["PreTrainedModel", "Conv1D", "activation", "blocks", "split_heads", "merge_heads", "repeat_kv",
            "attention", "causal_mask", "token_ids", "DEFAULT_SEQ"]
+
+
+class PreTrainedModel(Module):
+    """Base of the zoo's top-level models: an ``sk.nn.Module`` with Hugging Face's
+    ``num_parameters`` (the rest of ``PreTrainedModel``, loading and saving, is not here)."""
+
+    def num_parameters(self, only_trainable: bool = False,
+                       exclude_embeddings: bool = False) -> int:
+        """Elements of the parameters, a tied tensor once; ``only_trainable``: those with
+        ``requires_grad``; ``exclude_embeddings``: without ``nn.Embedding`` weights."""
+        skip = set()
+        if exclude_embeddings:
+            from subclass_kit.nn.layers import Embedding
+            skip = {id(m.weight) for m in self.modules() if isinstance(m, Embedding)}
+        return sum(p.numel() for p in self.parameters()
+                   if id(p) not in skip and (p.requires_grad or not only_trainable))
 
 
 class Conv1D(Module):

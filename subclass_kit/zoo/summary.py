@@ -192,7 +192,7 @@ def _parameters(model) -> list:
     return out
 
 
-def _block_rows(model, tally: ActivationTally):
+def _block_rows(model, params: list, tally: ActivationTally):
     """Rows and hook handles for each block of ``model`` (none for a plain callable)."""
     rows, handles = {}, []
     if not isinstance(model, Module):
@@ -216,7 +216,7 @@ def _block_rows(model, tally: ActivationTally):
         handles.append(block.register_forward_pre_hook(enter))
         handles.append(block.register_forward_hook(leave))
     # Parameters of the model itself, outside every block.
-    rest = _fresh_numel(model, seen)
+    rest = sum(p.numel() for p in params if id(p) not in seen)
     if rest:
         rows[TOP_LEVEL] = BlockRow(TOP_LEVEL, parameters=rest)
     return rows, handles
@@ -248,7 +248,7 @@ def summarize(model, inputs, *, name: str | None = None, timeline: bool = False)
     tally = ActivationTally(timeline=timeline)
     tally.add_external(params, live=False)
     tally.add_external(_tensors(inputs), live=True)
-    rows, handles = _block_rows(model, tally)
+    rows, handles = _block_rows(model, params, tally)
     try:
         with sk.no_grad(), tally:
             out = model(*inputs)

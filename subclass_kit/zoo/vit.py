@@ -173,7 +173,7 @@ class ViTModel(Module):
         return self.layernorm(self.encoder(self.embeddings(images)))
 
 
-class ViTForImageClassification(Module):
+class ViTForImageClassification(nn.PreTrainedModel):
     """Images (batch, channels, image_size, image_size) -> logits (batch, num_labels)."""
 
     def __init__(self, cfg: ViTConfig, *, dtype=None, device="meta"):
