@@ -181,6 +181,15 @@ class Storage:
             np.copyto(bits, round_bfloat16_bits(bits).astype(np.uint32) << 16)
         return shadow
 
+    def _data(self, shadow: bool) -> np.ndarray:
+        """The array a tensor's numpy view is built on: the synced float32 shadow
+        (``shadow=True``, bfloat16) or the buffer with the shadow written back."""
+        if shadow:
+            return self._sync_shadow()
+        if self._shadow is not None:
+            self._drop_shadow()
+        return self._buffer
+
     def _drop_shadow(self):
         """Write the shadow back as rounded 2-byte words and forget it."""
         shadow = self._shadow
