@@ -38,7 +38,7 @@ _REDUCED = ("torch's bfloat16 softmax / log-sum-exp / product / BCE kernels roun
             "results differently; ours compute in float32 and round once (1-ulp differences)")
 KNOWN_VALUES: dict = {
     **{f"{op}.{ov}": _SIGNED_ZERO for op, ovs in {
-        "clamp": ("default", "out", "Tensor", "Tensor_out"), "clamp_": ("default", "Tensor"),
+        "clamp": ("default", "out"), "clamp_": ("default",),
         "clamp_max": ("default", "out", "Tensor", "Tensor_out"),
         "clamp_max_": ("default", "Tensor"),
         "clamp_min": ("default", "out", "Tensor", "Tensor_out"),
