@@ -23,8 +23,8 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from oracle import numpy_of, result_diffs, to_sk, to_torch  # noqa: E402
 from samples import D, S, T, build, entry_for, qualified  # noqa: E402
-from test_op_sweep import (ALL_OPS, call_torch, check_meta, check_oracle,  # noqa: E402
-                           compare_errors, describe, expanded_samples, run)
+from test_op_sweep import (ALL_OPS, MODE_SENSITIVE, call_torch, check_meta,  # noqa: E402
+                           check_oracle, compare_errors, describe, expanded_samples, run)
 
 import subclass_kit as sk  # noqa: E402
 
@@ -32,8 +32,9 @@ import subclass_kit as sk  # noqa: E402
 # and must be removed from here). docs/differences.md, "bfloat16", explains each group.
 _SIGNED_ZERO = ("torch's bfloat16 kernel returns the other signed zero (-0.0 vs 0.0) on a tie "
                 "or a zero result; values are otherwise equal")
-_INTERMEDIATE = ("torch's bfloat16 kernel rounds an intermediate result to bfloat16 (sqrt before "
-                 "the reciprocal, log before the product, the ratio before log); ours rounds once")
+_TAIL = ("torch rounds sqrt to bfloat16 before the reciprocal in the scalar tail of its loop "
+         "(the last numel % 32 elements: all of a small sample), once in its vectorised body; "
+         "ours rounds once, as the body (test_vectorised_body_rounds_once)")
 _REDUCED = ("torch's bfloat16 softmax / log-sum-exp / product / BCE kernels round partial "
             "results differently; ours compute in float32 and round once (1-ulp differences)")
 KNOWN_VALUES: dict = {
@@ -47,10 +48,8 @@ KNOWN_VALUES: dict = {
         "remainder": ("Tensor", "Tensor_out"), "remainder_": ("Tensor",),
         "cumsum": ("default", "out"), "logcumsumexp": ("default", "out"),
         "nll_loss_backward": ("default",)}.items() for ov in ovs},
-    **{f"{op}.{ov}": _INTERMEDIATE for op, ovs in {
-        "rsqrt": ("default", "out"), "rsqrt_": ("default",), "logit": ("default", "out"),
-        "logit_": ("default",), "xlogy": ("Tensor", "OutTensor"),
-        "xlogy_": ("Tensor",)}.items() for ov in ovs},
+    **{f"{op}.{ov}": _TAIL for op, ovs in {
+        "rsqrt": ("default", "out"), "rsqrt_": ("default",)}.items() for ov in ovs},
     **{name: _REDUCED for name in (
         "_softmax.default", "_log_softmax.default", "softmax.int", "log_softmax.int",
         "logsumexp.default", "logsumexp.out", "prod.dim_int", "prod.int_out",
@@ -266,6 +265,13 @@ def test_gradients_match_torch():
         assert result_diffs(a, b) == [], (a, b)
 
 
+def test_vectorised_body_rounds_once():
+    """Where torch's bfloat16 kernel rounds once in its vectorised body and per operation in
+    its scalar tail (rsqrt), ours equals the body (64 elements: two full iterations of 32)."""
+    x = torch.linspace(0.1, 9.0, 64).to(torch.bfloat16)
+    assert result_diffs(to_sk(x).rsqrt(), x.rsqrt()) == []
+
+
 # -- the op sweep on bfloat16 --------------------------------------------------------------------
 def _rewrite(x, sources):
     if isinstance(x, T):
@@ -310,6 +316,8 @@ def _sweep_params():
     for op in ALL_OPS:
         reason = KNOWN_VALUES.get(qualified(op))
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        if qualified(op) in MODE_SENSITIVE:
+            marks.append(pytest.mark.no_debug_asserts)
         out.append(pytest.param(op, id=qualified(op), marks=marks))
     return out
 
