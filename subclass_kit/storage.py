@@ -32,7 +32,7 @@ import numpy as np
 
 _new = object.__new__
 
-__all__ = ["device", "Storage", "round_bfloat16_bits"]
+__all__ = ["device", "Storage", "round_bfloat16_bits", "round_to_bfloat16"]
 
 
 def round_bfloat16_bits(bits: np.ndarray) -> np.ndarray:
@@ -40,12 +40,22 @@ def round_bfloat16_bits(bits: np.ndarray) -> np.ndarray:
     (``uint32``, any shape): PyTorch's ``c10::round_to_nearest_even`` -- add ``0x7FFF`` plus
     the lowest kept bit, keep the upper 16 bits (ties go to even, values beyond the largest
     bfloat16 become inf) -- with every NaN mapped to the quiet NaN ``0x7FC0``."""
+    shape = np.shape(bits)
+    bits = np.asarray(bits, dtype=np.uint32).reshape(-1)    # arrays: no scalar overflow warnings
     rounded = (bits >> 16) & 1
     rounded += 0x7FFF
     rounded += bits             # wraps around only for NaNs, replaced below
     words = (rounded >> 16).astype(np.uint16)
     words[(bits & 0x7FFFFFFF) > 0x7F800000] = 0x7FC0
-    return words
+    return words.reshape(shape)
+
+
+def round_to_bfloat16(values) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (still float32): what storing and
+    reloading a ``c10::BFloat16`` does, for kernels whose PyTorch version rounds an
+    intermediate result (``Vectorized<BFloat16>`` arithmetic rounds after every operation)."""
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32)
+    return (round_bfloat16_bits(bits).astype(np.uint32) << 16).view(np.float32)
 
 
 class device:
@@ -180,6 +190,15 @@ class Storage:
             bits = shadow.view(np.uint32)
             np.copyto(bits, round_bfloat16_bits(bits).astype(np.uint32) << 16)
         return shadow
+
+    def _data(self, shadow: bool) -> np.ndarray:
+        """The array a tensor's numpy view is built on: the synced float32 shadow
+        (``shadow=True``, bfloat16) or the buffer with the shadow written back."""
+        if shadow:
+            return self._sync_shadow()
+        if self._shadow is not None:
+            self._drop_shadow()
+        return self._buffer
 
     def _drop_shadow(self):
         """Write the shadow back as rounded 2-byte words and forget it."""

@@ -324,19 +324,12 @@ class Tensor(metaclass=TensorType):
                                    "so its ops must go through its __tensor_dispatch__ (not "
                                    "under sk.no_dispatch())")
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-        storage = self._storage
         np_dtype = self._dtype.numpy
-        if np_dtype is not self._dtype.storage_numpy:
-            # bfloat16: the storage's float32 shadow (Note [Storage dtype and compute dtype]).
-            # A cached view stays valid while the shadow lives; the shadow is rounded first.
-            shadow = storage._shadow
-            if self._np_buf is shadow and shadow is not None:
-                storage._sync_shadow()
+        if np_dtype is not self._dtype.storage_numpy or self._storage._shadow is not None:
+            # Note [Storage dtype and compute dtype]; a cached view of a shadow stays valid.
+            buf = self._storage._data(np_dtype is not self._dtype.storage_numpy)
+            if buf is self._np_buf:
                 return self._np
-            buf = storage._sync_shadow()
-        elif storage._shadow is not None:
-            storage._drop_shadow()      # another dtype reads a bfloat16 storage's words
-            buf = storage._buffer
         layout = self._layout
         sizes = layout.sizes
         if 0 in sizes:
@@ -377,8 +370,7 @@ class Tensor(metaclass=TensorType):
     def numpy(self, *, force=False) -> np.ndarray:
         """A numpy array sharing this tensor's memory (PyTorch's ``Tensor.numpy``).
 
-        Raises TypeError on meta tensors and for bfloat16 (numpy has no such type),
-        RuntimeError for tensors that require grad."""
+        Raises TypeError on meta and bfloat16 tensors, RuntimeError if it requires grad."""
         self._check_data("numpy")
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "

@@ -20,8 +20,8 @@ import numpy as np
 
 import subclass_kit as sk
 
-DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-               "float64")
+DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+               "float32", "float64")
 
 # (rtol, atol) per dtype name, as torch.testing.assert_close.
 TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}

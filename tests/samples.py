@@ -227,7 +227,7 @@ def logical_array(spec: T) -> np.ndarray:
 def bfloat16_words(values: np.ndarray) -> np.ndarray:
     """float32 values as bfloat16 words (``int16``), rounded by torch (the oracle)."""
     import torch
-    f32 = np.ascontiguousarray(values, dtype=np.float32)
+    f32 = np.array(values, dtype=np.float32, order="C")     # keeps 0-d arrays 0-d
     return torch.from_numpy(f32).to(torch.bfloat16).view(torch.int16).numpy().copy()
 
 

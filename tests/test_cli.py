@@ -130,6 +130,9 @@ def test_dtype_option(capsys):
     assert report["dtype"] == "bfloat16"
     report = run_json(capsys, "vit-b-16", "--dtype", "float64")
     assert report["parameter_bytes"] == 8 * PUBLISHED["vit-b-16"]
+    report = run_json(capsys, "gpt2", "--seq", "4", "--dtype", "bfloat16")
+    assert report["parameter_bytes"] == 2 * PUBLISHED["gpt2"]
+    assert report["dtype"] == "bfloat16"
 
 
 def test_default_dtype_is_the_configs(capsys):

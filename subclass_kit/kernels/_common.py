@@ -264,6 +264,14 @@ def _type_name(d) -> str:
     return _TYPE_NAMES[d.name]
 
 
+def type_string(d) -> str:
+    """PyTorch's ``toString`` of a cpu tensor type in error texts: ``sk.FloatTensor``, but
+    ``CPUBoolType`` and ``CPUBFloat16Type`` for the dtypes without a legacy tensor class."""
+    if d.name in ("bool", "bfloat16"):
+        return f"CPU{_TYPE_NAMES[d.name]}Type"
+    return f"sk.{d.legacy_name}"
+
+
 def type_name(d) -> str:
     """PyTorch's scalar type name of a dtype (``Float``, ``Long``...), for error texts."""
     return _TYPE_NAMES[d.name]

@@ -213,7 +213,8 @@ def alloc(sizes, strides, dtype, device):
             compute_storage_nbytes_contiguous(sizes, item)
         else:
             compute_storage_nbytes(sizes, strides, item)
-        entry = (layout, extent, tuple(s * item for s in strides), dtype.numpy,
+        # numpy strides in the compute dtype's bytes (bfloat16: float32's 4, not its 2).
+        entry = (layout, extent, tuple(s * dtype.numpy.itemsize for s in strides), dtype.numpy,
                  numel, strides == contig(sizes))
         if len(_ALLOC) < 4096:
             _ALLOC[key] = entry

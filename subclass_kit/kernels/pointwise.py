@@ -104,15 +104,17 @@ class _Info:
     when the dtypes differ. ``wrapped``: whether a Python number in a Tensor position is an
     operand of PyTorch's TensorIterator (a wrapped 0-d tensor, as for ``add``/``eq``: it then
     skips the iterator's fast setup, see ``_iter_layout.layout_of``) or a parameter of a
-    Scalar overload (``pow.Tensor_Scalar``); ``_register`` replaces it by those positions."""
+    Scalar overload (``pow.Tensor_Scalar``); ``_register`` replaces it by those positions.
+    ``bfloat16_fn``: computes bfloat16 results instead of ``fn`` when PyTorch's kernel rounds
+    intermediate results to bfloat16 (``fn`` sees float32 arrays and rounds once)."""
 
-    __slots__ = ("cast_name", "check", "data_check", "fast", "fn", "kind", "kname", "name",
-                 "opmath", "out_check", "post", "unsupported", "wrapped")
+    __slots__ = ("bfloat16_fn", "cast_name", "check", "data_check", "fast", "fn", "kind",
+                 "kname", "name", "opmath", "out_check", "post", "unsupported", "wrapped")
 
     def __init__(self, name, kind, fn, kname=None, unsupported=frozenset(), check=None,
                  post=None, opmath=False, cast_name=type_name, out_check=None,
-                 data_check=None, fast=True, wrapped=True):
-        self.wrapped = wrapped
+                 data_check=None, fast=True, wrapped=True, bfloat16_fn=None):
+        self.wrapped, self.bfloat16_fn = wrapped, bfloat16_fn
         self.name, self.kind, self.fn = name, kind, fn
         self.kname, self.unsupported = kname or f"{name}_cpu", unsupported
         self.check, self.post, self.opmath = check, post, opmath
@@ -174,10 +176,12 @@ def _make_rule(info):
 
 # -- allocation and the numpy fill ----------------------------------------------------------
 def _make_fill(info):
-    fn = info.fn
     opmath = info.opmath
 
     def fill(outs, spec, *args, **kwargs):
+        fn = info.fn
+        if info.bfloat16_fn is not None and spec.dtype is dt.bfloat16:
+            fn = info.bfloat16_fn
         common = spec.compute or spec.dtype
         cn = common.numpy
         if opmath and common is dt.float16:
@@ -221,6 +225,8 @@ def _fast_dtypes(info) -> frozenset:
         ok = ok - _BOOL
     if info.opmath:
         ok = ok - {dt.float16}
+    if info.bfloat16_fn is not None:
+        ok = ok - {dt.bfloat16}
     return ok if info.kind.__class__ is str else frozenset()
 
 

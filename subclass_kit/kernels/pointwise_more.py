@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from ..registry import get_kernel, ops, register_kernel
+from ..storage import round_to_bfloat16
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
 from ._common import Spec, resize_out, type_name
@@ -118,6 +119,25 @@ def logit(out, a, eps=None):
     np.log(np.divide(a, np.subtract(1, a, dtype=a.dtype)), out=out)
 
 
+def logit_bfloat16(out, a, eps=None):
+    """bfloat16 ``logit``: PyTorch's ``(x / (1 - x)).log()`` on ``Vectorized<BFloat16>``
+    rounds the difference, the ratio and the log to bfloat16 (``a``: float32 values)."""
+    if eps is not None and not eps < 0:
+        lo = round_to_bfloat16(eps)
+        hi = round_to_bfloat16(1 - lo)
+        a = np.where(a < lo, lo, np.where(a > hi, hi, a))
+    ratio = round_to_bfloat16(np.divide(a, round_to_bfloat16(np.subtract(1, a))))
+    np.log(ratio, out=out)
+
+
+def xlogy_bfloat16(out, a, b):
+    """bfloat16 ``xlogy``: PyTorch's scalar kernel takes ``std::log`` of a ``BFloat16``,
+    which rounds the log to bfloat16 before the product."""
+    log = round_to_bfloat16(np.log(b))
+    res = np.where(np.isnan(b), np.nan, np.where(a == 0, 0, np.multiply(a, log)))
+    np.copyto(out, res, casting="unsafe")
+
+
 def xlogy(out, a, b):
     """``x * log(y)``: NaN where y is NaN, else 0 where x == 0."""
     res = np.where(np.isnan(b), np.nan, np.where(a == 0, 0, np.multiply(a, np.log(b))))
@@ -205,13 +225,13 @@ _INFOS = {
     ops.sinc: _Info("sinc", "float", sinc, opmath=True),
     ops.rad2deg: _Info("rad2deg", "float", rad2deg),
     ops.deg2rad: _Info("deg2rad", "float", deg2rad),
-    ops.logit: _Info("logit", "float", logit),
+    ops.logit: _Info("logit", "float", logit, bfloat16_fn=logit_bfloat16),
     ops.atan2: _Info("atan2", "float", fns.uf(np.arctan2)),
     ops.hypot: _Info("hypot", "promote", fns.uf(np.hypot), unsupported=_INTEGRAL),
     ops.logaddexp: _Info("logaddexp", "promote", fns.uf(np.logaddexp), unsupported=_INTEGRAL),
     ops.logaddexp2: _Info("logaddexp2", "promote", fns.uf(np.logaddexp2),
                           unsupported=_INTEGRAL),
-    ops.xlogy: _Info("xlogy", "float", xlogy),
+    ops.xlogy: _Info("xlogy", "float", xlogy, bfloat16_fn=xlogy_bfloat16),
     ops.fmod: _Info("fmod", "promote", fmod, unsupported=_BOOL,
                     data_check=fns.int_zero_data_check),
     ops.fmax: _Info("fmax", "promote", fmax),
