@@ -478,3 +478,15 @@ def test_docs_sizing_example_is_the_real_output(capsys):
     code, out, err = run(capsys, *command.split())
     assert code == 0, err
     assert out == expected
+
+
+@pytest.mark.parametrize("name, context", [("mistral-7b", 32768), ("gemma-7b", 8192)])
+def test_docs_sizing_comparison_quotes_current_figures(capsys, name, context):
+    """The comparison in docs/sizing.md quotes our figures: they must be what we print."""
+    with open(os.path.join(ROOT, "docs", "sizing.md"), encoding="utf-8") as f:
+        text = f.read()
+    sdpa = run_json(capsys, name, "--seq", "4096", "--kv-cache", str(context))
+    eager = run_json(capsys, name, "--seq", "4096", "--attention", "eager")
+    for n in (sdpa["parameters"], sdpa["parameter_bytes"], sdpa["kv_cache_bytes"],
+              sdpa["peak_activation_bytes"], eager["peak_activation_bytes"]):
+        assert f"{n:,}" in text, (name, n)

@@ -109,18 +109,18 @@ def test_mixtral_and_gpt2(capsys):
     assert report["kv_cache_bytes"] == 2 * g["n_layer"] * 3 * 1024 * g["n_embd"] * 4
 
 
-def test_layer_caches_of_a_raw_dict_with_layer_types():
-    cfg = {"model_type": "qwen2", "num_hidden_layers": 4, "num_attention_heads": 8,
-           "num_key_value_heads": 2, "hidden_size": 512, "sliding_window": 16,
-           "use_sliding_window": True,
+def test_layer_caches_of_a_parsed_config_with_layer_types():
+    from subclass_kit.zoo.config import parse
+    raw = {"model_type": "qwen2", "num_hidden_layers": 4, "num_attention_heads": 8,
+           "num_key_value_heads": 2, "hidden_size": 512, "intermediate_size": 64,
+           "vocab_size": 10, "sliding_window": 16, "use_sliding_window": True,
            "layer_types": ["full_attention", "sliding_attention"] * 2}
-    assert layer_caches(cfg, context=100, batch=3) == [(3, 2, 100, 64), (3, 2, 16, 64)] * 2
-    cfg["head_dim"] = 32
-    assert layer_caches(cfg, context=8)[0] == (1, 2, 8, 32)
-    with pytest.raises(SizingError, match="num_attention_heads"):
-        layer_caches({"model_type": "llama", "num_hidden_layers": 2}, context=4)
-    with pytest.raises(SizingError, match="layer_types has 1 entries for 4 layers"):
-        layer_caches({**cfg, "layer_types": ["full_attention"]}, context=4)
+    # hidden 512 / 8 heads: head_dim 64; every other layer keeps 16 tokens
+    assert layer_caches(parse(raw), context=100, batch=3) == \
+        [(3, 2, 100, 64), (3, 2, 16, 64)] * 2
+    assert layer_caches(parse({**raw, "head_dim": 32}), context=8)[0] == (1, 2, 8, 32)
+    with pytest.raises(SizingError, match="encoder-only"):
+        layer_caches(zoo.get_config("bert-base-uncased"), context=4)
 
 
 def test_report_line(capsys):

@@ -4,12 +4,13 @@ The cache is built, not computed by formula: for every decoder layer a key and a
 of shape ``(batch, num_key_value_heads, tokens, head_dim)`` in the model's dtype, on the meta
 device, as Hugging Face's ``DynamicCache`` holds them after ``CONTEXT`` tokens; the report is
 the sum of their storages' ``nbytes()``. ``tokens`` is ``CONTEXT``, or ``min(CONTEXT,
-sliding_window)`` on a sliding-window layer (Hugging Face semantics: Mistral/Mixtral apply
-``sliding_window`` to every layer when it is set; Qwen2 only when ``use_sliding_window`` is true,
-and then to the layers ``i >= max_window_layers``; an explicit ``layer_types`` list wins).
-``head_dim`` is the config's when given (Gemma: 256 with hidden 3072 / 16 heads), else
-``hidden_size // num_attention_heads``; ``num_key_value_heads`` defaults to the heads (no GQA);
-GPT-2 reads ``n_layer``/``n_head``/``n_embd``.
+sliding_window)`` on a sliding-window layer, the layer's window being the one its attention
+mask uses (``zoo`` config ``layer_sliding_window``, Hugging Face's rules: Mistral/Mixtral apply
+``sliding_window`` to every layer when it is set; Qwen2 only with ``use_sliding_window``, on the
+layers ``i >= max_window_layers`` or those ``layer_types`` marks "sliding_attention").
+``num_key_value_heads`` (GQA) and ``head_dim`` are the config's as the zoo resolves them (Gemma:
+256 with hidden 3072 / 16 heads; absent: ``hidden_size // num_attention_heads``); GPT-2 reads
+``n_layer``/``n_head``/``n_embd``.
 
 Left out: the model's weights and the forward's activations (reported beside it), allocator
 rounding, a static cache's preallocation to ``max_position_embeddings``, and quantized caches.
@@ -34,10 +35,6 @@ With --kv-cache CONTEXT:
 JSON_TOP_LEVEL = True
 
 _ENCODER_ONLY = ("bert", "vit")
-_QWEN2_MAX_WINDOW_LAYERS = 28     # Qwen2Config's default
-# Config class names of the zoo -> Hugging Face model_type, for configs without one.
-_CLASS_TYPES = {"GPT2Config": "gpt2", "BertConfig": "bert", "ViTConfig": "vit",
-                "LlamaConfig": "llama", "MistralConfig": "mistral"}
 
 
 def add_arguments(parser) -> None:
@@ -62,71 +59,34 @@ def wanted(args) -> bool:
     return getattr(args, "kv_cache", None) is not None
 
 
-def _get(cfg, name: str, default=None):
-    if isinstance(cfg, dict):
-        return cfg.get(name, default)
-    return getattr(cfg, name, default)
-
-
-def _model_type(cfg) -> str | None:
-    return _get(cfg, "model_type") or _CLASS_TYPES.get(type(cfg).__name__)
-
-
-def _required(cfg, name: str, model_type):
-    value = _get(cfg, name)
-    if value is None:
-        raise _error(f"--kv-cache: the {model_type or 'model'} config has no {name!r}")
-    return value
-
-
 def _error(message: str):
     from . import SizingError
     return SizingError(message)
 
 
-def _windows(cfg, model_type, layers: int) -> list:
-    """The sliding window of each layer (None: full attention), by Hugging Face's rules."""
-    window = _get(cfg, "sliding_window")
-    layer_types = _get(cfg, "layer_types")
-    if model_type in ("qwen2", "qwen2_moe") and not _get(cfg, "use_sliding_window", False):
-        window = None
-    if window is None:
-        return [None] * layers
-    if layer_types is not None:
-        return [window if t == "sliding_attention" else None for t in layer_types]
-    if model_type in ("qwen2", "qwen2_moe"):
-        first = _get(cfg, "max_window_layers")
-        first = _QWEN2_MAX_WINDOW_LAYERS if first is None else first
-        return [window if i >= first else None for i in range(layers)]
-    return [window] * layers
-
-
 def layer_caches(cfg, *, context: int, batch: int = 1) -> list:
-    """The cache shape of each decoder layer for ``cfg`` (a zoo or Hugging Face config, object
-    or dict): a list of ``(batch, num_key_value_heads, tokens, head_dim)`` tuples, one per layer
-    (each layer holds a key and a value of that shape).
+    """The cache shape of each decoder layer for ``cfg``, a zoo config (``zoo.get_config``, or
+    ``zoo.config.parse`` of a ``config.json`` dict, which resolves ``num_key_value_heads`` and
+    ``head_dim``): a list of ``(batch, num_key_value_heads, tokens, head_dim)`` tuples, one per
+    layer (each layer holds a key and a value of that shape). A layer's sliding window is the
+    one its attention mask uses (``cfg.layer_sliding_window``), so the cache holds exactly the
+    keys the model attends to.
 
-    Raises SizingError for an encoder-only model (bert, vit) or a missing config field.
+    Raises SizingError for an encoder-only model (bert, vit).
     """
-    model_type = _model_type(cfg)
+    model_type = cfg.model_type
     if model_type in _ENCODER_ONLY:
         raise _error(f"--kv-cache: {model_type} is an encoder-only model (no causal "
                      "generation), so it keeps no key/value cache")
     if model_type == "gpt2":
-        layers = _required(cfg, "n_layer", model_type)
-        heads = kv_heads = _required(cfg, "n_head", model_type)
-        head_dim = _required(cfg, "n_embd", model_type) // heads
-    else:
-        layers = _required(cfg, "num_hidden_layers", model_type)
-        heads = _required(cfg, "num_attention_heads", model_type)
-        kv_heads = _get(cfg, "num_key_value_heads") or heads
-        head_dim = _get(cfg, "head_dim") or _required(cfg, "hidden_size", model_type) // heads
-    windows = _windows(cfg, model_type, layers)
-    if len(windows) != layers:
-        raise _error(f"--kv-cache: the config's layer_types has {len(windows)} entries for "
-                     f"{layers} layers")
-    return [(batch, kv_heads, context if w is None else min(context, w), head_dim)
-            for w in windows]
+        head_dim = cfg.n_embd // cfg.n_head
+        return [(batch, cfg.n_head, context, head_dim)] * cfg.n_layer
+    shapes = []
+    for layer in range(cfg.num_hidden_layers):
+        window = cfg.layer_sliding_window(layer)
+        tokens = context if window is None else min(context, window)
+        shapes.append((batch, cfg.num_key_value_heads, tokens, cfg.head_dim))
+    return shapes
 
 
 def measure(ctx) -> dict:
