@@ -43,7 +43,9 @@ def _transposed_strides(b, h, s, e) -> tuple:
 
 
 def _check(query, key, value, dropout_p, attn_mask):
-    if dropout_p > 0.0:
+    """Validate a call; ``dropout_p`` None skips the dropout check (the backward ignores it,
+    as PyTorch's does). Returns the device."""
+    if dropout_p is not None and dropout_p > 0.0:
         raise RuntimeError(f"{_NAME}: Currently do not support dropout > 0")
     if not (query.ndim == key.ndim == value.ndim == 4):
         raise RuntimeError(f"{_NAME}: Accept only 4 dims inputs shape of {{B, H, T, K}}")
@@ -76,7 +78,10 @@ def _forward_rule(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mas
 
 def _backward_rule(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *,
                    attn_mask=None, scale=None):
-    device = _check(query, key, value, dropout_p, attn_mask)
+    device = _check(query, key, value, None, attn_mask)
+    if grad_out._dtype is not query._dtype:
+        raise RuntimeError(f"expected scalar type {type_name(query._dtype)} but found "
+                           f"{type_name(grad_out._dtype)}")
     if grad_out._layout.sizes != query._layout.sizes[:3] + value._layout.sizes[3:]:
         raise RuntimeError(f"{_NAME}: grad_out {list(grad_out.shape)} does not match the "
                            f"output's shape")
