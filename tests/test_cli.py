@@ -490,3 +490,12 @@ def test_docs_sizing_comparison_quotes_current_figures(capsys, name, context):
     for n in (sdpa["parameters"], sdpa["parameter_bytes"], sdpa["kv_cache_bytes"],
               sdpa["peak_activation_bytes"], eager["peak_activation_bytes"]):
         assert f"{n:,}" in text, (name, n)
+
+
+def test_docs_sizing_names_every_json_field(capsys):
+    with open(os.path.join(ROOT, "docs", "sizing.md"), encoding="utf-8") as f:
+        text = f.read()
+    report = run_json(capsys, "llama-2-7b", "--seq", "8", "--kv-cache", "64",
+                      "--gpu-memory", "24GB")
+    assert [key for key in report if f"`{key}`" not in text] == []
+    assert [key for key in report["blocks"][0] if f"`{key}`" not in text] == []
