@@ -111,7 +111,7 @@ def measure(ctx) -> dict:
 
 
 def format(section) -> list:
-    from ..cli import human_bytes
+    from .report import human_bytes
 
     n, context = section["kv_cache_bytes"], section["kv_cache_context"]
     parts = ", ".join(f"{g['layers']} layers x K,V [{', '.join(map(str, g['shape']))}]"
