@@ -12,6 +12,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from subclass_kit import cli, zoo
 from subclass_kit.cli import human_bytes, main
@@ -499,3 +501,31 @@ def test_docs_sizing_names_every_json_field(capsys):
                       "--gpu-memory", "24GB")
     assert [key for key in report if f"`{key}`" not in text] == []
     assert [key for key in report["blocks"][0] if f"`{key}`" not in text] == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["layers", "h", "blocks"]), st.integers(0, 5),
+                          st.integers(1, 3), st.integers(0, 2)), max_size=30))
+def test_collapse_blocks_expands_back_to_the_rows(spec):
+    """Each collapsed row stands for consecutive rows prefix.i..j that are identical, and the
+    rows expand back to the input in order; no two neighbouring output rows could merge."""
+    rows, index = [], {}
+    for prefix, step, params, nbytes in spec:
+        index[prefix] = index.get(prefix, -1) + (step or 1)     # increasing, sometimes gaps
+        rows.append(_row(f"{prefix}.{index[prefix]}", params=params, nbytes=nbytes))
+    out = collapse_blocks(rows, dash="-", times="x")
+    expanded = []
+    for label, row in out:
+        m = re.fullmatch(r"(.*)\.(\d+)-(\d+) x(\d+)", label)
+        if m:
+            prefix, i, j, n = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+            assert n == j - i + 1 >= 2
+            expanded += [(f"{prefix}.{k}", row) for k in range(i, j + 1)]
+        else:
+            expanded.append((label, row))
+    assert [name for name, _ in expanded] == [r.name for r in rows]
+    by_name = {r.name: r for r in rows}
+    for name, row in expanded:
+        twin = by_name[name]
+        assert (twin.output_shape, twin.parameters, twin.cumulative_allocated_bytes) == \
+            (row.output_shape, row.parameters, row.cumulative_allocated_bytes)

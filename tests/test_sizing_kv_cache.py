@@ -8,6 +8,8 @@ import json
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from subclass_kit import zoo
 from subclass_kit.cli import main
@@ -150,3 +152,40 @@ def test_user_function_needs_a_config(capsys):
 def test_bad_context(capsys):
     code, _, err = run(capsys, "gpt2", "--kv-cache", "0")
     assert code == 2 and "must be at least 1" in err
+
+
+@settings(max_examples=60, deadline=None)
+@given(model_type=st.sampled_from(["llama", "mistral", "qwen2", "gemma"]),
+       layers=st.integers(1, 6), kv_heads=st.integers(1, 4), group=st.integers(1, 4),
+       head_dim=st.sampled_from([None, 8, 24]), window=st.one_of(st.none(), st.integers(1, 64)),
+       use_window=st.booleans(), max_window_layers=st.integers(0, 6),
+       context=st.integers(1, 100), batch=st.integers(1, 3))
+def test_cache_bytes_match_the_hand_formula(model_type, layers, kv_heads, group, head_dim,
+                                            window, use_window, max_window_layers, context,
+                                            batch):
+    """Any decoder config: 2 (K and V) x batch x kv_heads x tokens x head_dim x bytes per
+    layer, tokens capped by the window where Hugging Face applies it."""
+    from types import SimpleNamespace
+
+    from subclass_kit.sizing.kv_cache import measure
+    from subclass_kit.zoo.config import parse
+
+    heads = kv_heads * group
+    raw = {"model_type": model_type, "num_hidden_layers": layers, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "hidden_size": 16 * heads,
+           "intermediate_size": 8, "vocab_size": 11, "sliding_window": window,
+           "use_sliding_window": use_window, "max_window_layers": max_window_layers}
+    if head_dim is not None:
+        raw["head_dim"] = head_dim
+    # Absent head_dim: hidden / heads, except GemmaConfig whose default is 256.
+    dim = head_dim or (256 if model_type == "gemma" else 16)
+    expected = 0
+    for i in range(layers):
+        slides = window is not None and (
+            model_type == "mistral"
+            or (model_type == "qwen2" and use_window and i >= max_window_layers))
+        tokens = min(context, window) if slides else context
+        expected += 2 * batch * kv_heads * tokens * dim * 2             # float16
+    args = SimpleNamespace(kv_cache=context, batch=batch, dtype="float16")
+    ctx = SimpleNamespace(config=parse(raw), args=args, name="cfg")
+    assert measure(ctx)["kv_cache_bytes"] == expected

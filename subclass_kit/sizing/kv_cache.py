@@ -9,7 +9,8 @@ mask uses (``zoo`` config ``layer_sliding_window``, Hugging Face's rules: Mistra
 ``sliding_window`` to every layer when it is set; Qwen2 only with ``use_sliding_window``, on the
 layers ``i >= max_window_layers`` or those ``layer_types`` marks "sliding_attention").
 ``num_key_value_heads`` (GQA) and ``head_dim`` are the config's as the zoo resolves them (Gemma:
-256 with hidden 3072 / 16 heads; absent: ``hidden_size // num_attention_heads``); GPT-2 reads
+256 with hidden 3072 / 16 heads; absent: ``hidden_size // num_attention_heads``, or Gemma's
+default 256); GPT-2 reads
 ``n_layer``/``n_head``/``n_embd``.
 
 Left out: the model's weights and the forward's activations (reported beside it), allocator
