@@ -40,7 +40,8 @@ def test_summarize_records_one_point_per_op_with_the_peak():
     assert max(p["activations"] for p in s.timeline) == s.peak_activation_bytes == 3 * 4000
     assert s.timeline[0]["activations"] == 2 * 4000      # the input and the first result
     for p in s.timeline:
-        assert set(p) == {"at", "phase", *timeline.CATEGORIES}
+        assert set(p) == {"at", "phase", "parameters", "gradients", "optimizer_states",
+                          "activations", "temporaries"}
         assert p["phase"] == "forward" and p["parameters"] == 0
     assert zoo.summarize(chain, (x,)).timeline is None    # not recorded unless asked
 
@@ -148,3 +149,22 @@ def test_plot_with_json_and_a_user_function(capsys, tmp_path):
     assert code == 0, err
     assert json.loads(out)["output_shape"][-1] == 10
     assert path.stat().st_size > 0
+
+
+@needs_matplotlib
+def test_draw_a_training_like_timeline(tmp_path):
+    """Three phases, buffers and a module name at the peak (modes.MemTracker's points)."""
+    from subclass_kit.sizing import plot
+    points = []
+    for i, phase in enumerate(["forward"] * 5 + ["backward"] * 5 + ["optimizer"] * 2):
+        points.append({"at": f"op{i}", "module": "layers.0", "phase": phase, "parameters": 4,
+                       "buffers": 1, "gradients": i if phase != "forward" else 0,
+                       "optimizer_states": 8 if phase == "optimizer" else 0,
+                       "activations": 12 - i, "temporaries": i % 2})
+    assert timeline.total(points[11]) == 4 + 1 + 11 + 8 + 1 + 1
+    path = tmp_path / "train.svg"
+    plot.draw(points, str(path), title="m: training step")
+    text = path.read_text()
+    assert "layers.0: op" in text and "optimizer" in text and "buffers" in text
+    with pytest.raises(ValueError, match="no points"):
+        plot.draw([], str(tmp_path / "empty.png"))

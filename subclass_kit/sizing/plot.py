@@ -45,7 +45,7 @@ def draw(points: list, path: str, *, title: str = "") -> None:
     xs = list(range(len(points)))
     gib = 1024 ** 3
     series = [[p.get(c, 0) / gib for p in points] for c in CATEGORIES]
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = plt.subplots(figsize=(12, 4.5))
     try:
         # Phase bands behind the areas.
         start = 0
@@ -62,15 +62,18 @@ def draw(points: list, path: str, *, title: str = "") -> None:
                      alpha=0.85)
         peak = max(xs, key=lambda i: total(points[i]))
         peak_gib = total(points[peak]) / gib
+        where = points[peak].get("at", "?")
+        if points[peak].get("module"):       # training timelines name the module apart
+            where = f"{points[peak]['module']}: {where}"
         ax.axhline(peak_gib, color="black", lw=0.8, ls="--", zorder=3,
-                   label=f"peak {peak_gib:.2f} GiB at {points[peak].get('at', '?')}")
+                   label=f"peak {peak_gib:.2f} GiB at {where}")
         ax.plot([peak], [peak_gib], "kv", ms=5, zorder=4)
         ax.set_xlim(-0.5, len(points) - 0.5)
         ax.set_ylim(0, peak_gib * 1.15 or 1)
         ax.set_xlabel("moment of the run (op order)")
         ax.set_ylabel("GiB live")
         ax.set_title(title, pad=14)
-        ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)   # beside the plot
         fig.tight_layout()
         fig.savefig(path)
     finally:

@@ -8,7 +8,8 @@ boundary), each a dict of bytes live at that moment::
      "activations": int, "temporaries": int}
 
 The categories are those of PyTorch's ``torch.distributed._tools.mem_tracker.MemTracker``
-(parameters, gradients, optimizer states, activations, temporaries). The inference timeline
+(parameters, buffers, gradients, optimizer states, activations, temporaries); a missing one
+counts 0. The inference timeline
 (``zoo.summarize(..., timeline=True)``) has only parameters and activations; the ``train``
 section carries the training step's under ``"timeline"``. ``--plot`` draws one
 (``sizing/plot.py``).
@@ -18,8 +19,11 @@ from __future__ import annotations
 
 __all__ = ["CATEGORIES", "MAX_POINTS", "total", "downsample"]
 
-# The byte categories of a point, bottom to top in a stacked plot.
-CATEGORIES = ("parameters", "gradients", "optimizer_states", "activations", "temporaries")
+# The byte categories of a point, bottom to top in a stacked plot. "buffers" appears in the
+# training timeline only (``modes.MemTracker``, as PyTorch's MemTracker has it); a point may
+# carry more keys ("module", "node"...), which plots and sums ignore.
+CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "activations",
+              "temporaries")
 
 # A plot or a JSON file needs no more: a 2000-pixel-wide figure shows one point per column.
 MAX_POINTS = 2000
