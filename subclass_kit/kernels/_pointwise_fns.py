@@ -266,6 +266,13 @@ def remainder(out, a, b):
     np.remainder(a, b, out=out)
 
 
+def remainder_bfloat16(out, a, b):
+    """bfloat16 ``remainder``: PyTorch's reduced-precision kernel is ``fmod``, plus ``b`` when
+    the signs differ, so a zero keeps the dividend's sign (numpy's gives the divisor's)."""
+    mod = np.fmod(a, b)
+    np.copyto(out, np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod))
+
+
 def pow(out, a, b):
     if out.dtype.kind == "b":  # only pow(bool, 0 or 1)
         np.copyto(out, True if not b else a)
