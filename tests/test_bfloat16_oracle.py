@@ -39,12 +39,6 @@ _REDUCED = ("torch's bfloat16 softmax / log-sum-exp / product / BCE kernels roun
             "results differently; ours compute in float32 and round once (1-ulp differences)")
 KNOWN_VALUES: dict = {
     **{f"{op}.{ov}": _SIGNED_ZERO for op, ovs in {
-        "clamp": ("default", "out"), "clamp_": ("default",),
-        "clamp_max": ("default", "out", "Tensor", "Tensor_out"),
-        "clamp_max_": ("default", "Tensor"),
-        "clamp_min": ("default", "out", "Tensor", "Tensor_out"),
-        "clamp_min_": ("default", "Tensor"), "relu": ("default", "out"), "relu_": ("default",),
-        "fmax": ("default", "out"), "fmin": ("default", "out"),
         "cumsum": ("default", "out"), "logcumsumexp": ("default", "out"),
         "nll_loss_backward": ("default",)}.items() for ov in ovs},
     **{f"{op}.{ov}": _TAIL for op, ovs in {
