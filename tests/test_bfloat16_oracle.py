@@ -48,11 +48,6 @@ KNOWN_VALUES: dict = {
         "logsumexp.default", "logsumexp.out", "prod.dim_int", "prod.int_out",
         "binary_cross_entropy.default", "binary_cross_entropy_backward.default",
         "binary_cross_entropy_with_logits.default")},
-    **{name: ("default posinf/neginf are float32's largest values, not bfloat16's (the numpy "
-              "fill sees float32 arrays)")
-       for name in ("nan_to_num.default", "nan_to_num.out", "nan_to_num_.default")},
-    "signbit.default": "torch's bfloat16 signbit of a NaN with the sign bit set is False",
-    "signbit.out": "torch's bfloat16 signbit of a NaN with the sign bit set is False",
     **{name: ("torch refuses a bfloat16 out= for an integer tensor times a float number "
               "(\"Expected out tensor to have dtype float\"); we cast, as for float16")
        for name in ("mul.out", "div.out", "div.out_mode")},
@@ -188,6 +183,18 @@ def test_round_to_nearest_even_every_bit_pattern(bits):
     ours = sk.tensor(f32.tolist(), dtype=sk.float32).to(sk.bfloat16)
     theirs = torch.from_numpy(f32.copy()).to(torch.bfloat16)
     assert _same_words(_words_from_sk(ours), _words_from_torch(theirs))
+
+
+def test_reads_keep_the_words():
+    """Reading bfloat16 values (a sum, a copy, tolist, abs) never changes the stored words,
+    NaN payloads and signs included; signbit sees them as torch's does."""
+    words = [-1, -64, 0x7FC0, 0x7F81, -32768, 0x3F81, 0x0001, -32767]
+    x = sk.tensor(words, dtype=sk.int16).view(sk.bfloat16)
+    t = torch.tensor(words, dtype=torch.int16).view(torch.bfloat16)
+    x.sum(), x.clone(), x.tolist(), x[1:].abs()
+    assert x.view(sk.int16).tolist() == words
+    assert sk.signbit(x).tolist() == torch.signbit(t).tolist()
+    assert result_diffs(x.clone().view(sk.int16), t.clone().view(torch.int16)) == []
 
 
 def test_stores_round_through_views_and_in_place_ops():

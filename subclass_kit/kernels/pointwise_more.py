@@ -96,6 +96,15 @@ def nan_to_num(out, a, nan=None, posinf=None, neginf=None):
     np.copyto(out, res, casting="unsafe")
 
 
+_BFLOAT16_MAX = float.fromhex("0x1.fep127")
+
+
+def nan_to_num_bfloat16(out, a, nan=None, posinf=None, neginf=None):
+    """bfloat16 ``nan_to_num``: infinities default to bfloat16's largest values."""
+    nan_to_num(out, a, nan, _BFLOAT16_MAX if posinf is None else posinf,
+               -_BFLOAT16_MAX if neginf is None else neginf)
+
+
 def sinc(out, a):
     """``sin(pi x) / (pi x)``, 1 at 0 (PyTorch's formula, in the compute dtype)."""
     y = np.multiply(np.where(a == 0, 1, a), a.dtype.type(math.pi))
@@ -208,7 +217,8 @@ _INFOS = {
                          fast=False, bfloat16_fn=fns.clamp_max_bfloat16),
     ops.clamp_max.Tensor: _Info("clamp_max", "promote", clamp_max, fast=False,
                                 bfloat16_fn=fns.clamp_max_bfloat16),
-    ops.nan_to_num: _Info("nan_to_num", "same", nan_to_num, out_check=_nan_to_num_out),
+    ops.nan_to_num: _Info("nan_to_num", "same", nan_to_num, out_check=_nan_to_num_out,
+                          bfloat16_fn=nan_to_num_bfloat16),
     # transcendental and angle ops: integers and bool compute in the default float dtype
     ops.tan: _Info("tan", "float", fns.uf(np.tan)),
     ops.asin: _Info("asin", "float", fns.uf(np.arcsin)),
