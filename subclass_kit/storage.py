@@ -18,7 +18,8 @@ Note [Storage dtype and compute dtype]
     word, ``Storage._shadow``), which every bfloat16 tensor over the storage reads and writes
     through ``Tensor._array()`` (so views stay views and kernels need no bfloat16 code). Values
     a kernel stores there are rounded to bfloat16 -- round to nearest even, overflow to inf,
-    NaN to the quiet NaN ``0x7FC0`` (``c10::round_to_nearest_even``) -- whenever a bfloat16
+    NaN to the quiet NaN ``0x7FC0`` (``c10::round_to_nearest_even``) unless it already is a
+    bfloat16 NaN, so values read and never written keep their words -- whenever a bfloat16
     tensor of the storage is next read (``_sync_shadow``), so every read sees bfloat16 values,
     exactly as if each store had rounded. Anything reading the bytes themselves (``_bytes()``,
     a tensor of another dtype over the same storage, ``resize_``) first writes the rounded
@@ -39,14 +40,18 @@ def round_bfloat16_bits(bits: np.ndarray) -> np.ndarray:
     """The bfloat16 words (``uint16``) nearest to float32 values given by their bit patterns
     (``uint32``, any shape): PyTorch's ``c10::round_to_nearest_even`` -- add ``0x7FFF`` plus
     the lowest kept bit, keep the upper 16 bits (ties go to even, values beyond the largest
-    bfloat16 become inf) -- with every NaN mapped to the quiet NaN ``0x7FC0``."""
+    bfloat16 become inf) -- with a NaN mapped to the quiet NaN ``0x7FC0``, unless it already
+    is a bfloat16 word (lower 16 bits zero: kept, so rounding a read value never changes it)."""
     shape = np.shape(bits)
     bits = np.asarray(bits, dtype=np.uint32).reshape(-1)    # arrays: no scalar overflow warnings
     rounded = (bits >> 16) & 1
     rounded += 0x7FFF
     rounded += bits             # wraps around only for NaNs, replaced below
     words = (rounded >> 16).astype(np.uint16)
-    words[(bits & 0x7FFFFFFF) > 0x7F800000] = 0x7FC0
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    if nan.any():
+        nan_bits = bits[nan]
+        words[nan] = np.where(nan_bits & 0xFFFF, 0x7FC0, nan_bits >> 16)
     return words.reshape(shape)
 
 
