@@ -15,3 +15,6 @@ from .functionalization import FunctionalTensorWrapper as FunctionalTensorWrappe
 from .functionalization import from_functional as from_functional
 from .functionalization import functionalize as functionalize
 from .functionalization import to_functional as to_functional
+from .flop_counter import FlopCounterMode as FlopCounterMode
+from .flop_counter import register_flop_formula as register_flop_formula
+from .module_tracker import ModuleTracker as ModuleTracker

@@ -13,6 +13,7 @@ from ._dtype import bool_ as bool  # noqa: A001  (sk.bool, as torch.bool)
 from ._dtype import can_cast as can_cast
 from ._dtype import dtype as dtype
 from ._dtype import float16 as float16
+from ._dtype import bfloat16 as bfloat16
 from ._dtype import float32 as float32
 from ._dtype import float64 as float64
 from ._dtype import get_default_dtype as get_default_dtype
@@ -126,6 +127,7 @@ from .api.math_more import *  # noqa: E402,F401,F403  (names listed in api.math_
 # Linear algebra, nn and shape-combining ops (kernels, composites, API).
 from .kernels import linalg as _linalg  # noqa: E402
 from .kernels import nn as _nn_kernels  # noqa: E402
+from .kernels import attention as _attention_kernels  # noqa: E402
 from .kernels import losses as _loss_kernels  # noqa: E402
 from .kernels import shape as _shape  # noqa: E402
 from .kernels import index_ops as _index_ops  # noqa: E402

@@ -2,7 +2,7 @@
 port PyTorch subclass/mode code to subclass_kit.
 
     subclass-kit list
-    subclass-kit shapes MODEL [--batch B] [--seq S] [--dtype DTYPE] [--json]
+    subclass-kit shapes MODEL [--batch B] [--seq S] [--dtype DTYPE] [--json] [...]
     subclass-kit shapes path/to/config.json [...]
     subclass-kit shapes path/to/file.py:function [...]
     subclass-kit port FILE.py... [-w | --diff]
@@ -22,18 +22,20 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import inspect
-import json
 import os
 import sys
 import traceback
+import warnings
 
 import subclass_kit as sk
 
 from . import sizing, zoo
+from .sizing import report
+from .sizing.report import human_bytes, parse_size
 
-__all__ = ["main"]
+__all__ = ["main", "human_bytes"]
 
-DTYPES = {"float32": sk.float32, "float16": sk.float16, "float64": sk.float64}
+DTYPES = {n: getattr(sk, n) for n in ("float32", "float16", "bfloat16", "float64")}
 
 _SHAPES_HELP = """\
 TARGET is a zoo model name (see `subclass-kit list`), a Hugging Face config.json
@@ -53,15 +55,30 @@ return (model, example_inputs):
                   device="meta" so that nothing is allocated.
 See examples/custom_model.py.
 
-The numbers:
-  parameters        sum of numel() of the parameter tensors the model created (tied once)
-  parameter bytes   sum of numel() * element_size() of the same tensors
-  activation bytes  per block: bytes of the new storages its ops returned (views and in-place
-                    results are free); "(top level)" holds ops outside every block
-  peak activations  an inference estimate: the largest total, at any moment of the forward,
-                    of the inputs' bytes plus the bytes of op results still referenced, each
-                    freed when its last tensor dies (as eager execution frees memory). No
-                    autograd buffers, allocator rounding, kernel workspaces or fusion.
+The numbers (bytes unless said otherwise; the --json name in brackets; docs/sizing.md):
+  parameters        [parameters] sum of numel() of the parameter tensors the model created
+                    (tied tensors once); MoE models also give [active_parameters], those one
+                    token uses
+  parameter bytes   [parameter_bytes] sum of numel() * element_size() of the same tensors
+  peak activations  [peak_activation_bytes] an inference estimate: the largest total, at any
+                    moment of one forward at --batch/--seq, of the inputs' bytes plus the bytes
+                    of op results still referenced, each freed when its last tensor dies (as
+                    eager execution frees memory). Attention as --attention says. No autograd
+                    buffers, allocator rounding, kernel workspaces or other fusion.
+  total             [total_memory_bytes, total_memory_basis] what the run needs at its peak:
+                    parameter bytes + KV cache + peak activations for inference; the training
+                    step's peak with --train; the largest rank's with --fsdp/--tp. No CUDA
+                    context, allocator rounding or workspaces.
+  fits              [fits, gpu_memory_bytes] with --gpu-memory: total <= SIZE
+  per block         [blocks]: output shape, parameters (a tied tensor in the first block that
+                    holds it), and "allocated (cumulative)" [cumulative_allocated_bytes]: the
+                    running sum of the bytes of new storages its ops returned (views and
+                    in-place results are free), never decreased when they are freed, so
+                    allocator traffic, not memory held at once; "(top level)" holds ops outside
+                    every block. Consecutive identical blocks (same output shape, parameters
+                    and bytes) are shown as one row, e.g. model.layers.0-31 x32.
+Warnings the model raises (e.g. --seq past max_position_embeddings) are printed in the report
+([warnings]); [notes] say what a figure assumes.
 """
 
 
@@ -113,6 +130,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _plot_file(text: str) -> str:
+    if not text.lower().endswith((".png", ".svg")):
+        raise argparse.ArgumentTypeError(f"{text!r}: the file name must end in .png or .svg")
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="subclass-kit", description="Shapes, parameter counts and activation sizes of "
@@ -124,17 +154,32 @@ def _parser() -> argparse.ArgumentParser:
         "shapes", help="report parameters, output shape, per-block table and peak activations",
         description="Build TARGET's parameters on the meta device (no data), run its forward "
         "on meta inputs\n(token ids int64 (B, S) for text models, images (B, 3, 224, 224) for "
-        "ViT) and report the\nparameters, output shape, a per-block table and a "
-        "peak-activation estimate.",
-        epilog=_SHAPES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "ViT) and report a\nsummary (parameters, weights, peak activations, KV cache, the "
+        "total and whether it fits),\nthen one row per block.",
+        epilog=_SHAPES_HELP + "".join("\n" + f.HELP for f in sizing.features()
+                                      if getattr(f, "HELP", None)),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     shapes.add_argument("target", metavar="TARGET",
                         help="a zoo model name, path/to/config.json or path/to/file.py:function")
     shapes.add_argument("--batch", type=_positive_int, help="batch size (default 1)")
     shapes.add_argument("--seq", type=_positive_int,
                         help=f"sequence length for text models (default {zoo.nn.DEFAULT_SEQ})")
     shapes.add_argument("--dtype", choices=list(DTYPES),
-                        help="parameter and activation dtype (default float32)")
-    shapes.add_argument("--json", action="store_true", help="print one JSON object")
+                        help="parameter and activation dtype (default: the config's "
+                        "torch_dtype for a zoo model or config.json, else float32)")
+    shapes.add_argument("--attention", choices=["sdpa", "eager"],
+                        help="how zoo models compute attention (default sdpa): sdpa as "
+                        "PyTorch's scaled_dot_product_attention with a fused kernel (the "
+                        "(seq, seq) scores are never held), eager as softmax(q k^T) v written "
+                        "out (scores and probabilities held per layer)")
+    shapes.add_argument("--gpu-memory", metavar="SIZE", type=_size,
+                        help="say whether the total fits in SIZE (e.g. 80GiB, 24GB)")
+    shapes.add_argument("--plot", metavar="FILE", type=_plot_file,
+                        help="draw the memory timeline (training step with --train, else the "
+                        "inference forward) to FILE.png or FILE.svg; needs matplotlib "
+                        '(pip install "subclass-kit[plot]")')
+    shapes.add_argument("--json", action="store_true",
+                        help="print one JSON object (fields: docs/sizing.md)")
     sizing.add_arguments(shapes)
     port = sub.add_parser(
         "port", help="rewrite PyTorch subclass/mode code to subclass_kit",
@@ -160,42 +205,25 @@ def main(argv=None) -> int:
         return 0
     if args.command == "port":
         return _port(args)
-    try:
-        model, inputs, name = _build(args)
-    except _UsageError as e:
-        print(f"subclass-kit shapes: error: {e}", file=sys.stderr)
-        return 2
-    except _UserCodeError as e:
-        usage = _too_large(e.__cause__, str(e))
-        if usage is not None:
-            print(f"subclass-kit shapes: error: {usage}", file=sys.stderr)
+    # Warnings the model's code raises (a --seq past the trained positions...) go into the
+    # report, not to a stderr line the user may never see next to a long table.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            status, render = _shapes(args)
+        except _UsageError as e:
+            print(f"subclass-kit shapes: error: {e}", file=sys.stderr)
             return 2
-        print(f"subclass-kit shapes: error: {e} raised:", file=sys.stderr)
-        traceback.print_exception(e.__cause__, file=sys.stderr)
-        return 1
-    ctx = sizing.SizingContext(model=model, inputs=inputs, name=name, args=args,
-                               config=_config_of(args.target))
-    chosen = sizing.wanted(args)
-    try:
-        sizing.prepare(ctx, chosen)
-        ctx.summary = summary = zoo.summarize(model, inputs, name=name)
-        sizing.run(ctx, chosen)
-    except sizing.SizingError as e:
-        print(f"subclass-kit shapes: error: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:
-        usage = _too_large(e, name)
-        if usage is not None:
-            print(f"subclass-kit shapes: error: {usage}", file=sys.stderr)
-            return 2
-        print(f"subclass-kit shapes: error: the forward of {name} raised:", file=sys.stderr)
-        traceback.print_exc(file=sys.stderr)
-        return 1
-    if args.json:
-        text = json.dumps({**summary.to_dict(), **ctx.results})
-    else:
-        text = format_summary(summary, [line for f in chosen
-                                        for line in f.format(ctx.results[f.NAME])], ctx.notes)
+    if status:
+        return status
+    model_warnings = []
+    for w in caught:
+        if issubclass(w.category, UserWarning):
+            if str(w.message) not in model_warnings:     # once each, as Python's default
+                model_warnings.append(str(w.message))
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    text = render(model_warnings)
     try:
         print(text)
         sys.stdout.flush()
@@ -203,6 +231,86 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     return 0
+
+
+def _shapes(args):
+    """Build, trace and measure; returns ``(status, render)``: ``render(warnings)`` makes the
+    report text once the warnings are known. Raises _UsageError."""
+    if args.plot:        # before the work: a missing matplotlib is known at once
+        from .sizing import plot
+        try:
+            plot.require()
+        except plot.PlotUnavailable as e:
+            raise _UsageError(str(e)) from None
+    try:
+        model, inputs, name, config = _build(args)
+    except _UserCodeError as e:
+        usage = _too_large(e.__cause__, str(e))
+        if usage is not None:
+            raise usage from None
+        print(f"subclass-kit shapes: error: {e} raised:", file=sys.stderr)
+        traceback.print_exception(e.__cause__, file=sys.stderr)
+        return 1, None
+    ctx = sizing.SizingContext(model=model, inputs=inputs, name=name, args=args, config=config)
+    if config is not None and args.dtype_from_config:
+        ctx.notes.append(f"dtype {args.dtype}: the config's torch_dtype (--dtype to change)")
+    chosen = sizing.wanted(args)
+    try:
+        sizing.prepare(ctx, chosen)
+        ctx.summary = summary = zoo.summarize(model, inputs, name=name,
+                                              timeline=bool(args.plot))
+        sizing.run(ctx, chosen)
+    except sizing.SizingError as e:
+        raise _UsageError(str(e)) from None
+    except Exception as e:
+        usage = _too_large(e, name)
+        if usage is not None:
+            raise usage from None
+        print(f"subclass-kit shapes: error: the forward of {name} raised:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return 1, None
+    if args.plot:
+        _plot(args.plot, ctx)
+    options = {"attention": args.attention, "gpu_memory": args.gpu_memory}
+
+    def render(model_warnings):
+        if args.json:
+            import json
+            for message in model_warnings:
+                print(f"subclass-kit shapes: warning: {message}", file=sys.stderr)
+            return json.dumps(report.json_report(summary, ctx.results, chosen, notes=ctx.notes,
+                                                 warnings=model_warnings, **options))
+        extra = [line for f in chosen for line in f.format(ctx.results[f.NAME])]
+        notes = ctx.notes + [f"warning: {m}" for m in model_warnings]
+        return report.format_report(summary, ctx.results, extra, notes, ascii_only=not _can_print(
+            "\u2013\u00d7"), **options)
+    return 0, render
+
+
+def _can_print(text: str) -> bool:
+    """Whether stdout's encoding can write ``text`` (an ASCII terminal cannot write ``×``)."""
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _plot(path: str, ctx) -> None:
+    """Draw the training step's timeline (``--train``) or the inference one into ``path``."""
+    from .sizing import plot, timeline
+    train = ctx.results.get("train")
+    points = train.get("timeline") if isinstance(train, dict) else None
+    what = "training step"
+    if not points:
+        points, what = ctx.summary.timeline, "inference forward"
+    title = f"{ctx.name}: {what}"
+    try:
+        plot.draw(timeline.downsample(points), path, title=title)
+    except OSError as e:
+        raise _UsageError(f"--plot: cannot write {path}: {e}") from None
+    except ValueError as e:      # no op ran: nothing to draw
+        raise _UsageError(f"--plot: {ctx.name}: {e}") from None
 
 
 def _port(args) -> int:
@@ -242,30 +350,35 @@ def _port(args) -> int:
 
 
 # -- building the model ------------------------------------------------------------------------
-def _config_of(target: str):
-    """The zoo or config.json config of ``target``, or None for a user function."""
-    try:
-        if target.endswith(".json"):
-            return zoo.load_config(target)
-        return zoo.get_config(target)
-    except ValueError:
-        return None
-
-
 def _build(args):
-    """(model, inputs, display name) for the target; raises _UsageError."""
+    """(model, inputs, display name, config or None) for the target; raises _UsageError.
+
+    A zoo name and a config.json are one path (the zoo's models are shipped config.json
+    files). For them, resolves ``args.dtype`` (the --dtype given, else the config's
+    ``torch_dtype``, else float32; ``args.dtype_from_config`` says which) and
+    ``args.attention`` (default sdpa)."""
     target = args.target
+    args.dtype_from_config = False
     path, sep, func = target.rpartition(":")
     if sep and path.endswith(".py"):
-        return _build_from_file(path, func, args)
+        if args.attention is not None:
+            raise _UsageError(f"{target}: --attention chooses the attention of zoo models and "
+                              "configs; a user function's code decides its own")
+        return (*_build_from_file(path, func, args), None)
     if target.endswith(".py"):
         raise _UsageError(f"{target}: name the function to call: {target}:function")
-    dtype = DTYPES[args.dtype or "float32"]
+    args.attention = args.attention or "sdpa"
     try:
         if target.endswith(".json"):
-            model = zoo.from_config(target, dtype=dtype, device="meta")
+            config = zoo.config.load(target, {"name_or_path": target,
+                                              "attn_implementation": args.attention})
         else:
-            model = zoo.get_model(target, dtype=dtype, device="meta")
+            config = zoo.get_config(target, attn_implementation=args.attention)
+        if args.dtype is None:
+            named = getattr(config, "torch_dtype", None)
+            args.dtype = zoo.config_dtype(config).name if named else "float32"
+            args.dtype_from_config = bool(named)
+        model = zoo.build(config, dtype=DTYPES[args.dtype], device="meta")
     except ValueError as e:
         raise _UsageError(str(e)) from None
     try:
@@ -277,7 +390,7 @@ def _build(args):
         if usage is None:
             raise
         raise usage from None
-    return model, inputs, target
+    return model, inputs, target, config
 
 
 def load_function(path: str, func: str):
@@ -361,60 +474,6 @@ def _build_from_file(path, func, args):
                           f"tuple of positional arguments or a single tensor; got "
                           f"{type(inputs).__name__}")
     return model, inputs, label
-
-
-# -- formatting ----------------------------------------------------------------------------------
-def human_bytes(n: int) -> str:
-    """``1536`` -> ``"1.5 KiB"`` (binary units)."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
-
-
-def _shape_text(shape) -> str:
-    if shape is None:
-        return "-"
-    if shape and isinstance(shape[0], list):
-        return ", ".join(_shape_text(s) for s in shape)
-    return "[" + ", ".join(str(s) for s in shape) + "]"
-
-
-def format_summary(s, extra=(), notes=()) -> str:
-    """The human-readable report of a ``Summary``: key lines (then ``extra``, the features'
-    ``(label, text)`` pairs, and ``notes``), then the aligned block table."""
-    outputs = ", ".join(_shape_text(shape) for shape in s.output_shapes) or "-"
-    inputs = ", ".join(f"{_shape_text(shape)} {dtype}"
-                       for shape, dtype in zip(s.input_shapes, s.input_dtypes)) or "-"
-    head = [
-        ("model", s.model),
-        ("inputs", inputs),
-        ("parameters", f"{s.parameters:,}"),
-        ("parameter bytes", f"{s.parameter_bytes:,} ({human_bytes(s.parameter_bytes)})"),
-        ("output", f"{outputs} {s.dtype or ''}".rstrip()),
-        ("activation bytes", f"{s.activation_bytes:,} ({human_bytes(s.activation_bytes)}) "
-                             "allocated in total"),
-        ("peak activations", f"{s.peak_activation_bytes:,} "
-                             f"({human_bytes(s.peak_activation_bytes)}) estimated, inference"),
-    ]
-    head.extend(extra)
-    width = max(len(k) for k, _ in head)
-    lines = [f"{k:<{width}}  {v}" for k, v in head]
-    lines.extend(f"note: {note}" for note in notes)
-    table = [("block", "output shape", "parameters", "activation bytes")]
-    for row in s.blocks:
-        table.append((row.name, _shape_text(row.output_shape), f"{row.parameters:,}",
-                      f"{row.activation_bytes:,}  {human_bytes(row.activation_bytes):>9}"))
-    widths = [max(len(r[i]) for r in table) for i in range(4)]
-    lines.append("")
-    for i, r in enumerate(table):
-        lines.append(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  "
-                     f"{r[3]:>{widths[3]}}".rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

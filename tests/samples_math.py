@@ -441,6 +441,36 @@ ENTRIES["embedding_dense_backward.default"] = E(
      S(F((3, 3), "float64"), _idx((3,), 4, "int32", values=(0, 2, 0)), 5, 0, True),
      S(F((3,), "float64"), _idx((), 4), 5, -1, False), S(F((0, 3)), _idx((0,), 4), 5, -1, False)],
     [S(F((2, 3)), _idx((3,), 4), 5, -1, False), S(F((3, 3)), F((3,)), 5, -1, False)])
+# fused CPU attention: (B, H, L, E) query, (B, H_kv, S, E) key/value
+_Q, _K = (2, 3, 5, 4), (2, 3, 7, 4)
+_ATT = [S(F(_Q), F(_K), F(_K)), S(F(_Q), F(_K), F(_K), 0.0, True),
+        S(F((2, 3, 9, 4)), F(_K), F(_K), 0.0, True, scale=0.3),
+        S(F(_Q), F(_K), F(_K), attn_mask=F((5, 7))),
+        S(F(_Q), F(_K), F(_K), attn_mask=F((2, 1, 5, 1))),
+        S(F((2, 4, 5, 4)), F((2, 2, 7, 4)), F((2, 2, 7, 4))),
+        S(F(_Q, "float64"), F(_K, "float64"), F(_K, "float64"), 0.0, True),
+        S(F(_Q, "float16"), F(_K, "float16"), F(_K, "float16")),
+        S(F(_Q, layout="offset"), F(_K, layout="offset"), F(_K),
+          attn_mask=F((5, 7), layout="expand")),
+        S(F((0, 3, 5, 4)), F((0, 3, 7, 4)), F((0, 3, 7, 4)))]
+ENTRIES["_scaled_dot_product_flash_attention_for_cpu.default"] = E(
+    _ATT, [S(F(_Q), F(_K), F(_K), 0.5), S(F((3, 5, 4)), F((3, 7, 4)), F((3, 7, 4))),
+           S(F(_Q, "float64"), F(_K), F(_K))], rtol=1e-3, atol=1e-3)
+ENTRIES["_scaled_dot_product_flash_attention_for_cpu_backward.default"] = E(
+    [S(F(_Q), F(_Q), F(_K), F(_K), F(_Q), F((2, 3, 5), lo=2.0, hi=3.0), 0.0, False),
+     S(F(_Q), F(_Q), F(_K), F(_K), F(_Q), F((2, 3, 5), lo=2.0, hi=3.0), 0.0, True, scale=0.5),
+     S(F(_Q), F(_Q), F(_K), F(_K), F(_Q), F((2, 3, 5), lo=2.0, hi=3.0), 0.5, False),
+     S(F((2, 4, 5, 4)), F((2, 4, 5, 4)), F((2, 2, 7, 4)), F((2, 2, 7, 4)), F((2, 4, 5, 4)),
+       F((2, 4, 5), lo=2.0, hi=3.0), 0.0, False, attn_mask=F((5, 7))),
+     S(F(_Q, "float64"), F(_Q, "float64"), F(_K, "float64"), F(_K, "float64"),
+       F(_Q, "float64"), F((2, 3, 5), "float64", lo=2.0, hi=3.0), 0.0, False),
+     S(F(_Q, layout="offset"), F(_Q, layout="offset"), F(_K), F(_K, layout="offset"), F(_Q),
+       F((2, 3, 5), lo=2.0, hi=3.0), 0.0, True),
+     S(F((0, 3, 5, 4)), F((0, 3, 5, 4)), F((0, 3, 7, 4)), F((0, 3, 7, 4)), F((0, 3, 5, 4)),
+       F((0, 3, 5)), 0.0, False)],
+    [S(F(_Q), F(_Q, "float64"), F(_K), F(_K), F(_Q), F((2, 3, 5)), 0.0, False),
+     S(F(_Q, "float64"), F(_Q), F(_K), F(_K), F(_Q), F((2, 3, 5)), 0.0, False)],
+    rtol=1e-3, atol=1e-3)
 ENTRIES["layer_norm.default"] = E(
     [S(F((2, 3, 4)), [4]), S(F((2, 3, 4)), [4], F((4,)), F((4,))),
      S(F((2, 3, 4)), [3, 4], None, None, 1e-3)],

@@ -189,7 +189,7 @@ def test_peak_follows_liveness():
 
     x = sk.empty(1000, device="meta")
     s = zoo.summarize(chain, (x,), name="chain")
-    assert s.activation_bytes == 10 * 4000
+    assert s.cumulative_allocated_bytes == 10 * 4000
     # input + previous result + new result alive at once
     assert s.peak_activation_bytes == 3 * 4000
     assert s.output_shape == [1000] and s.dtype == "float32" and s.parameters == 0
@@ -201,7 +201,7 @@ def test_views_are_free_and_rows_add_up():
         return y * 1
 
     s = zoo.summarize(f, sk.empty(1000, device="meta"))
-    assert s.activation_bytes == 4000
+    assert s.cumulative_allocated_bytes == 4000
     assert [r.name for r in s.blocks] == ["(top level)"]
     model = zoo.get_model("gpt2", n_layer=2, n_head=2, n_embd=8)
     s = zoo.summarize(model, model.example_inputs(batch=2, seq=5), name="tiny")
@@ -210,7 +210,7 @@ def test_views_are_free_and_rows_add_up():
                                           "transformer.ln_f", "lm_head", "(top level)"]
     assert sum(r.parameters for r in s.blocks) == s.parameters == sum(
         p.numel() for p in model.parameters())
-    assert sum(r.activation_bytes for r in s.blocks) == s.activation_bytes
+    assert sum(r.cumulative_allocated_bytes for r in s.blocks) == s.cumulative_allocated_bytes
     assert s.blocks[2].output_shape == [2, 5, 8]
     assert s.blocks[5].parameters == 0                          # tied head
     assert s.active_parameters is None and s.to_dict()["active_parameters"] is None
@@ -457,5 +457,5 @@ def test_a_block_calling_another_block_keeps_the_attribution():
             return self.outer(x) - 1                      # top level: 400 bytes
 
     s = zoo.summarize(Net(), sk.empty(100, device="meta"))
-    got = {r.name: r.activation_bytes for r in s.blocks}
+    got = {r.name: r.cumulative_allocated_bytes for r in s.blocks}
     assert got == {"inner": 400, "outer": 400, "(top level)": 400}

@@ -11,6 +11,11 @@ engine.cpp``, single-threaded).
 
 Without ``retain_graph`` every node frees its saved tensors after it ran. With
 ``create_graph`` the formulas run with grad mode on, so the backward is itself recorded.
+
+Each run is a *graph task* with an id (``current_graph_task_id()``, -1 outside a backward);
+``queue_callback(fn)`` runs ``fn`` when the current task has finished (PyTorch's
+``Variable._execution_engine.queue_callback``: what its ``ModuleTracker`` uses to reset its
+module stack after the backward).
 """
 
 from __future__ import annotations
@@ -21,7 +26,25 @@ import subclass_kit as sk
 
 from .graph import AccumulateGrad, gradient_edge, grad_accumulator
 
-__all__ = ["run_backward", "backward", "grad"]
+__all__ = ["run_backward", "backward", "grad", "current_graph_task_id", "queue_callback"]
+
+# The graph tasks running now, innermost last: [task id, callbacks queued during it].
+_tasks: list = []
+_task_ids = [0]
+
+
+def current_graph_task_id() -> int:
+    """The id of the innermost backward running now, -1 outside a backward (PyTorch's
+    ``torch._C._current_graph_task_id``)."""
+    return _tasks[-1][0] if _tasks else -1
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` once the current backward has finished (after every node ran). Raises
+    RuntimeError outside a backward (PyTorch's message)."""
+    if not _tasks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _tasks[-1][1].append(fn)
 
 
 def _make_grads(outputs, grad_outputs, create_graph):
@@ -54,7 +77,24 @@ def _as_tuple(x):
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                  accumulate=True, allow_unused=False):
     """Backpropagate ``grad_outputs`` from ``outputs``. ``accumulate``: into the ``.grad`` of
-    leaves (``backward``); else the gradients of ``inputs`` are returned (``grad``)."""
+    leaves (``backward``); else the gradients of ``inputs`` are returned (``grad``). Runs as
+    one graph task: the callbacks queued during it run at its end."""
+    _task_ids[0] += 1
+    task = [_task_ids[0], []]
+    _tasks.append(task)
+    try:
+        result = _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                               accumulate, allow_unused)
+        callbacks = task[1]
+        while callbacks:             # a callback may queue another
+            callbacks.pop(0)()
+    finally:
+        _tasks.remove(task)
+    return result
+
+
+def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accumulate,
+                  allow_unused):
     outputs = _as_tuple(outputs)
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)

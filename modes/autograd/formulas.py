@@ -59,6 +59,8 @@ class Formula:
     # ((frozenset of argument names given Python numbers, node name), ...): PyTorch picks a
     # Scalar overload there (``x.pow(2)`` is ``pow.Tensor_Scalar``, ``PowBackward0``).
     numbers: tuple = ()
+    # One bool per output (PyTorch's ``output_differentiability``); empty: every floating one.
+    outputs: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -100,20 +102,23 @@ def call_node_name(key: str, formula: Formula, bound: dict) -> str:
 
 
 def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
-               numbers: dict | None = None):
+               numbers: dict | None = None, outputs: tuple = ()):
     """Register the backward formula of overload ``op`` (decorator). Raises ValueError for an
     op registered twice.
 
     ``numbers`` maps a tuple of argument names to the node name used when exactly those
     Tensor-typed arguments are Python numbers (subclass_kit has one overload where PyTorch has
     a Scalar one: ``{("exponent",): "PowBackward0", ("self",): "PowBackward2"}``); the formula
-    itself then sees the number and returns ``None`` for it."""
+    itself then sees the number and returns ``None`` for it. ``outputs``: one bool per output
+    of the op, False for an output that never requires grad (PyTorch's
+    ``output_differentiability``; its gradient reaches the formula as ``None``)."""
     variants = tuple((frozenset(k), v) for k, v in (numbers or {}).items())
 
     def register(fn):
         if op in FORMULAS or op in NON_DIFFERENTIABLE:
             raise ValueError(f"derivative for {op!r} registered twice")
-        FORMULAS[op] = Formula(op, node, tuple(inputs), tuple(save), fn, variants)
+        FORMULAS[op] = Formula(op, node, tuple(inputs), tuple(save), fn, variants,
+                               tuple(outputs))
         return fn
     return register
 

@@ -322,7 +322,10 @@ def _record(op, formula, args, kwargs):
             values[name] = v
     out = _redispatch(op, args, kwargs)
     outs = _flat_outputs(out)
-    out_metas = [F.TensorMeta.of(o) if _differentiable(o) else None for o in outs]
+    grad_outs = outs
+    if formula.outputs:         # output_differentiability: the others stay without grad
+        grad_outs = [o if keep else None for o, keep in zip(outs, formula.outputs)]
+    out_metas = [F.TensorMeta.of(o) if _differentiable(o) else None for o in grad_outs]
     cls = node_class(F.call_node_name(f"{op.name}.{op.overload}", formula, bound))
     node = cls(formula, values, metas, None, out_metas, tuple(needs), edges, widths)
     if "result" in formula.save:
@@ -334,7 +337,7 @@ def _record(op, formula, args, kwargs):
         base._output_nr = 0
         base._requires_grad = True
         return out
-    _attach(op, node, outs, args)
+    _attach(op, node, grad_outs, args)
     return out
 
 

@@ -5,9 +5,11 @@ name (composites where PyTorch has them: ``linear`` -> ``t, addmm``...). ``dropo
 ``scaled_dot_product_attention`` and ``rms_norm`` are written here with ``sk.ops`` the way
 PyTorch's reference implementations are, so they run on meta tensors and under every mode.
 
-Differences from PyTorch: ``scaled_dot_product_attention`` is the math (reference) version --
-PyTorch's CPU dispatch shows one fused ``_scaled_dot_product_flash_attention_for_cpu`` op, we
-show ``matmul``'s primitives, ``mul``, ``masked_fill``/``add``, ``_softmax``.
+``scaled_dot_product_attention`` calls PyTorch's fused CPU op
+``_scaled_dot_product_flash_attention_for_cpu`` (kernels/attention.py) where PyTorch's CPU
+would (``_use_fused``), on meta tensors too, and the math version otherwise. Difference from
+PyTorch: on the meta device PyTorch takes the math version; we take the fused op, whose meta
+kernel allocates what the CPU kernel does (no score matrix).
 """
 
 from __future__ import annotations
@@ -142,15 +144,67 @@ def _repeat_heads(t, repeats):
     return ops.reshape(expanded, sizes[:-3] + [sizes[-3] * repeats] + sizes[-2:])
 
 
+_FUSED_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def _use_fused(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
+    """Whether PyTorch's CPU backend runs its flash kernel for this call (its
+    ``use_flash_attention_cpp`` checks): 4-d q/k/v of one floating dtype, no dropout, the
+    same batch and head counts (fewer key/value heads only with ``enable_gqa``), one head
+    dim E for q, k and v, nonzero sizes, unit last-dim strides, and a mask (not requiring
+    grad) that is 2-d or 4-d with sizes 1 or the full ones."""
+    if not (query.ndim == key.ndim == value.ndim == 4) or dropout_p != 0.0:
+        return False
+    dtype = query.dtype
+    if dtype.name not in _FUSED_DTYPES or key.dtype is not dtype or value.dtype is not dtype:
+        return False
+    b, h, n, e = query.shape
+    kb, kh, s, ke = key.shape
+    vb, vh, vs, ve = value.shape
+    if not (b == kb == vb and kh == vh and s == vs and e == ke == ve):
+        return False
+    if h != kh and not (enable_gqa and kh and h % kh == 0):
+        return False
+    if 0 in (b, h, n, s, e):
+        return False
+    if not (query.stride(-1) == key.stride(-1) == value.stride(-1) == 1):
+        return False
+    if attn_mask is None:
+        return True
+    if attn_mask.requires_grad or attn_mask.dtype not in (dt.bool_, dtype):
+        return False
+    m = attn_mask.shape
+    if attn_mask.ndim not in (2, 4) or m[-2] not in (n, 1) or m[-1] not in (s, 1):
+        return False
+    return attn_mask.ndim == 2 or (m[0] in (1, b) and m[1] in (1, h))
+
+
 @public_api
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
-    """``softmax(q @ k^T * scale + mask) @ v`` over the last two dims (PyTorch's reference
-    implementation). ``attn_mask``: bool (True = keep) or additive float, broadcast to
-    ``(..., L, S)``; ``is_causal`` masks the upper triangle; ``scale`` defaults to
-    ``1 / sqrt(E)``; ``enable_gqa`` repeats key/value heads to match the query's (dim -3).
-    Shapes: ``q (..., L, E)``, ``k (..., S, E)``, ``v (..., S, Ev)`` -> ``(..., L, Ev)``.
+    """``softmax(q @ k^T * scale + mask) @ v`` over the last two dims. ``attn_mask``: bool
+    (True = keep) or additive float, broadcast to ``(..., L, S)``; ``is_causal`` masks the
+    upper triangle (top-left aligned, as ``tril``); ``scale`` defaults to ``1 / sqrt(E)``;
+    ``enable_gqa`` repeats key/value heads to match the query's (dim -3). Shapes:
+    ``q (..., L, E)``, ``k (..., S, E)``, ``v (..., S, Ev)`` -> ``(..., L, Ev)``.
+
+    Where PyTorch's CPU backend runs its flash kernel (``_use_fused``) this calls the same
+    op, ``_scaled_dot_product_flash_attention_for_cpu`` (a bool mask first becomes an
+    additive one, ``where(mask, 0, -inf)``, as PyTorch does), which never materialises the
+    ``(L, S)`` scores; else PyTorch's math version (``matmul``, ``mul``, masking,
+    ``_softmax``). Raises RuntimeError for ``attn_mask`` with ``is_causal`` on the math path
+    (the fused op applies both, as PyTorch's does).
     """
+    if _use_fused(query, key, value, attn_mask, dropout_p, enable_gqa):
+        if attn_mask is not None and attn_mask.dtype is dt.bool_:
+            neg_inf = ops.scalar_tensor(float("-inf"), dtype=query.dtype, device=query.device)
+            zero = ops.scalar_tensor(0.0, dtype=query.dtype, device=query.device)
+            attn_mask = ops.where(attn_mask, zero, neg_inf)
+        return ops._scaled_dot_product_flash_attention_for_cpu(
+            query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                           "set when is_causal=True")
     L, S = query.size(-2), key.size(-2)
     scale_factor = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     if enable_gqa:
@@ -158,9 +212,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         value = _repeat_heads(value, query.size(-3) // value.size(-3))
     attn = ops.mul(ops.matmul(query, ops.transpose(key, -2, -1)), scale_factor)
     if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
-                               "set when is_causal=True")
         keep = ops.tril(ops.full([L, S], True, dtype=dt.bool_, device=query.device))
         attn = ops.masked_fill(attn, ops.logical_not(keep), float("-inf"))
     if attn_mask is not None:
@@ -177,7 +228,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 @public_api
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x * rsqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight``,
-    computed in float32 for float16 input (PyTorch's composite: ``pow, mean, add_, rsqrt,
+    computed in float32 for float16 and bfloat16 input (PyTorch's composite: ``pow, mean, add_, rsqrt,
     mul``). ``eps`` defaults to the machine epsilon of the compute dtype."""
     if isinstance(normalized_shape, int):
         raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of "
@@ -192,7 +243,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
                            f"weight of shape {list(weight.shape)} and normalized_shape = "
                            f"{list(shape)}")
-    compute = dt.float32 if input.dtype is dt.float16 else input.dtype
+    compute = dt.float32 if input.dtype in (dt.float16, dt.bfloat16) else input.dtype
     x = input if compute is input.dtype else ops._to_copy(input, dtype=compute)
     if eps is None:
         eps = _EPS.get(compute.name, _EPS["float32"])

@@ -228,6 +228,38 @@ def clamp(out, a, lo=None, hi=None):
         np.minimum(out, hi, out=out)
 
 
+# bfloat16 clamps and relu: PyTorch's reduced-precision kernels use ``std::max(x, lo)`` /
+# ``std::min(x, hi)`` (the bound only where it is strictly beyond ``x``, so a signed zero keeps
+# ``x``'s sign; a NaN bound gives NaN): in every element with Scalar bounds, in the scalar tail
+# with Tensor bounds (docs/differences.md).
+def _at_least(a, lo):
+    return np.where(np.isnan(lo), lo, np.where(a < lo, lo, a))
+
+
+def _at_most(a, hi):
+    return np.where(np.isnan(hi), hi, np.where(hi < a, hi, a))
+
+
+def clamp_bfloat16(out, a, lo=None, hi=None):
+    if lo is not None:
+        a = _at_least(a, np.asarray(lo, np.float32))
+    if hi is not None:
+        a = _at_most(a, np.asarray(hi, np.float32))
+    np.copyto(out, a)
+
+
+def clamp_min_bfloat16(out, a, min):  # noqa: A002 (the schema's name)
+    np.copyto(out, _at_least(a, np.asarray(min, np.float32)))
+
+
+def clamp_max_bfloat16(out, a, max):  # noqa: A002
+    np.copyto(out, _at_most(a, np.asarray(max, np.float32)))
+
+
+def relu_bfloat16(out, a):
+    np.copyto(out, np.where(a < 0, np.float32(0), a))
+
+
 def check_int_zero(b):
     if (b == 0).any() if isinstance(b, np.ndarray) else b == 0:
         raise RuntimeError("ZeroDivisionError")
@@ -264,6 +296,13 @@ def remainder(out, a, b):
     if out.dtype.kind in "iu":
         check_int_zero(b)
     np.remainder(a, b, out=out)
+
+
+def remainder_bfloat16(out, a, b):
+    """bfloat16 ``remainder``: PyTorch's reduced-precision kernel is ``fmod``, plus ``b`` when
+    the signs differ, so a zero keeps the dividend's sign (numpy's gives the divisor's)."""
+    mod = np.fmod(a, b)
+    np.copyto(out, np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod))
 
 
 def pow(out, a, b):

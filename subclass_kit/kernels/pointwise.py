@@ -24,7 +24,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..layout import format_size
 from ..registry import _lookup, ops, register_kernel
-from ..storage import CPU, META
+from ..storage import CPU, META, round_to_bfloat16
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
 from ._common import (Spec, check_no_internal_overlap, check_no_partial_overlap,
@@ -38,6 +38,7 @@ _INTEGRAL = frozenset(d for d in dt.ALL_DTYPES if not d.is_floating_point)
 _FLOATING = frozenset(d for d in dt.ALL_DTYPES if d.is_floating_point)
 _BOOL = frozenset([dt.bool_])
 _F32 = np.dtype(np.float32)
+_BF16 = dt.bfloat16
 _INT64_LIMIT = 2 ** 63
 
 
@@ -104,15 +105,23 @@ class _Info:
     when the dtypes differ. ``wrapped``: whether a Python number in a Tensor position is an
     operand of PyTorch's TensorIterator (a wrapped 0-d tensor, as for ``add``/``eq``: it then
     skips the iterator's fast setup, see ``_iter_layout.layout_of``) or a parameter of a
-    Scalar overload (``pow.Tensor_Scalar``); ``_register`` replaces it by those positions."""
+    Scalar overload (``pow.Tensor_Scalar``); ``_register`` replaces it by those positions.
+    ``bfloat16_fn``: computes bfloat16 results instead of ``fn`` when PyTorch's kernel rounds
+    intermediate results to bfloat16 (``fn`` sees float32 arrays and rounds once).
+    ``exact_numbers``: a bfloat16 computation uses a wrapped number's exact value (PyTorch's
+    ``mul``/``div`` kernels read ``original_scalar_value``); otherwise the number, and
+    ``alpha``, are first rounded to bfloat16, as TensorIterator casts them."""
 
-    __slots__ = ("cast_name", "check", "data_check", "fast", "fn", "kind", "kname", "name",
-                 "opmath", "out_check", "post", "unsupported", "wrapped")
+    __slots__ = ("bfloat16_fn", "cast_name", "check", "data_check", "exact_numbers", "fast",
+                 "fn", "kind", "kname", "name", "opmath", "out_check", "post", "unsupported",
+                 "wrapped")
 
     def __init__(self, name, kind, fn, kname=None, unsupported=frozenset(), check=None,
                  post=None, opmath=False, cast_name=type_name, out_check=None,
-                 data_check=None, fast=True, wrapped=True):
-        self.wrapped = wrapped
+                 data_check=None, fast=True, wrapped=True, bfloat16_fn=None,
+                 exact_numbers=False):
+        self.wrapped, self.bfloat16_fn = wrapped, bfloat16_fn
+        self.exact_numbers = exact_numbers
         self.name, self.kind, self.fn = name, kind, fn
         self.kname, self.unsupported = kname or f"{name}_cpu", unsupported
         self.check, self.post, self.opmath = check, post, opmath
@@ -174,11 +183,18 @@ def _make_rule(info):
 
 # -- allocation and the numpy fill ----------------------------------------------------------
 def _make_fill(info):
-    fn = info.fn
     opmath = info.opmath
 
     def fill(outs, spec, *args, **kwargs):
+        fn = info.fn
         common = spec.compute or spec.dtype
+        rounds_numbers = common is dt.bfloat16 and not info.exact_numbers
+        if common is dt.bfloat16:
+            if info.bfloat16_fn is not None:
+                fn = info.bfloat16_fn
+            alpha = kwargs.get("alpha")
+            if rounds_numbers and alpha is not None and alpha.__class__ is not bool:
+                kwargs = {**kwargs, "alpha": float(round_to_bfloat16(alpha))}
         cn = common.numpy
         if opmath and common is dt.float16:
             cn = _F32
@@ -191,6 +207,8 @@ def _make_fill(info):
                 operands.append(arr)
             elif a is None:
                 operands.append(None)
+            elif rounds_numbers:
+                operands.append(float(round_to_bfloat16(a)))
             else:
                 operands.append(wrap_scalar(a, common.numpy))
         out = outs[0]
@@ -221,6 +239,8 @@ def _fast_dtypes(info) -> frozenset:
         ok = ok - _BOOL
     if info.opmath:
         ok = ok - {dt.float16}
+    if info.bfloat16_fn is not None:
+        ok = ok - {dt.bfloat16}
     return ok if info.kind.__class__ is str else frozenset()
 
 
@@ -236,7 +256,7 @@ def _fast_operands(args, d, sizes, target):
                     or (a._storage is target._storage and a is not target)):
                 return None
             arrays.append(a._array())
-        elif d.is_floating_point and (a.__class__ is float or (
+        elif d.is_floating_point and d is not _BF16 and (a.__class__ is float or (
                 a.__class__ is int and -_INT64_LIMIT <= a < _INT64_LIMIT)):
             arrays.append(a)
         else:
@@ -278,7 +298,8 @@ def _register(op, info):
                             arrays = (a._array(), b._array())
                             lb = b._layout
                     elif d.is_floating_point and (b.__class__ is float or (
-                            b.__class__ is int and -_INT64_LIMIT <= b < _INT64_LIMIT)):
+                            b.__class__ is int and -_INT64_LIMIT <= b < _INT64_LIMIT)) and (
+                            d is not _BF16 or info.exact_numbers):
                         arrays = (a._array(), b)
                         lb = None if wrapped_other else la
                 if arrays is not None:
@@ -430,7 +451,8 @@ _INFOS = {
     ops.cos: _Info("cos", "float", fns.uf(np.cos)),
     ops.tanh: _Info("tanh", "float", fns.uf(np.tanh)),
     ops.sigmoid: _Info("sigmoid", "float", fns.sigmoid, opmath=True),
-    ops.relu: _Info("relu", "same", fns.relu, check=fns.check_relu, out_check="autogen"),
+    ops.relu: _Info("relu", "same", fns.relu, check=fns.check_relu, out_check="autogen",
+                    bfloat16_fn=fns.relu_bfloat16),
     ops.reciprocal: _Info("reciprocal", "float", fns.uf(np.reciprocal)),
     ops.sign: _Info("sign", "same", fns.sign),
     ops.floor: _Info("floor", "same", fns.integral_identity(np.floor), "floor_vml_cpu",
@@ -446,17 +468,19 @@ _INFOS = {
     ops.silu: _Info("silu", "same", fns.silu, unsupported=_FLOAT_ONLY, opmath=True),
     ops.clamp: _Info("clamp", "promote", fns.clamp, fns.clamp_kname, _NOT_BOOL,
                      fns.check_clamp, fns.post_clamp, cast_name=cpp_name, out_check="found",
-                     fast=False),
+                     fast=False, bfloat16_fn=fns.clamp_bfloat16),
     ops.clamp.Tensor: _Info("clamp", "promote", fns.clamp, check=fns.check_clamp,
+                            bfloat16_fn=fns.clamp_bfloat16,
                             post=fns.post_clamp_tensor, fast=False),
     ops.add: _Info("add", "promote", fns.add, post=fns.post_alpha),
     ops.sub: _Info("sub", "promote", fns.sub, check=fns.check_sub, post=fns.post_alpha),
-    ops.mul: _Info("mul", "promote", fns.uf(np.multiply)),
-    ops.div: _Info("div", "float", fns.uf(np.true_divide)),
+    ops.mul: _Info("mul", "promote", fns.uf(np.multiply), exact_numbers=True),
+    ops.div: _Info("div", "float", fns.uf(np.true_divide), exact_numbers=True),
     ops.div.Tensor_mode: _Info("div", fns.div_mode_kind, fns.div_mode, fns.div_mode_kname,
-                               _NOT_BOOL, fns.check_div_mode, opmath=True,
+                               _NOT_BOOL, fns.check_div_mode, opmath=True, exact_numbers=True,
                                data_check=fns.int_zero_data_check),
     ops.remainder: _Info("remainder", "promote", fns.remainder, unsupported=_NOT_BOOL,
+                         bfloat16_fn=fns.remainder_bfloat16,
                          opmath=True, data_check=fns.int_zero_data_check),
     ops.pow: _Info("pow", "promote", fns.pow, check=fns.check_pow, post=fns.post_pow,
                    opmath=True, wrapped=False),   # numbers: pow's Scalar overloads (unary)

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from ..registry import get_kernel, ops, register_kernel
+from ..storage import round_to_bfloat16
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
 from ._common import Spec, resize_out, type_name
@@ -95,6 +96,15 @@ def nan_to_num(out, a, nan=None, posinf=None, neginf=None):
     np.copyto(out, res, casting="unsafe")
 
 
+_BFLOAT16_MAX = float.fromhex("0x1.fep127")
+
+
+def nan_to_num_bfloat16(out, a, nan=None, posinf=None, neginf=None):
+    """bfloat16 ``nan_to_num``: infinities default to bfloat16's largest values."""
+    nan_to_num(out, a, nan, _BFLOAT16_MAX if posinf is None else posinf,
+               -_BFLOAT16_MAX if neginf is None else neginf)
+
+
 def sinc(out, a):
     """``sin(pi x) / (pi x)``, 1 at 0 (PyTorch's formula, in the compute dtype)."""
     y = np.multiply(np.where(a == 0, 1, a), a.dtype.type(math.pi))
@@ -116,6 +126,25 @@ def logit(out, a, eps=None):
         hi = np.asarray(1, a.dtype) - lo
         a = np.where(a < lo, lo, np.where(a > hi, hi, a))
     np.log(np.divide(a, np.subtract(1, a, dtype=a.dtype)), out=out)
+
+
+def logit_bfloat16(out, a, eps=None):
+    """bfloat16 ``logit``: PyTorch's ``(x / (1 - x)).log()`` on ``Vectorized<BFloat16>``
+    rounds the difference, the ratio and the log to bfloat16 (``a``: float32 values)."""
+    if eps is not None and not eps < 0:
+        lo = round_to_bfloat16(eps)
+        hi = round_to_bfloat16(1 - lo)
+        a = np.where(a < lo, lo, np.where(a > hi, hi, a))
+    ratio = round_to_bfloat16(np.divide(a, round_to_bfloat16(np.subtract(1, a))))
+    np.log(ratio, out=out)
+
+
+def xlogy_bfloat16(out, a, b):
+    """bfloat16 ``xlogy``: PyTorch's scalar kernel takes ``std::log`` of a ``BFloat16``,
+    which rounds the log to bfloat16 before the product."""
+    log = round_to_bfloat16(np.log(b))
+    res = np.where(np.isnan(b), np.nan, np.where(a == 0, 0, np.multiply(a, log)))
+    np.copyto(out, res, casting="unsafe")
 
 
 def xlogy(out, a, b):
@@ -180,13 +209,16 @@ _INFOS = {
     ops.sgn: _Info("sgn", "same", fns.sign),
     ops.clamp_min: _Info("clamp_min", "promote", clamp_min, "clamp_min_scalar_cpu", _BOOL,
                          post=_post_bound, cast_name=cpp_name, out_check="found",
-                         fast=False),
-    ops.clamp_min.Tensor: _Info("clamp_min", "promote", clamp_min, fast=False),
+                         fast=False, bfloat16_fn=fns.clamp_min_bfloat16),
+    ops.clamp_min.Tensor: _Info("clamp_min", "promote", clamp_min, fast=False,
+                                bfloat16_fn=fns.clamp_min_bfloat16),
     ops.clamp_max: _Info("clamp_max", "promote", clamp_max, "clamp_max_scalar_cpu", _BOOL,
                          post=_post_bound, cast_name=cpp_name, out_check="found",
-                         fast=False),
-    ops.clamp_max.Tensor: _Info("clamp_max", "promote", clamp_max, fast=False),
-    ops.nan_to_num: _Info("nan_to_num", "same", nan_to_num, out_check=_nan_to_num_out),
+                         fast=False, bfloat16_fn=fns.clamp_max_bfloat16),
+    ops.clamp_max.Tensor: _Info("clamp_max", "promote", clamp_max, fast=False,
+                                bfloat16_fn=fns.clamp_max_bfloat16),
+    ops.nan_to_num: _Info("nan_to_num", "same", nan_to_num, out_check=_nan_to_num_out,
+                          bfloat16_fn=nan_to_num_bfloat16),
     # transcendental and angle ops: integers and bool compute in the default float dtype
     ops.tan: _Info("tan", "float", fns.uf(np.tan)),
     ops.asin: _Info("asin", "float", fns.uf(np.arcsin)),
@@ -205,17 +237,18 @@ _INFOS = {
     ops.sinc: _Info("sinc", "float", sinc, opmath=True),
     ops.rad2deg: _Info("rad2deg", "float", rad2deg),
     ops.deg2rad: _Info("deg2rad", "float", deg2rad),
-    ops.logit: _Info("logit", "float", logit),
+    ops.logit: _Info("logit", "float", logit, bfloat16_fn=logit_bfloat16),
     ops.atan2: _Info("atan2", "float", fns.uf(np.arctan2)),
     ops.hypot: _Info("hypot", "promote", fns.uf(np.hypot), unsupported=_INTEGRAL),
     ops.logaddexp: _Info("logaddexp", "promote", fns.uf(np.logaddexp), unsupported=_INTEGRAL),
     ops.logaddexp2: _Info("logaddexp2", "promote", fns.uf(np.logaddexp2),
                           unsupported=_INTEGRAL),
-    ops.xlogy: _Info("xlogy", "float", xlogy),
+    ops.xlogy: _Info("xlogy", "float", xlogy, bfloat16_fn=xlogy_bfloat16),
     ops.fmod: _Info("fmod", "promote", fmod, unsupported=_BOOL,
                     data_check=fns.int_zero_data_check),
-    ops.fmax: _Info("fmax", "promote", fmax),
-    ops.fmin: _Info("fmin", "promote", fmin),
+    # bfloat16: PyTorch's reduced-precision fmax/fmin are C's (numpy's) fmax/fmin
+    ops.fmax: _Info("fmax", "promote", fmax, bfloat16_fn=fns.uf(np.fmax)),
+    ops.fmin: _Info("fmin", "promote", fmin, bfloat16_fn=fns.uf(np.fmin)),
     ops.gcd: _Info("gcd", "promote", fns.uf(np.gcd), unsupported=_NOT_INTEGRAL),
     ops.lcm: _Info("lcm", "promote", lcm, unsupported=_NOT_INTEGRAL),
     ops.heaviside: _Info("heaviside", "promote", heaviside, check=_check_heaviside,

@@ -230,6 +230,17 @@ def _out_cast(spec, out, *args, **kwargs):
     return spec._replace(dtype=out._dtype)
 
 
+def _mean_out_cast(spec, out, *args, dtype=None, **kwargs):
+    """``mean.out``: with ``dtype=``, ``out`` must have that dtype (as ``sum``); else the
+    result must cast to ``out``'s, PyTorch's check naming float32, its accumulation type, for
+    float16 and bfloat16 results ("result type Float can't be cast ... Long")."""
+    if dtype is not None:
+        _expect_dtype(dt.to_dtype(dtype), out)
+    if spec.dtype in (dt.float16, dt.bfloat16) and not dt.can_cast(spec.dtype, out._dtype):
+        return _out_cast(spec._replace(dtype=dt.float32), out)
+    return _out_cast(spec, out)
+
+
 def _out_exact(spec, out, *args, **kwargs):
     _expect_dtype(spec.dtype, out)
     return spec
@@ -304,7 +315,7 @@ def _mean_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None)
     return np.divide(total, _count(self, dims), dtype=acc)
 
 
-_register(ops.mean.dim, _mean_rule, _mean_compute, ops.mean.out, _out_cast)
+_register(ops.mean.dim, _mean_rule, _mean_compute, ops.mean.out, _mean_out_cast)
 # ``x.sum()`` / ``x.mean()`` (PyTorch's ``sum.default`` / ``mean.default``): the kernels of
 # the dims overloads, whose ``dim`` defaults to None (all dims), called as ``(self, *, dtype)``.
 for _op, _dims in ((ops.sum.default, ops.sum.dim_IntList), (ops.mean.default, ops.mean.dim)):

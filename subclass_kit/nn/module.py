@@ -19,7 +19,13 @@ from ..grad_mode import no_grad
 from ..tensor import Tensor
 from .parameter import Parameter
 
-__all__ = ["Module", "RemovableHandle"]
+__all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
+           "register_module_forward_pre_hook"]
+
+# Hooks run around the forward of every module (PyTorch's global module hooks, what
+# ``torch.utils.module_tracker`` and ``FlopCounterMode`` use): id -> (hook, with_kwargs).
+_global_forward_pre_hooks: dict = OrderedDict()
+_global_forward_hooks: dict = OrderedDict()
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` returns (PyTorch's ``_IncompatibleKeys``, same repr)."""
@@ -80,6 +86,20 @@ def _register_hook(hooks: dict, hook, prepend: bool, extra) -> RemovableHandle:
     return handle
 
 
+def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
+    """``hook(module, args)`` runs before the forward of every module, before the module's own
+    pre-hooks; a non-None result replaces the arguments (PyTorch's
+    ``torch.nn.modules.module.register_module_forward_pre_hook``). ``remove()`` the handle."""
+    return _register_hook(_global_forward_pre_hooks, hook, False, False)
+
+
+def register_module_forward_hook(hook: Callable) -> RemovableHandle:
+    """``hook(module, args, output)`` runs after the forward of every module, before the
+    module's own forward hooks; a non-None result replaces the output (PyTorch's
+    ``torch.nn.modules.module.register_module_forward_hook``)."""
+    return _register_hook(_global_forward_hooks, hook, False, False)
+
+
 class Module:
     """Base class of all modules (PyTorch's ``nn.Module``): assign ``Parameter``s, buffers
     (``register_buffer``) and submodules as attributes in ``__init__`` after calling
@@ -109,9 +129,11 @@ class Module:
 
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or _global_forward_pre_hooks
+                or _global_forward_hooks):
             return self.forward(*args, **kwargs)
-        for hook, with_kwargs in list(self._forward_pre_hooks.values()):
+        pre = [*_global_forward_pre_hooks.values(), *self._forward_pre_hooks.values()]
+        for hook, with_kwargs in pre:
             if with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -124,7 +146,7 @@ class Module:
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
         out = self.forward(*args, **kwargs)
-        for hook, with_kwargs in list(self._forward_hooks.values()):
+        for hook, with_kwargs in [*_global_forward_hooks.values(), *self._forward_hooks.values()]:
             result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if result is not None:
                 out = result
@@ -502,6 +524,9 @@ class Module:
 
     def half(self) -> "Module":
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    def bfloat16(self) -> "Module":
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def cpu(self) -> "Module":
         return self._apply(lambda t: t.to("cpu"))

@@ -11,7 +11,12 @@ A feature is a module of this package named in ``FEATURES``, with:
   model, such as quantization, does it here);
 - ``measure(ctx) -> dict``: the JSON section (ints are bytes unless the key says otherwise);
 - ``format(section) -> list[str]``: ``(label, text)`` pairs for the summary at the top of the
-  human-readable report, in the order they should appear.
+  human-readable report, in the order they should appear;
+- optionally ``HELP``: text appended to ``shapes --help`` explaining the feature's numbers, in
+  the layout of the core ones (label, ``[json_name]``, what it includes and leaves out);
+- optionally ``JSON_TOP_LEVEL = True``: the section's keys go to the top level of the
+  ``--json`` object instead of under ``NAME`` (for fields API.md names there, such as
+  ``kv_cache_bytes``).
 
 A feature raises ``SizingError`` for options it cannot honour for the model at hand.
 Features run in ``FEATURES`` order, so a later one may read an earlier one's section from
@@ -33,7 +38,7 @@ class SizingError(ValueError):
 
 
 # Module names, in the order they run.
-FEATURES: tuple = ()
+FEATURES: tuple = ("kv_cache", "flops")
 
 
 @dataclass

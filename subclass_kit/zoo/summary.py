@@ -12,16 +12,22 @@ How the numbers are collected:
   of an ``sk.nn.Module`` (``zoo.blocks``: its children, ``ModuleList``s expanded into
   ``model.layers.0``, ``model.layers.1``...) records the block's output shape. Ops the model's own ``forward`` runs outside every block (a causal mask, RoPE
   tables) go to the row ``(top level)``.
-- **activation bytes** (Note [Activation tally]): a ``DispatchMode`` sees every primitive op
-  and registers the ``Storage`` of each result it has not seen before (views and in-place
-  results share an existing storage, so they are free). A row's ``activation_bytes`` is the
-  total its ops allocated.
+- **cumulative allocated bytes** (Note [Activation tally]): a ``DispatchMode`` sees every
+  primitive op and registers the ``Storage`` of each result it has not seen before (views and
+  in-place results share an existing storage, so they are free). A row's
+  ``cumulative_allocated_bytes`` is the running sum of what its ops allocated, never
+  decremented when storages die: a measure of allocator traffic, not of memory needed at once
+  (that is the peak). PyTorch's ``torch.cuda.memory_stats()["allocated_bytes.all.allocated"]``
+  is the same kind of number.
 - **peak activation bytes**: a weak reference on each registered storage subtracts its bytes
   when the last tensor using it dies, exactly when eager execution frees memory. The peak is the
   largest total, at any moment of the forward, of the inputs' bytes plus the bytes of results
   still alive. It is an inference estimate for the code as written: no autograd buffers, no
   allocator rounding, no kernel workspaces, and no fusion (an attention written with explicit
   scores holds the (seq, seq) matrix, as eager PyTorch does without a fused kernel).
+- **timeline** (``summarize(..., timeline=True)``): after every op, a point in the format of the
+  sizing timelines (``subclass_kit.sizing.timeline``): phase "forward", the parameters' bytes and
+  the live activation bytes (inputs included) at that moment.
   The forward runs under ``sk.no_grad()`` (inference: no autograd graph is recorded).
 
 Note [Activation tally]
@@ -56,7 +62,7 @@ class BlockRow:
     output_shape: list | None = None   # list of ints, or a list of those for tuple outputs
     dtype: str | None = None
     parameters: int = 0
-    activation_bytes: int = 0
+    cumulative_allocated_bytes: int = 0
 
 
 @dataclass
@@ -70,9 +76,10 @@ class Summary:
     input_dtypes: list
     output_shapes: list
     dtype: str | None
-    activation_bytes: int
+    cumulative_allocated_bytes: int
     peak_activation_bytes: int
     blocks: list = field(default_factory=list)
+    timeline: list | None = None     # with summarize(..., timeline=True); not in to_dict()
     active_parameters: int | None = None
 
     @property
@@ -81,12 +88,15 @@ class Summary:
         return self.output_shapes[0] if self.output_shapes else None
 
     def to_dict(self) -> dict:
+        """The JSON fields: ``output_shape`` is the first output's shape and
+        ``other_output_shapes`` those of the outputs after it (``[]`` for a single output), so
+        each shape appears once."""
         return {"model": self.model, "parameters": self.parameters,
                 "active_parameters": self.active_parameters,
                 "parameter_bytes": self.parameter_bytes, "input_shapes": self.input_shapes,
                 "input_dtypes": self.input_dtypes,
-                "output_shape": self.output_shape, "output_shapes": self.output_shapes,
-                "dtype": self.dtype, "activation_bytes": self.activation_bytes,
+                "output_shape": self.output_shape, "other_output_shapes": self.output_shapes[1:],
+                "dtype": self.dtype, "cumulative_allocated_bytes": self.cumulative_allocated_bytes,
                 "peak_activation_bytes": self.peak_activation_bytes,
                 "blocks": [asdict(row) for row in self.blocks]}
 
@@ -97,12 +107,14 @@ class ActivationTally(sk.DispatchMode):
     See Note [Activation tally]. ``current`` names the row new allocations go to.
     """
 
-    def __init__(self):
+    def __init__(self, *, timeline: bool = False):
         self.current = TOP_LEVEL
         self.allocated: dict = {}
         self.live = 0
         self.peak = 0
         self._known: dict = {}    # id(storage) -> weakref (None for external storages)
+        # (row, op name, live bytes) after each op, when asked: the plain path stays as cheap.
+        self.points: list | None = [] if timeline else None
 
     def add_external(self, tensors, *, live: bool):
         """Register storages that exist before the run (parameters, inputs). ``live``: their
@@ -123,6 +135,8 @@ class ActivationTally(sk.DispatchMode):
             for t in out:
                 if isinstance(t, _Tensor):
                     self._register(t.untyped_storage())
+        if self.points is not None:
+            self.points.append((self.current, func.name, self.live))
         return out
 
     def _register(self, storage):
@@ -219,17 +233,19 @@ def _fresh_numel(module, seen: set) -> int:
     return total
 
 
-def summarize(model, inputs, *, name: str | None = None) -> Summary:
+def summarize(model, inputs, *, name: str | None = None, timeline: bool = False) -> Summary:
     """Run ``model(*inputs)`` under an :class:`ActivationTally` and report what it did.
 
     ``model``: an ``nn.Module`` (per-block rows) or any callable; ``inputs``: a tuple of
-    positional arguments or a single tensor. Works on any device; on meta nothing is
-    allocated. Exceptions raised by the forward propagate unchanged.
+    positional arguments or a single tensor; ``timeline``: also record the live bytes after
+    every op into ``Summary.timeline`` (one point per op, not downsampled). Works on any
+    device; on meta nothing is allocated. Exceptions raised by the forward propagate unchanged.
     """
     if not isinstance(inputs, (tuple, list)):
         inputs = (inputs,)
     params = _parameters(model)
-    tally = ActivationTally()
+    param_bytes = sum(p.numel() * p.element_size() for p in params)
+    tally = ActivationTally(timeline=timeline)
     tally.add_external(params, live=False)
     tally.add_external(_tensors(inputs), live=True)
     rows, handles = _block_rows(model, params, tally)
@@ -244,18 +260,26 @@ def summarize(model, inputs, *, name: str | None = None) -> Summary:
         row = rows.get(row_name)
         if row is None:
             row = rows[row_name] = BlockRow(row_name)
-        row.activation_bytes = nbytes
+        row.cumulative_allocated_bytes = nbytes
     outputs = _tensors(out)
     in_tensors = _tensors(inputs)
     return Summary(
         model=name or getattr(model, "__name__", type(model).__name__),
         parameters=sum(p.numel() for p in params),
-        parameter_bytes=sum(p.numel() * p.element_size() for p in params),
+        parameter_bytes=param_bytes,
         input_shapes=[list(t.shape) for t in in_tensors],
         input_dtypes=[t.dtype.name for t in in_tensors],
         output_shapes=[list(t.shape) for t in outputs],
         dtype=outputs[0].dtype.name if outputs else None,
-        activation_bytes=sum(tally.allocated.values()),
+        cumulative_allocated_bytes=sum(tally.allocated.values()),
         peak_activation_bytes=tally.peak,
         blocks=list(rows.values()),
+        timeline=None if tally.points is None else _timeline(tally.points, param_bytes),
         active_parameters=active_parameters(model) if isinstance(model, Module) else None)
+
+
+def _timeline(points, param_bytes: int) -> list:
+    """The tally's (row, op, live) points as timeline dicts (see ``sizing.timeline``)."""
+    return [{"at": f"{row}: {op}", "phase": "forward", "parameters": param_bytes,
+             "gradients": 0, "optimizer_states": 0, "activations": live, "temporaries": 0}
+            for row, op, live in points]

@@ -1,6 +1,7 @@
 """Derivatives of the batched/vector linear-algebra primitives (bmm, baddbmm, dot, mv, vdot) and
 the neural-network primitives of ``kernels/nn.py`` (``_softmax``, ``_log_softmax``,
-``native_layer_norm``, ``embedding``) and of the backward ops their formulas call
+``native_layer_norm``, ``embedding``, the fused attention
+``_scaled_dot_product_flash_attention_for_cpu``) and of the backward ops their formulas call
 (``_softmax_backward_data``, ``_log_softmax_backward_data``, ``embedding_dense_backward``: their
 double backward), after PyTorch's ``derivatives.yaml``.
 
@@ -16,7 +17,7 @@ import math
 
 import subclass_kit as sk
 
-from ..formulas import derivative
+from ..formulas import derivative, non_differentiable
 from ._helpers import maybe_multiply, wrap
 
 
@@ -159,3 +160,20 @@ def _(ctx, grad):
     if ctx.padding_idx >= 0:
         rows = rows.masked_fill((flat == ctx.padding_idx).unsqueeze(1), 0)
     return rows.view(list(indices.shape) + [grad.shape[1]])
+
+
+# -- fused attention -----------------------------------------------------------------------------
+@derivative("_scaled_dot_product_flash_attention_for_cpu.default",
+            "ScaledDotProductFlashAttentionForCpuBackward0", inputs=("query", "key", "value"),
+            save=("query", "key", "value", "attn_mask", "result"), outputs=(True, False))
+def _(ctx, grad, _grad_logsumexp):
+    # PyTorch's yaml: the three gradients from the fused backward op, which recomputes the
+    # attention probabilities from the saved logsumexp; logsumexp is not differentiable.
+    output, logsumexp = ctx.results
+    return sk.ops._scaled_dot_product_flash_attention_for_cpu_backward(
+        grad, ctx.query, ctx.key, ctx.value, output, logsumexp, ctx.dropout_p, ctx.is_causal,
+        attn_mask=ctx.attn_mask, scale=ctx.scale)
+
+
+non_differentiable("_scaled_dot_product_flash_attention_for_cpu_backward.default",
+                   reason="PyTorch has no double backward for the fused attention")
