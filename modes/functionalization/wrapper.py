@@ -20,6 +20,8 @@ outputs of a multi-output view each time: quadratic on ``unbind`` loops).
 
 from __future__ import annotations
 
+import numpy as np
+
 import subclass_kit as sk
 
 __all__ = ["FunctionalStorage", "FunctionalTensorWrapper", "from_functional",
@@ -104,12 +106,15 @@ class FunctionalStorage:
                 base, self.private = value, False
                 continue
             if (self.private and in_place and value.__class__ is sk.Tensor
-                    and not value.requires_grad and metas[0].scatters
-                    and all(m.writes_through for m in metas)):
+                    and not value.requires_grad and value.device == base.device
+                    and metas[0].scatters and all(m.writes_through for m in metas)):
                 region = base
                 for m in metas:
                     region = m.view(region)
-                sk.ops.copy_.default(region, value)
+                if base.device.type != "meta":
+                    # a write nobody can see: numpy's copy, not the copy_ op (whose checks
+                    # would cost as much as the rest of the update)
+                    np.copyto(region.numpy(), value.numpy(), casting="unsafe")
                 self.written = (metas, region)
                 continue
             tmps = [base]
