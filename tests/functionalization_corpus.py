@@ -594,4 +594,20 @@ def writes_then_read_a_sibling_each_step(L, x):
     return L.stack(outs), x
 
 
+@program((3, 4))
+def writes_through_rearranged_views(L, x):
+    x[0].add_(1)
+    y = x.t()
+    for i in range(4):
+        y[i].add_(i)                        # t, select
+    x.permute(1, 0)[:, 1].mul_(2)           # permute, slice, select
+    x.unsqueeze(0)[0, 2].sub_(1)            # unsqueeze, select, select
+    x.transpose(0, 1)[2:].neg_()            # transpose, slice
+    x.view(12)[3:5].add_(7)                 # a view first: scattered
+    z = x.t().clone()                       # an intermediate with strides (1, 4)
+    z[1].mul_(3)
+    z.t()[2, :3].add_(z[3])                 # t, select, slice; z[3] is disjoint
+    return x, z * 1
+
+
 PROGRAM_NAMES = sorted(CORPUS)

@@ -68,17 +68,19 @@ class ViewMeta:
     """One recorded view step: ``op(base, *args, **kwargs)`` (output ``out_index`` for
     multi-output views). See the module docstring."""
 
-    __slots__ = ("args", "is_as_strided", "kwargs", "op", "out_index", "reapply", "scatters",
-                 "writes_through")
+    __slots__ = ("args", "exact_inverse", "is_as_strided", "kwargs", "op", "out_index",
+                 "reapply", "scatters", "writes_through")
 
     def __init__(self, op, args, kwargs, out_index=None, reapply=True):
         self.op, self.args, self.kwargs = op, tuple(args), dict(kwargs or {})
         self.out_index, self.reapply = out_index, reapply
         self.is_as_strided = op is ops.as_strided.default
-        # Whether ``reverse`` is a ``*_scatter`` (a copy of ``base``, same geometry, the view's
-        # region replaced), and whether it equals writing ``mutated`` through the real view in
-        # place: what FunctionalStorage's in-place updates need (wrapper.py).
+        # What FunctionalStorage's in-place updates need (wrapper.py): whether ``reverse`` is a
+        # ``*_scatter`` (a copy of ``base``, same geometry, the view's region replaced); whether
+        # it is the inverse view giving back ``base``'s exact geometry from a view of it; whether
+        # it equals writing ``mutated`` through the real view in place.
         self.scatters = op in _SCATTER_VIEWS
+        self.exact_inverse = op in _EXACTLY_INVERTED_VIEWS
         self.writes_through = self.scatters or op in _REARRANGING_VIEWS
 
     def __repr__(self):
@@ -217,6 +219,12 @@ _SCATTER_VIEWS = frozenset([
 _REARRANGING_VIEWS = frozenset([
     ops.view.default, ops.transpose.int, ops.t.default, ops.permute.default,
     ops.squeeze.dims, ops.unsqueeze.default, ops.alias.default, ops.detach.default])
+# Rearranging views whose inverse applied to the view (same strides) gives the base's strides
+# back exactly. Not ``view`` or ``squeeze`` (their inverses compute strides afresh: a size-1
+# dimension's stride may come out different).
+_EXACTLY_INVERTED_VIEWS = frozenset([
+    ops.transpose.int, ops.t.default, ops.permute.default, ops.unsqueeze.default,
+    ops.alias.default, ops.detach.default])
 
 
 def has_inverse(op) -> bool:

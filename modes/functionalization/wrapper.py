@@ -110,7 +110,7 @@ class FunctionalStorage:
                 continue
             if (self.private and in_place and value.__class__ is sk.Tensor
                     and not value.requires_grad and value.device == base.device
-                    and metas[0].scatters and all(m.writes_through for m in metas)):
+                    and _writes_through(metas)):
                 region = base
                 for m in metas:
                     region = m.view(region)
@@ -127,12 +127,41 @@ class FunctionalStorage:
             for i in range(len(metas) - 1, -1, -1):
                 t = metas[i].reverse(tmps[i], t)
             base, self.written = t, None
-            # a scatter's result is a fresh buffer: nobody else holds it unless a mode saw it
-            self.private = (in_place and metas[0].scatters and base.__class__ is sk.Tensor
+            # a scatter's result is a fresh buffer (the new base is it, or views of it): nobody
+            # else holds it unless a mode saw it
+            self.private = (in_place and _scatters_first(metas) and base.__class__ is sk.Tensor
                             and not base.requires_grad)
         self.base = base
         self.updates.clear()
         return True
+
+
+def _scatters_first(metas) -> bool:
+    """Whether the first step of ``metas`` that is not a rearranging view (``view``, ``t``,
+    ...) selects a region: the update's new base is then a ``*_scatter`` result."""
+    for m in metas:
+        if m.scatters:
+            return True
+        if not m.writes_through:
+            return False
+    return False
+
+
+def _writes_through(metas) -> bool:
+    """Whether writing into the real views of ``metas`` (of a private base) gives what the
+    update's inverses would: exactly inverted rearrangements (``t``, ``permute``, ...) first,
+    then a region (its scatter keeps the geometry those give), then any steps that write
+    through. Values and the base's sizes, strides and offset are then the same."""
+    region = False
+    for m in metas:
+        if region:
+            if not m.writes_through:
+                return False
+        elif m.scatters:
+            region = True
+        elif not m.exact_inverse:
+            return False
+    return region
 
 
 def _unobserved() -> bool:
