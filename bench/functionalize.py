@@ -8,7 +8,8 @@
   unbind after each mutation: quadratic, 13 s at N = 4000 here). The eager run of the same
   program (ours) is a note, and the ratio to it is checked against 5x.
 - ``functionalize_unbind_growth``: the growth exponent log(t4000 / t1000) / log(4); target 1.1
-  (linear), shown in the sk column.
+  (linear), shown in the sk column. The runs at both sizes alternate (one of each per repeat),
+  so a change in the machine's load moves both medians alike instead of the ratio.
 - ``make_graph_functionalize_1000``: ``make_graph(functionalize(f))(x)`` at N = 1000, seconds;
   target: under 2 s (torch's make_fx takes 18 s at N = 100, so it is not run).
 """
@@ -17,9 +18,13 @@ from __future__ import annotations
 
 import math
 
-from harness import SK, TORCH, Case, Result, import_torch, measure, median_seconds
+import gc
+import statistics
+
+from harness import CLOCK, SK, TORCH, Case, Result, import_torch, measure, median_seconds
 
 DEFAULT_REPEATS = 3
+SIZES = (1000, 4000)
 
 
 def _program(x):
@@ -28,21 +33,40 @@ def _program(x):
     return x
 
 
-def _sk_times(n, repeats):
+def _interleaved_medians(thunks: dict, repeats: int) -> dict:
+    """Median CPU seconds of each thunk, after one untimed call each; every repeat runs each
+    thunk once, in turn."""
+    for fn in thunks.values():
+        fn()
+    samples = {key: [] for key in thunks}
+    for _ in range(repeats):
+        for key, fn in thunks.items():
+            gc.collect()
+            t0 = CLOCK()
+            fn()
+            samples[key].append(CLOCK() - t0)
+    return {key: statistics.median(v) for key, v in samples.items()}
+
+
+def _sk_times(repeats):
+    """``{(kind, n): seconds}`` for kind "func" (functionalized) and "eager", n in SIZES."""
     import subclass_kit as sk
     from subclass_kit.modes import functionalize
     f = functionalize(_program)
-    func = median_seconds(lambda: f(sk.ones(8, n)), repeats, warmup=1)
-    eager = median_seconds(lambda: _program(sk.ones(8, n)), repeats, warmup=1)
-    return func, eager
+    thunks = {}
+    for n in SIZES:
+        thunks["func", n] = lambda n=n: f(sk.ones(8, n))
+        thunks["eager", n] = lambda n=n: _program(sk.ones(8, n))
+    return _interleaved_medians(thunks, repeats)
 
 
 def unbind(repeats=None) -> list:
     repeats = repeats or DEFAULT_REPEATS
     rows, times = [], {}
-    for n in (1000, 4000):
+    medians = _sk_times(repeats)
+    for n in SIZES:
         r = Result(f"functionalize_unbind_{n}", "s")
-        func, eager = _sk_times(n, repeats)
+        func, eager = medians["func", n], medians["eager", n]
         r.values[SK] = func
         times[n] = func
         ratio = func / eager

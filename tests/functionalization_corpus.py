@@ -543,4 +543,71 @@ def cat_of_mutated_views(L, x):
     return L.cat([a, x[1], x[2]])
 
 
+# -- many writes into one base: after the first (a scatter), functionalization writes them in
+# place into its private copy of the base when no mode below observes it (wrapper.py) -----------
+@program((4, 6))
+def unbind_loop(L, x):
+    for i, v in enumerate(x.unbind(1)):
+        v.mul_(i + 1)
+    return x
+
+
+@program((4, 4))
+def writes_through_several_views(L, x):
+    x[0].add_(1)
+    x[1:][0].mul_(2)                # slice, select
+    x.t()[2].sub_(3)                # a transpose first: scattered
+    x[:, 1:3].t()[0].add_(10)       # slice, t, select
+    x.diagonal().neg_()
+    x.unbind(0)[3].fill_(5)
+    a, b = x.split(2, 1)
+    b[1].mul_(3)
+    x[2, 1:].view(3, 1)[1].add_(a[0, :1])
+    return x, a.sum(), x[2].clone()
+
+
+@program((3, 4))
+def writes_into_a_transposed_intermediate(L, x):
+    z = x.t().clone()               # a base with strides (1, 4)
+    z[0].add_(1)
+    z[1].mul_(2)
+    z[:, 1].sub_(1)
+    z[2:].t()[1].add_(100)
+    return z * 1, x
+
+
+@program((3, 4))
+def writes_through_as_strided(L, x):
+    w = x.as_strided((2, 2), (4, 1), 1)
+    w.add_(100)
+    w[1].mul_(-1)
+    w[:, 1].sub_(3)
+    return x
+
+
+@program((2, 5))
+def writes_then_read_a_sibling_each_step(L, x):
+    outs = []
+    for i, v in enumerate(x.unbind(1)):
+        v.add_(i)
+        outs.append(x.sum(1))
+    return L.stack(outs), x
+
+
+@program((3, 4))
+def writes_through_rearranged_views(L, x):
+    x[0].add_(1)
+    y = x.t()
+    for i in range(4):
+        y[i].add_(i)                        # t, select
+    x.permute(1, 0)[:, 1].mul_(2)           # permute, slice, select
+    x.unsqueeze(0)[0, 2].sub_(1)            # unsqueeze, select, select
+    x.transpose(0, 1)[2:].neg_()            # transpose, slice
+    x.view(12)[3:5].add_(7)                 # a view first: scattered
+    z = x.t().clone()                       # an intermediate with strides (1, 4)
+    z[1].mul_(3)
+    z.t()[2, :3].add_(z[3])                 # t, select, slice; z[3] is disjoint
+    return x, z * 1
+
+
 PROGRAM_NAMES = sorted(CORPUS)

@@ -1,9 +1,11 @@
 """``functionalize`` against eager torch over the program corpus (tests/functionalization_corpus.py):
 same outputs (values, shapes, dtypes), same inputs after the call (values, shapes, and strides
 with ``remove="mutations"``); on meta tensors; under an outer LoggingMode / DebugAssertMode; and
-hypothesis-generated view/mutation programs."""
+hypothesis-generated view/mutation programs (observed by a mode below too: same strides)."""
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -138,12 +140,23 @@ def _run_program(L, x, steps):
     return tuple(t * 1 for t in live)
 
 
+class _Observer(sk.DispatchMode):
+    """Passes every op on; below functionalization, it makes every update a scatter (no
+    in-place writes into a private base)."""
+
+
 @hypothesis.given(_steps, st.sampled_from(REMOVES))
 def test_generated_programs_match_eager_torch(steps, remove):
+    """Also observed by a mode below: same values, and the same strides as unobserved."""
     import torch
     tx = make_inputs(torch, [(4, 4)])[0]
-    sx = make_inputs(sk, [(4, 4)])[0]
     want = _run_program(torch, tx, steps)
-    got = functionalize(lambda x: _run_program(sk, x, steps), remove=remove)(sx)
-    _same(got, want)
-    _same(sx, tx)
+    runs = []
+    for observer in (contextlib.nullcontext(), _Observer()):
+        sx = make_inputs(sk, [(4, 4)])[0]
+        with observer:
+            got = functionalize(lambda x: _run_program(sk, x, steps), remove=remove)(sx)
+        _same(got, want)
+        _same(sx, tx)
+        runs.append([(t.stride(), t.storage_offset()) for t in (*got, sx)])
+    assert runs[0] == runs[1]

@@ -221,29 +221,27 @@ class FunctionalizeMode(sk.DispatchMode):
 
     # -- mutations --------------------------------------------------------------------------------
     def _mutation(self, func, args, kwargs):
-        schema = func.schema
-        bound = {}
-        for a, v in zip(schema.arguments, args):
-            bound[a.name] = v
-        bound.update(kwargs)
-        mutated = [bound.get(n) for n in func.mutated_args]
+        names, mutated_names, fv, fv_args = _mutation_plan(func)
+        bound = dict(zip(names, args))
+        if kwargs:
+            bound.update(kwargs)
+        mutated = [bound.get(n) for n in mutated_names]
         if not all(_is_ftw(m) for m in mutated):
             raise RuntimeError(NON_FUNCTIONAL_MUTATION)
-        fv = functional_variant(func)
         if fv is None:
             raise RuntimeError(cannot_functionalize(func))
         fpos, fkw = [], {}
-        for a in fv.schema.arguments:
-            if a.name not in bound:
+        for name, kwarg_only in fv_args:
+            if name not in bound:
                 continue
-            v = bound[a.name]
+            v = bound[name]
             if v.__class__ is FTW:
                 v.sync()
                 v = v.value
             elif isinstance(v, (list, tuple)):
                 v = sk.pytree.tree_map_only(FTW, _unwrap, v)
-            if a.kwarg_only:
-                fkw[a.name] = v
+            if kwarg_only:
+                fkw[name] = v
             else:
                 fpos.append(v)
         out = fv(*fpos, **fkw)
@@ -269,6 +267,22 @@ class FunctionalizeMode(sk.DispatchMode):
             w.sync()
             _bump(w)
         return mutated[0] if len(mutated) == 1 else tuple(mutated)
+
+
+def _mutation_plan(func) -> tuple:
+    """``(argument names, mutated argument names, functional variant, its arguments as
+    (name, kwarg_only))`` of the mutating ``func``, computed once per op."""
+    plan = _PLANS.get(func)
+    if plan is None:
+        fv = functional_variant(func)
+        fv_args = () if fv is None else tuple((a.name, a.kwarg_only)
+                                              for a in fv.schema.arguments)
+        plan = _PLANS[func] = (tuple(a.name for a in func.schema.arguments),
+                               tuple(func.mutated_args), fv, fv_args)
+    return plan
+
+
+_PLANS: dict = {}
 
 
 def _has_wrapper(args, kwargs) -> bool:

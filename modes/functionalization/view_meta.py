@@ -68,12 +68,20 @@ class ViewMeta:
     """One recorded view step: ``op(base, *args, **kwargs)`` (output ``out_index`` for
     multi-output views). See the module docstring."""
 
-    __slots__ = ("args", "is_as_strided", "kwargs", "op", "out_index", "reapply")
+    __slots__ = ("args", "exact_inverse", "is_as_strided", "kwargs", "op", "out_index",
+                 "reapply", "scatters", "writes_through")
 
     def __init__(self, op, args, kwargs, out_index=None, reapply=True):
         self.op, self.args, self.kwargs = op, tuple(args), dict(kwargs or {})
         self.out_index, self.reapply = out_index, reapply
         self.is_as_strided = op is ops.as_strided.default
+        # What FunctionalStorage's in-place updates need (wrapper.py): whether ``reverse`` is a
+        # ``*_scatter`` (a copy of ``base``, same geometry, the view's region replaced); whether
+        # it is the inverse view giving back ``base``'s exact geometry from a view of it; whether
+        # it equals writing ``mutated`` through the real view in place.
+        self.scatters = op in _SCATTER_VIEWS
+        self.exact_inverse = op in _EXACTLY_INVERTED_VIEWS
+        self.writes_through = self.scatters or op in _REARRANGING_VIEWS
 
     def __repr__(self):
         idx = "" if self.out_index is None else f"[{self.out_index}]"
@@ -82,13 +90,16 @@ class ViewMeta:
     # -- replay ---------------------------------------------------------------------------------
     def forward(self, base):
         """The view of ``base`` this step makes (a real view, or a fresh ``*_copy``)."""
+        return self.view(base, self.reapply)
+
+    def view(self, base, reapply=True):
+        """The real view of ``base`` this step makes (its ``*_copy`` if not ``reapply``)."""
         op, args, kw = self.op, self.args, self.kwargs
         if self.out_index is not None:
             if op is ops.unbind.int:
-                return _v(ops.select.int, self.reapply)(base, args[0] if args else 0,
-                                                        self.out_index)
-            return _v(op, self.reapply)(base, *args, **kw)[self.out_index]
-        return _v(op, self.reapply)(base, *args, **kw)
+                return _v(ops.select.int, reapply)(base, args[0] if args else 0, self.out_index)
+            return _v(op, reapply)(base, *args, **kw)[self.out_index]
+        return _v(op, reapply)(base, *args, **kw)
 
     # -- inverse --------------------------------------------------------------------------------
     def reverse(self, base, mutated):
@@ -197,6 +208,23 @@ _INVERSES = {
     ops.split.Tensor: _inv_split, ops.split_with_sizes.default: _inv_split,
     ops.unbind.int: _inv_unbind, ops.alias.default: _inv_alias, ops.detach.default: _inv_alias,
 }
+
+
+# Views whose inverse is a ``*_scatter`` into ``base`` (as_strided: only as the first step).
+_SCATTER_VIEWS = frozenset([
+    ops.select.int, ops.slice.Tensor, ops.diagonal.default, ops.as_strided.default,
+    ops.split.Tensor, ops.split_with_sizes.default, ops.unbind.int])
+# Views whose inverse is the inverse view of ``mutated``: the same elements, rearranged. Not
+# ``expand`` (its inverse sums), ``unfold`` (overlapping windows) or ``view.dtype``.
+_REARRANGING_VIEWS = frozenset([
+    ops.view.default, ops.transpose.int, ops.t.default, ops.permute.default,
+    ops.squeeze.dims, ops.unsqueeze.default, ops.alias.default, ops.detach.default])
+# Rearranging views whose inverse applied to the view (same strides) gives the base's strides
+# back exactly. Not ``view`` or ``squeeze`` (their inverses compute strides afresh: a size-1
+# dimension's stride may come out different).
+_EXACTLY_INVERTED_VIEWS = frozenset([
+    ops.transpose.int, ops.t.default, ops.permute.default, ops.unsqueeze.default,
+    ops.alias.default, ops.detach.default])
 
 
 def has_inverse(op) -> bool:
