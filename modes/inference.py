@@ -34,11 +34,11 @@ class InferenceMode(sk.DecoratorContextManager):
             raise TypeError(f"inference_mode(): argument 'mode' must be bool, not "
                             f"{type(mode).__name__}")
         self.mode = mode
+        self._state = sk.GradState(grad_enabled=not mode, inference=mode)
         self._prev = []
 
     def __enter__(self):
-        state = sk.GradState(grad_enabled=not self.mode, inference=self.mode)
-        self._prev.append(sk.set_grad_state(state))
+        self._prev.append(sk.set_grad_state(self._state))
 
     def __exit__(self, *exc):
         sk.set_grad_state(self._prev.pop())

@@ -182,6 +182,12 @@ def inference_mode(mode: bool = True):
     parentheses). Implemented by ``modes.InferenceMode`` (imported on first use).
     """
     # The implementation lives in modes/ (built on the public API); imported on first use so
-    # the core never needs the modes package to build.
-    inference = importlib.import_module("subclass_kit.modes.inference")
-    return inference.InferenceMode(mode)
+    # the core never needs the modes package to build, then kept (entering the mode must cost
+    # no more than ``no_grad``).
+    global _InferenceMode
+    if _InferenceMode is None:
+        _InferenceMode = importlib.import_module("subclass_kit.modes.inference").InferenceMode
+    return _InferenceMode(mode)
+
+
+_InferenceMode = None

@@ -189,29 +189,6 @@ def integral_identity(ufunc):
     return fn
 
 
-def erf(x):
-    """erf to ~1e-15 relative: an all-positive series below 2.5, erfc's continued fraction
-    above (numpy has no erf; the loops run over terms, not elements)."""
-    x = np.asarray(x)
-    ax = np.abs(x)
-    small = ax < 2.5
-    xs = np.where(small, ax, 0.0).astype(x.dtype)
-    x2 = xs * xs
-    term = xs.copy()
-    total = xs.copy()
-    for n in range(1, 60 if x.dtype.itemsize == 8 else 30):
-        term *= 2 * x2 / (2 * n + 1)
-        total += term
-    res = (2 / math.sqrt(math.pi)) * np.exp(-x2) * total
-    if not small.all():
-        xl = np.where(small, 3.0, ax).astype(x.dtype)
-        t = xl.copy()
-        for k in range(60, 0, -1):
-            t = xl + (k / 2) / t
-        res = np.where(small, res, 1.0 - np.exp(-xl * xl) / (math.sqrt(math.pi) * t))
-    return np.copysign(res, x)
-
-
 def gelu(x, approximate="none"):
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
@@ -325,20 +302,93 @@ def pow(out, a, b):
 _SQRT_PI = math.sqrt(math.pi)
 
 
-def erfc(x):
-    """1 - erf below |x| = 2.5 (erfc >= 4e-4 there: no cancellation), erfc's continued
-    fraction above (2 - it for negative x)."""
-    x = np.asarray(x, dtype=np.float64)
+# W. J. Cody, "Rational Chebyshev approximations for the error function", Math. Comp. 23
+# (1969): erf = x P(x^2)/Q(x^2) for |x| <= 0.46875; erfc = exp(-x^2) R(x) up to 4 and
+# exp(-x^2)/x (1/sqrt(pi) + R(1/x^2)/x^2) beyond, each within a few ulp of float64 (checked
+# against math.erf / math.erfc in tests/test_special_functions.py).
+_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
+      3.20937758913846947e03, 1.85777706184603153e-1)
+_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03,
+      2.84423683343917062e03)
+_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01,
+      2.98635138197400131e02, 8.81952221241769090e02, 1.71204761263407058e03,
+      2.05107837782607147e03, 1.23033935479799725e03, 2.15311535474403846e-8)
+_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02,
+      1.62138957456669019e03, 3.29079923573345963e03, 4.36261909014324716e03,
+      3.43936767414372164e03, 1.23033935480374942e03)
+_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1,
+      1.60837851487422766e-2, 6.58749161529837803e-4, 1.63153871373020978e-2)
+_Q = (2.56852019228982242e00, 1.87295284992346725e00, 5.27905102951428412e-1,
+      6.05183413124413191e-2, 2.33520497626869185e-3)
+_RSQRT_PI = 5.6418958354775628695e-1  # 1/sqrt(pi)
+
+
+def _erf_small(x):
+    z = x * x
+    num = _A[4] * z
+    den = z
+    for i in range(3):
+        num = (num + _A[i]) * z
+        den = (den + _B[i]) * z
+    return x * (num + _A[3]) / (den + _B[3])
+
+
+def _erfc_large(y):
+    """erfc(y) for float64 ``y > 0.46875`` (nan allowed): Cody's two outer ranges, each
+    evaluated only on its own elements."""
+    y = np.minimum(y, 30.0)      # erfc underflows to 0 long before (inf too); nan stays
+    r = np.empty_like(y)
+    mid = y <= 4.0
+    ym = y[mid]
+    num, den = _C[8] * ym, ym
+    for i in range(7):
+        num = (num + _C[i]) * ym
+        den = (den + _D[i]) * ym
+    r[mid] = (num + _C[7]) / (den + _D[7])
+    far = ~mid
+    if far.any():
+        yf = y[far]
+        z = 1.0 / (yf * yf)
+        num, den = _P[5] * z, z
+        for i in range(4):
+            num = (num + _P[i]) * z
+            den = (den + _Q[i]) * z
+        r[far] = (_RSQRT_PI - z * (num + _P[4]) / (den + _Q[4])) / yf
+    # exp(-y^2) as exp(-ys^2) exp(-(y - ys)(y + ys)), ys = y rounded down to 1/16: the
+    # leading square is exact (Cody)
+    ys = np.trunc(y * 16.0) / 16.0
+    with np.errstate(under="ignore"):
+        return np.exp(-ys * ys) * np.exp(-(y - ys) * (y + ys)) * r
+
+
+def _split(x):
+    """(|x|, mask of |x| <= 0.46875, result buffer) of a float64 array."""
     ax = np.abs(x)
-    small = ax < 2.5
-    res = 1.0 - erf(np.where(small, x, 0.0))
-    if not small.all():
-        xl = np.where(small, 3.0, ax)
-        t = xl.copy()
-        for k in range(60, 0, -1):
-            t = xl + (k / 2) / t
-        tail = np.exp(-xl * xl) / (_SQRT_PI * t)
-        res = np.where(small, res, np.where(x < 0, 2.0 - tail, tail))
+    return ax, ax <= 0.46875, np.empty_like(x)
+
+
+def erf(x):
+    """erf of a float array, computed in float64 and rounded once to the input's float dtype
+    (float64 for other inputs)."""
+    x = np.asarray(x)
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    x = x.astype(np.float64, copy=False)
+    ax, small, res = _split(x)
+    res[small] = _erf_small(x[small])
+    big = ~small
+    res[big] = np.copysign(1.0 - _erfc_large(ax[big]), x[big])
+    return res.astype(dtype, copy=False)
+
+
+def erfc(x):
+    """erfc in float64: 1 - erf near 0 (no cancellation there), Cody's erfc beyond (2 - it
+    for negative x)."""
+    x = np.asarray(x, dtype=np.float64)
+    ax, small, res = _split(x)
+    res[small] = 1.0 - _erf_small(x[small])
+    big = ~small
+    tail = _erfc_large(ax[big])
+    res[big] = np.where(x[big] < 0, 2.0 - tail, tail)
     return res
 
 

@@ -41,6 +41,17 @@ def _check_lerp(self, end, weight):
 
 
 def _lerp(out, self, end, weight):
+    if out.dtype == self.dtype and (
+            weight.__class__ in (float, int) if not isinstance(weight, np.ndarray | np.generic)
+            else (weight.ndim == 0 and weight.dtype == out.dtype)):
+        # One weight: one branch for every element, computed in place (no np.where over two
+        # full-size candidates). Same operations in the same order as below.
+        diff = np.asarray(np.subtract(end, self))   # 0-d operands give a numpy scalar
+        if abs(weight) < 0.5:
+            np.add(self, np.multiply(diff, weight, out=diff), out=out)
+        else:
+            np.subtract(end, np.multiply(diff, 1 - weight, out=diff), out=out)
+        return
     diff = end - self
     small = np.abs(weight) < 0.5
     low = self + weight * diff
@@ -56,9 +67,19 @@ def scalar_operand(value, np_dtype):
     return wrap_scalar(value, np_dtype)
 
 
+def _combine(out, self, v, t1, t2, ufunc):
+    """``out = self + v * t1 <ufunc> t2`` evaluated left to right as PyTorch's kernels do,
+    reusing one temporary (written into ``out`` directly when it has the result's dtype)."""
+    r = np.asarray(np.multiply(v, t1))
+    r = ufunc(r, t2, out=r if r.shape == np.broadcast_shapes(r.shape, np.shape(t2)) else None)
+    if out.dtype == np.result_type(self, r):
+        np.add(self, r, out=out)
+    else:
+        np.copyto(out, self + r, casting="unsafe")
+
+
 def _addcmul(out, self, t1, t2, value=1):
-    v = scalar_operand(value, np.result_type(self))
-    np.copyto(out, self + v * t1 * t2, casting="unsafe")
+    _combine(out, self, scalar_operand(value, np.result_type(self)), t1, t2, np.multiply)
 
 
 def _check_addcdiv(self, tensor1, tensor2, value=1):
@@ -67,8 +88,7 @@ def _check_addcdiv(self, tensor1, tensor2, value=1):
 
 
 def _addcdiv(out, self, t1, t2, value=1):
-    v = scalar_operand(value, np.result_type(self))
-    np.copyto(out, self + v * t1 / t2, casting="unsafe")
+    _combine(out, self, scalar_operand(value, np.result_type(self)), t1, t2, np.divide)
 
 
 _NOT_FLOAT = _INTEGRAL | _BOOL
