@@ -24,7 +24,7 @@ it is found to be saved, a gradient or an optimizer state; it never moves back (
 still referenced after its node was freed stays an activation until it dies).
 
 The timeline has one point after each op: ``{"at": op name, "module": forward module fqn
-(or the running backward node's name), "phase": "forward"|"backward"|"optimizer",
+(the running backward node's name, or ``AdamW.step``), "phase": "forward"|"backward"|"optimizer",
 <category>: bytes}`` (docs/sizing.md "Training memory"). Phases: ``optimizer`` inside
 ``step()`` of a tracked optimizer, ``backward`` while the autograd engine runs a node, else
 ``forward``. Not counted: allocator rounding and caching, kernel workspaces, storages of
@@ -103,7 +103,7 @@ class MemTracker(sk.DispatchMode):
         self._peak_point = None
         self._maxima = [0] * len(CATEGORIES)
         self._modules: list = []        # module fqns of the running forward, innermost last
-        self._in_optimizer = 0
+        self._in_optimizer: list = []   # names of the running optimizer steps
         self._handles: list = []
         self._optimizers: list = []
         self._params: list = []
@@ -208,7 +208,7 @@ class MemTracker(sk.DispatchMode):
 
     def _point(self, label: str) -> None:
         if self._in_optimizer:
-            phase, where = "optimizer", ""
+            phase, where = "optimizer", self._in_optimizer[-1]
         else:
             running = self._running
             node = running[-1] if running else None
@@ -255,11 +255,11 @@ class MemTracker(sk.DispatchMode):
         step = opt.step
 
         def tracked_step(*args, **kwargs):
-            self._in_optimizer += 1
+            self._in_optimizer.append(f"{type(opt).__name__}.step")
             try:
                 return step(*args, **kwargs)
             finally:
-                self._in_optimizer -= 1
+                self._in_optimizer.pop()
 
         opt.step = tracked_step
         state = defaultdict(self._param_state)

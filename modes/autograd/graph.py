@@ -177,7 +177,7 @@ class SavedTensor:
 
     def free(self):
         self._freed = True
-        self._t = self._packed = None
+        self._t = self._packed = self._unpack = None     # the hooks may hold memory too
 
 
 def gradient_edge(t):
