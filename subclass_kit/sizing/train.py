@@ -76,7 +76,7 @@ def format(section: dict) -> list:
                       if at[k])
     how = [section["optimizer"]]
     if section["mixed_precision"]:
-        how.append("mixed precision bf16")
+        how.append(f"mixed precision ({section['compute_dtype']} compute)")
     if section["checkpointing"]:
         how.append("checkpointing")
     return [
@@ -121,12 +121,12 @@ def train_step(model, inputs, *, optimizer: str = "adamw", mixed_precision: bool
         undo.append(reset)
         for p in params:
             p.requires_grad_(True)
-        if checkpointing:
-            undo.append(_checkpoint_layers(model))
-        cache = None
+        cache = release = None
         if compute is not None:
-            cache, restore = _cast_parameters(model, compute)
+            cache, release, restore = _cast_parameters(model, compute)
             undo.append(restore)
+        if checkpointing:
+            undo.append(_checkpoint_layers(model, release))
         opt = (sk.optim.AdamW(params) if optimizer == "adamw"
                else sk.optim.SGD(params, lr=1e-3, momentum=0.9))
         tracker = MemTracker()
@@ -216,8 +216,10 @@ def _layers(model) -> list:
     return found
 
 
-def _checkpoint_layers(model):
-    """Run each layer's forward under ``sk.utils.checkpoint``; returns the undo function."""
+def _checkpoint_layers(model, release=None):
+    """Run each layer's forward under ``sk.utils.checkpoint``; returns the undo function.
+    ``release(layer)`` runs after each run of a layer's forward, the recomputation's aborted
+    one included."""
     import subclass_kit as sk
     layers = _layers(model) if callable(getattr(model, "named_children", None)) else []
     if not layers:
@@ -226,9 +228,15 @@ def _checkpoint_layers(model):
     for layer in layers:
         forward = layer.forward
 
-        def checkpointed(*args, _forward=forward, **kwargs):
-            return sk.utils.checkpoint.checkpoint(_forward, *args, use_reentrant=False,
-                                                  **kwargs)
+        def run(*args, _forward=forward, _layer=layer, **kwargs):
+            try:
+                return _forward(*args, **kwargs)
+            finally:
+                if release is not None:
+                    release(_layer)
+
+        def checkpointed(*args, _run=run, **kwargs):
+            return sk.utils.checkpoint.checkpoint(_run, *args, use_reentrant=False, **kwargs)
         object.__setattr__(layer, "forward", checkpointed)
 
     def undo():
@@ -254,12 +262,20 @@ def _own_parameters(module) -> tuple:
 
 def _cast_parameters(model, dtype):
     """Forward pre/post hooks casting each module's floating parameters to ``dtype`` while it
-    runs (AMP-style compute copies). Returns (the forward's cast cache, the undo function)."""
+    runs (AMP-style compute copies). Returns (the forward's cast cache,
+    ``release``, the undo function).
+
+    A call aborted by an exception (the early stop of a checkpoint's recomputation) skips its
+    post-hook: ``release(layer)`` puts back the masters of ``layer``'s modules."""
     cache = _CastCache()
+    masters: dict = {}      # id(module) -> (module, {name: float32 master})
     handles = []
 
     def before(module, args):
-        own, put = _own_parameters(module)
+        entry = masters.get(id(module))
+        own = entry[1] if entry is not None else _own_parameters(module)[0]
+        masters[id(module)] = (module, own)
+        put = _own_parameters(module)[1]
         for name, p in own.items():
             if p.dtype.is_floating_point and p.dtype != dtype:
                 copy = cache.get(id(p)) if cache.active else None
@@ -268,21 +284,33 @@ def _cast_parameters(model, dtype):
                     if cache.active:
                         cache[id(p)] = copy
                 put(name, copy)
-        module.__dict__["_sizing_masters"] = own
 
-    def after(module, args, out):
-        own = module.__dict__.pop("_sizing_masters", {})
-        _, put = _own_parameters(module)
+    def restore(module, own):
+        put = _own_parameters(module)[1]
         for name, p in own.items():
             put(name, p)
+
+    def after(module, args, out):
+        entry = masters.pop(id(module), None)
+        if entry is not None:
+            restore(*entry)
 
     from ..modes.memory_tracker import _named_modules
     for _, m in _named_modules(model):
         handles.append(m.register_forward_pre_hook(before))
         handles.append(m.register_forward_hook(after))
 
+    def release(layer):
+        for _, m in _named_modules(layer):
+            entry = masters.pop(id(m), None)
+            if entry is not None:
+                restore(*entry)
+
     def undo():
         for h in handles:
             h.remove()
+        for module, own in masters.values():
+            restore(module, own)
+        masters.clear()
         cache.clear()
-    return cache, undo
+    return cache, release, undo
