@@ -26,7 +26,8 @@ still referenced after its node was freed stays an activation until it dies).
 The timeline has one point after each op: ``{"at": op name, "module": forward module fqn
 (the running backward node's name, or ``AdamW.step``), "phase": "forward"|"backward"|"optimizer",
 <category>: bytes}`` (docs/sizing.md "Training memory"). Phases: ``optimizer`` inside
-``step()`` of a tracked optimizer, ``backward`` while the autograd engine runs a node, else
+``step()`` of a tracked optimizer, ``backward`` while the autograd engine runs (``module`` is then the running node's
+name, or ``engine`` for its own ops: seeding, summing gradients), else
 ``forward``. Not counted: allocator rounding and caching, kernel workspaces, storages of
 wrapper subclasses without data, memory outside ``sk`` ops.
 
@@ -108,7 +109,7 @@ class MemTracker(sk.DispatchMode):
         self._optimizers: list = []
         self._params: list = []
         self._saved_hooks = None
-        self._running = None
+        self._running = self._tasks = None
 
     # -- registration ---------------------------------------------------------------------
     def track_external(self, *objects) -> None:
@@ -209,13 +210,11 @@ class MemTracker(sk.DispatchMode):
     def _point(self, label: str) -> None:
         if self._in_optimizer:
             phase, where = "optimizer", self._in_optimizer[-1]
-        else:
+        elif self._tasks:
             running = self._running
-            node = running[-1] if running else None
-            if node is not None:
-                phase, where = "backward", node.name()
-            else:
-                phase, where = "forward", self._modules[-1] if self._modules else ""
+            phase, where = "backward", running[-1].name() if running else "engine"
+        else:
+            phase, where = "forward", self._modules[-1] if self._modules else ""
         point = [label, where, phase, *self._current]
         self._points.append(point)
         total = sum(self._current)
@@ -230,6 +229,7 @@ class MemTracker(sk.DispatchMode):
     def __enter__(self):
         from subclass_kit.modes.autograd import engine, graph
         self._running = engine._RUNNING
+        self._tasks = engine._TASKS
         for p in self._params:
             if p.requires_grad and p.is_leaf:
                 self._handles.append(p.register_post_accumulate_grad_hook(

@@ -23,8 +23,10 @@ from .graph import AccumulateGrad, gradient_edge, grad_accumulator
 
 __all__ = ["run_backward", "backward", "grad", "current_node"]
 
-# The nodes whose ``apply`` is running, innermost last (a node may start a nested backward).
+# The nodes whose ``apply`` is running, innermost last (a node may start a nested backward),
+# and the running backward passes (``run_backward`` calls; ops between nodes belong to them).
 _RUNNING: list = []
+_TASKS: list = []
 
 
 def current_node():
@@ -65,6 +67,16 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                  accumulate=True, allow_unused=False):
     """Backpropagate ``grad_outputs`` from ``outputs``. ``accumulate``: into the ``.grad`` of
     leaves (``backward``); else the gradients of ``inputs`` are returned (``grad``)."""
+    _TASKS.append(outputs)
+    try:
+        return _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                             accumulate, allow_unused)
+    finally:
+        _TASKS.pop()
+
+
+def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accumulate,
+                  allow_unused):
     outputs = _as_tuple(outputs)
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -144,9 +156,12 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     results = [None] * (len(inputs) if inputs is not None else 0)
     # Gradient objects handed to more than one place (or held by the caller): AccumulateGrad
     # must copy them, where PyTorch would see a reference count above one.
-    delivered = {id(g) for g in grad_outputs if g is not None}
-    shared = set(delivered)
-    AccumulateGrad.shared = shared
+    # Marked on the tensors, for this run only (ids of dead gradients are reused: a set of ids
+    # would see a fresh gradient as shared, depending on the allocator's addresses).
+    run = AccumulateGrad.run = object()
+    for g in grad_outputs:
+        if g is not None:
+            g.__dict__["_grad_shared"] = run
     with sk.set_grad_enabled(create_graph):
         while ready:
             _, _, node = heapq.heappop(ready)
@@ -177,10 +192,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     continue
                 nxt, nr = e
                 if g is not None:
-                    if id(g) in delivered:
-                        shared.add(id(g))
+                    marks = g.__dict__
+                    if marks.get("_grad_delivered") is run:
+                        marks["_grad_shared"] = run
                     else:
-                        delivered.add(id(g))
+                        marks["_grad_delivered"] = run
                     nbuf = buffers.get(nxt)
                     if nbuf is None:
                         nbuf = buffers[nxt] = [None] * nxt._num_inputs

@@ -206,7 +206,12 @@ class AccumulateGrad(Node):
     ones are added in place, or out of place under ``create_graph``."""
 
     _name = "AccumulateGrad"
-    shared: set = set()     # ids of gradients the running backward handed out more than once
+    run = None      # the running backward's token: a gradient it handed out more than once
+    #                 (or the caller's) carries it as ``_grad_shared`` (``shared(g)``)
+
+    @classmethod
+    def shared(cls, g) -> bool:
+        return g.__dict__.get("_grad_shared") is cls.run
 
     def __init__(self, variable):
         super().__init__()
@@ -224,7 +229,7 @@ class AccumulateGrad(Node):
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is
                 # shared or laid out unlike the leaf. We cannot count references: the engine
                 # tells which gradient objects it handed out twice (``shared``).
-                if (id(g) in self.shared or g.stride() != var.stride() or g.requires_grad):
+                if (self.shared(g) or g.stride() != var.stride() or g.requires_grad):
                     g = _like(var, g)
                 else:
                     g = g.detach()

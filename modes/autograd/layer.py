@@ -136,7 +136,7 @@ class CopySlices(Node):
     def apply(self, grads):
         g = grads[0]
         shape, stride, _ = self._base_geom
-        if (not sk.is_grad_enabled() and id(g) not in AccumulateGrad.shared
+        if (not sk.is_grad_enabled() and not AccumulateGrad.shared(g)
                 and g._base is None and g.storage_offset() == 0
                 and tuple(g.shape) == shape and g.stride() == stride):
             # a gradient no one else holds, laid out like the base: write the view's region in
