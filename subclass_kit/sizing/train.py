@@ -27,7 +27,7 @@ from . import SizingError
 
 NAME = "train"
 
-__all__ = ["NAME", "add_arguments", "wanted", "measure", "format", "train_step"]
+__all__ = ["NAME", "add_arguments", "wanted", "prepare", "measure", "format", "train_step"]
 
 CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "activations",
               "temporaries")
@@ -54,9 +54,13 @@ def add_arguments(parser) -> None:
 
 
 def wanted(args) -> bool:
-    if not args.train and (args.optimizer or args.mixed_precision or args.checkpointing):
+    # the training options without --train also select the feature: ``prepare`` rejects them
+    return bool(args.train or args.optimizer or args.mixed_precision or args.checkpointing)
+
+
+def prepare(ctx) -> None:
+    if not ctx.args.train:
         raise SizingError("--optimizer, --mixed-precision and --checkpointing need --train")
-    return bool(args.train)
 
 
 def measure(ctx) -> dict:
@@ -190,9 +194,7 @@ def _loss(out, mixed_precision: bool):
         logits = logits.to(sk.float32)
     if logits.dim() in (2, 3) and logits.dtype.is_floating_point:
         lead = tuple(logits.shape[:-1])
-        targets = sk.empty(lead, dtype=sk.int64, device=logits.device)
-        if logits.device.type != "meta":
-            targets.zero_()
+        targets = sk.zeros(lead, dtype=sk.int64, device=logits.device)
         return sk.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                               targets.reshape(-1))
     return logits.sum()
