@@ -13,6 +13,7 @@ from ._dtype import bool_ as bool  # noqa: A001  (sk.bool, as torch.bool)
 from ._dtype import can_cast as can_cast
 from ._dtype import dtype as dtype
 from ._dtype import float16 as float16
+from ._dtype import bfloat16 as bfloat16
 from ._dtype import float32 as float32
 from ._dtype import float64 as float64
 from ._dtype import get_default_dtype as get_default_dtype

@@ -18,17 +18,22 @@ _BOOL, _INT, _FLOAT = 0, 1, 2
 class dtype:
     """An element type: ``sk.float32`` and friends (PyTorch's ``torch.dtype``).
 
-    Attributes: ``itemsize`` (bytes), ``is_floating_point``, ``is_signed``, ``numpy`` (the numpy
-    dtype used for CPU storage). Instances are singletons; compare with ``is`` or ``==``.
+    Attributes: ``itemsize`` (bytes of one element in storage), ``is_floating_point``,
+    ``is_signed``, ``numpy`` (the numpy dtype kernels compute in and ``Tensor._array()``
+    gives), ``storage_numpy`` (the numpy dtype of the elements in a cpu storage). The two
+    differ only for ``bfloat16``: stored as 2-byte words, computed in float32 (Note
+    [Storage dtype and compute dtype] in ``storage.py``). Instances are singletons; compare
+    with ``is`` or ``==``.
     """
 
     __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "numpy", "_category",
-                 "_rank", "legacy_name")
+                 "_rank", "legacy_name", "storage_numpy")
 
-    def __init__(self, name, np_dtype, category, rank, legacy_name):
+    def __init__(self, name, np_dtype, category, rank, legacy_name, storage=None):
         self.name = name
         self.numpy = np.dtype(np_dtype)
-        self.itemsize = self.numpy.itemsize
+        self.storage_numpy = self.numpy if storage is None else np.dtype(storage)
+        self.itemsize = self.storage_numpy.itemsize
         self._category = category
         self._rank = rank
         self.is_floating_point = category == _FLOAT
@@ -49,14 +54,18 @@ int16 = dtype("int16", np.int16, _INT, 2, "ShortTensor")
 int32 = dtype("int32", np.int32, _INT, 3, "IntTensor")
 int64 = dtype("int64", np.int64, _INT, 4, "LongTensor")
 float16 = dtype("float16", np.float16, _FLOAT, 1, "HalfTensor")
+# Brain floating point: float32's sign, 8 exponent bits and the top 7 mantissa bits, stored as
+# the upper 16 bits of a float32 and computed in float32 (PyTorch's ``c10::BFloat16``).
+bfloat16 = dtype("bfloat16", np.float32, _FLOAT, 1, "BFloat16Tensor", storage=np.uint16)
 float32 = dtype("float32", np.float32, _FLOAT, 2, "FloatTensor")
 float64 = dtype("float64", np.float64, _FLOAT, 3, "DoubleTensor")
 
-ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 _by_name = {d.name: d for d in ALL_DTYPES}
 _by_name.update({"float": float32, "double": float64, "half": float16, "long": int64,
                  "int": int32, "short": int16})
-_by_numpy = {d.numpy: d for d in ALL_DTYPES}
+# numpy has no bfloat16: a float32 array is float32 (``from_numpy`` never makes bfloat16).
+_by_numpy = {d.numpy: d for d in ALL_DTYPES if d.numpy is d.storage_numpy}
 
 _default_dtype = [float32]
 
@@ -113,6 +122,9 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
         if a is uint8 or b is uint8:
             other = b if a is uint8 else a
             return int16 if other is int8 else other
+    if a._rank == b._rank:
+        # float16 with bfloat16: neither holds the other (range vs precision), so float32.
+        return float32
     return a if a._rank >= b._rank else b
 
 

@@ -32,7 +32,7 @@ from . import sizing, zoo
 
 __all__ = ["main"]
 
-DTYPES = {"float32": sk.float32, "float16": sk.float16, "float64": sk.float64}
+DTYPES = {n: getattr(sk, n) for n in ("float32", "float16", "bfloat16", "float64")}
 
 _SHAPES_HELP = """\
 TARGET is a zoo model name (see `subclass-kit list`) or path/to/file.py:function.

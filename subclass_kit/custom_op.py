@@ -288,6 +288,7 @@ _BASE = {
 # Enum defaults written by name in schema text.
 _ENUM_DEFAULTS = {
     "ScalarType": {"float": _dtype.float32, "double": _dtype.float64, "half": _dtype.float16,
+                   "bfloat16": _dtype.bfloat16,
                    "long": _dtype.int64, "int": _dtype.int32, "short": _dtype.int16,
                    "char": _dtype.int8, "byte": _dtype.uint8, "bool": _dtype.bool_},
     "MemoryFormat": {"contiguous_format": contiguous_format, "channels_last": channels_last,

@@ -9,7 +9,8 @@ The file is a zip archive (PyTorch's files are zip archives too, but hold a pick
   ``{"tuple": [...]}``, and ``{"tensor": i, "dtype": "float32", "shape": [...],
   "device": "cpu" | "meta", "requires_grad": bool, "parameter": bool}`` for tensors;
 - ``tensors/<i>.npy``: each cpu tensor's values, contiguous, in numpy's ``.npy`` format
-  (``allow_pickle=False``); meta tensors have no data entry.
+  (``allow_pickle=False``); bfloat16 ones as their 2-byte words (``uint16``: numpy has no
+  bfloat16); meta tensors have no data entry.
 
 Loading parses JSON and ``.npy`` only: there is no way for a file to run code (PyTorch's
 ``weights_only=True`` restricts an unpickler; here there is no unpickler). Differences from
@@ -87,7 +88,7 @@ def _encode(obj, arrays: list, where: str):
         return obj
     if isinstance(obj, Tensor):
         meta = obj.device.type == "meta"
-        arrays.append(None if meta else np.array(obj.detach().numpy(), order="C"))
+        arrays.append(None if meta else _values(obj.detach()))
         from .nn.parameter import Parameter
         return {"tensor": len(arrays) - 1, "dtype": obj.dtype.name, "shape": list(obj.shape),
                 "device": obj.device.type, "requires_grad": bool(obj.requires_grad),
@@ -101,6 +102,14 @@ def _encode(obj, arrays: list, where: str):
         return {kind: [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]}
     raise TypeError(f"sk.save: cannot save {where} of type {type(obj).__name__} (only dicts, "
                     "lists, tuples, numbers, strings, None and tensors)")
+
+
+def _values(t: Tensor) -> np.ndarray:
+    """A contiguous numpy copy of ``t``'s elements as stored (bfloat16: the ``uint16`` words)."""
+    if t.dtype.numpy is not t.dtype.storage_numpy:
+        words = t.contiguous().view(dt.int16)
+        return np.array(words.numpy(), order="C").view(t.dtype.storage_numpy)
+    return np.array(t.numpy(), order="C")
 
 
 def _decode(node, array, map_location):
@@ -137,10 +146,13 @@ def _tensor(node, array, map_location):
         if list(arr.shape) != node["shape"]:
             raise ValueError(f"sk.load: tensor {node['tensor']} has shape {list(arr.shape)}, "
                              f"data.json says {node['shape']}")
-        if arr.dtype != dtype.numpy:
+        if arr.dtype != dtype.storage_numpy:
             raise ValueError(f"sk.load: tensor {node['tensor']} holds {arr.dtype} data, "
                              f"data.json says {node['dtype']}")
-        t = from_numpy(arr)
+        if dtype.numpy is not dtype.storage_numpy:     # bfloat16 words
+            t = from_numpy(arr.view(np.int16)).view(dtype)
+        else:
+            t = from_numpy(arr)
     if node.get("parameter"):
         return Parameter(t, requires_grad=node["requires_grad"])
     if node["requires_grad"]:

@@ -8,6 +8,22 @@ Note [Views share Storage]
     Every view op returns a tensor whose ``untyped_storage()`` is the *same object* as its
     input's, on cpu and on meta alike. ``resize_`` swaps the numpy buffer inside the Storage, so
     all views see the grown storage; tensors cache their numpy view keyed by buffer identity.
+
+Note [Storage dtype and compute dtype]
+    A dtype's ``storage_numpy`` is what its elements are in memory, its ``numpy`` what kernels
+    compute in. They differ for ``bfloat16`` only: 2-byte words (the upper half of a float32)
+    computed in float32, as PyTorch's CPU kernels convert each ``c10::BFloat16`` to float and
+    round back on store. The conversion lives here, in one place: the first read of a cpu
+    storage as bfloat16 decodes its words into a float32 *shadow* (one float32 per 2-byte
+    word, ``Storage._shadow``), which every bfloat16 tensor over the storage reads and writes
+    through ``Tensor._array()`` (so views stay views and kernels need no bfloat16 code). Values
+    a kernel stores there are rounded to bfloat16 -- round to nearest even, overflow to inf,
+    NaN to the quiet NaN ``0x7FC0`` (``c10::round_to_nearest_even``) -- whenever a bfloat16
+    tensor of the storage is next read (``_sync_shadow``), so every read sees bfloat16 values,
+    exactly as if each store had rounded. Anything reading the bytes themselves (``_bytes()``,
+    a tensor of another dtype over the same storage, ``resize_``) first writes the rounded
+    words back and drops the shadow (``_drop_shadow``). While a shadow exists the float32
+    array, not the words, holds the values, and the storage takes 6 bytes per element.
 """
 
 from __future__ import annotations
@@ -16,7 +32,20 @@ import numpy as np
 
 _new = object.__new__
 
-__all__ = ["device", "Storage"]
+__all__ = ["device", "Storage", "round_bfloat16_bits"]
+
+
+def round_bfloat16_bits(bits: np.ndarray) -> np.ndarray:
+    """The bfloat16 words (``uint16``) nearest to float32 values given by their bit patterns
+    (``uint32``, any shape): PyTorch's ``c10::round_to_nearest_even`` -- add ``0x7FFF`` plus
+    the lowest kept bit, keep the upper 16 bits (ties go to even, values beyond the largest
+    bfloat16 become inf) -- with every NaN mapped to the quiet NaN ``0x7FC0``."""
+    rounded = (bits >> 16) & 1
+    rounded += 0x7FFF
+    rounded += bits             # wraps around only for NaNs, replaced below
+    words = (rounded >> 16).astype(np.uint16)
+    words[(bits & 0x7FFFFFFF) > 0x7F800000] = 0x7FC0
+    return words
 
 
 class device:
@@ -90,7 +119,8 @@ class Storage:
     typed arrays: one ``np.empty``); its bytes as a flat ``uint8`` array are ``_bytes()``.
     """
 
-    __slots__ = ("_buffer", "_nbytes", "device", "_resizable", "_dataless", "__weakref__")
+    __slots__ = ("_buffer", "_nbytes", "device", "_resizable", "_dataless", "_shadow",
+                 "__weakref__")
 
     def __init__(self, nbytes: int, device=CPU, *, _buffer=None, resizable: bool = True,
                  dataless: bool = False):
@@ -101,6 +131,7 @@ class Storage:
         self._resizable = resizable
         # Wrapper subclasses carry geometry only: no bytes even on cpu (SEMANTICS.md §5.3).
         self._dataless = dataless
+        self._shadow = None     # Note [Storage dtype and compute dtype]
         if _buffer is not None:
             self._buffer = _buffer
         elif device is CPU and not dataless:
@@ -118,14 +149,53 @@ class Storage:
         s.device = device
         s._resizable = True
         s._dataless = False
+        s._shadow = None
         return s
 
     def _bytes(self) -> np.ndarray:
         """The storage's bytes as a flat ``uint8`` array (shares memory). Meta: None."""
+        if self._shadow is not None:
+            self._drop_shadow()
+        return self._raw_bytes()
+
+    def _raw_bytes(self) -> np.ndarray:
         buf = self._buffer
         if buf is None or buf.dtype == np.uint8 and buf.ndim == 1:
             return buf
         return buf.reshape(-1).view(np.uint8)
+
+    # -- Note [Storage dtype and compute dtype] ----------------------------------------------
+    def _sync_shadow(self) -> np.ndarray:
+        """The float32 shadow of this storage's 2-byte words, every value rounded to bfloat16:
+        decoded on first use, else the values stored since the last read rounded in place."""
+        shadow = self._shadow
+        if shadow is None:
+            words = self._raw_bytes()[:self._nbytes - self._nbytes % 2].view(np.uint16)
+            shadow = (words.astype(np.uint32) << 16).view(np.float32)
+            self._shadow = shadow
+            # A new buffer object (same memory): tensors of other dtypes over this storage
+            # miss their cached numpy view and write the words back before reading them.
+            self._buffer = self._buffer.view()
+        else:
+            bits = shadow.view(np.uint32)
+            np.copyto(bits, round_bfloat16_bits(bits).astype(np.uint32) << 16)
+        return shadow
+
+    def _data(self, shadow: bool) -> np.ndarray:
+        """The array a tensor's numpy view is built on: the synced float32 shadow
+        (``shadow=True``, bfloat16) or the buffer with the shadow written back."""
+        if shadow:
+            return self._sync_shadow()
+        if self._shadow is not None:
+            self._drop_shadow()
+        return self._buffer
+
+    def _drop_shadow(self):
+        """Write the shadow back as rounded 2-byte words and forget it."""
+        shadow = self._shadow
+        self._shadow = None
+        words = self._raw_bytes()[:2 * shadow.size].view(np.uint16)
+        words[...] = round_bfloat16_bits(shadow.view(np.uint32))
 
     @classmethod
     def _from_array(cls, arr: np.ndarray, span: int) -> "Storage":
@@ -168,7 +238,7 @@ class Storage:
         if self._buffer is not None:
             new = np.zeros(nbytes, np.uint8)
             keep = min(nbytes, self._nbytes)
-            new[:keep] = self._bytes()[:keep]
+            new[:keep] = self._bytes()[:keep]   # writes a bfloat16 shadow back first
             self._buffer = new
         self._nbytes = nbytes
         return self

@@ -214,7 +214,7 @@ def make_wrapper_subclass(cls, size, strides=None, storage_offset=0, dtype=None,
     # Storage(nbytes, device, dataless=True) and make_tensor(storage, layout, dtype, cls),
     # written out: this runs for every output of a wrapper's handler.
     storage = _new(Storage)
-    storage._buffer = None
+    storage._buffer = storage._shadow = None
     storage._nbytes = extent * dtype.itemsize
     storage.device = device
     storage._resizable = True

@@ -324,9 +324,14 @@ class Tensor(metaclass=TensorType):
                                    "so its ops must go through its __tensor_dispatch__ (not "
                                    "under sk.no_dispatch())")
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+        np_dtype = self._dtype.numpy
+        if np_dtype is not self._dtype.storage_numpy or self._storage._shadow is not None:
+            # Note [Storage dtype and compute dtype]; a cached view of a shadow stays valid.
+            buf = self._storage._data(np_dtype is not self._dtype.storage_numpy)
+            if buf is self._np_buf:
+                return self._np
         layout = self._layout
         sizes = layout.sizes
-        np_dtype = self._dtype.numpy
         if 0 in sizes:
             arr = np.empty(sizes, np_dtype)
         else:
@@ -365,11 +370,13 @@ class Tensor(metaclass=TensorType):
     def numpy(self, *, force=False) -> np.ndarray:
         """A numpy array sharing this tensor's memory (PyTorch's ``Tensor.numpy``).
 
-        Raises TypeError on meta tensors, RuntimeError for tensors that require grad."""
+        Raises TypeError on meta and bfloat16 tensors, RuntimeError if it requires grad."""
         self._check_data("numpy")
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if self._dtype.numpy is not self._dtype.storage_numpy:
+            raise TypeError(f"Got unsupported ScalarType {self._dtype.legacy_name[:-6]}")
         return self._array()
 
     @public_api

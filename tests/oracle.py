@@ -20,8 +20,8 @@ import numpy as np
 
 import subclass_kit as sk
 
-DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-               "float64")
+DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+               "float32", "float64")
 
 # (rtol, atol) per dtype name, as torch.testing.assert_close.
 TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
@@ -70,7 +70,10 @@ def to_torch(t, requires_grad: bool = False):
         flat = torch.empty(n_items, dtype=dtype, device="meta")
     else:
         buf = np.array(t.untyped_storage()._bytes()[:n_items * item], copy=True)
-        flat = torch.from_numpy(buf.view(sk_dtype(t.dtype).numpy).copy())
+        if dtype == torch.bfloat16:    # numpy has no bfloat16: move the words
+            flat = torch.from_numpy(buf.view(np.int16).copy()).view(dtype)
+        else:
+            flat = torch.from_numpy(buf.view(sk_dtype(t.dtype).numpy).copy())
     out = flat.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
     if requires_grad:
         out.requires_grad_(True)
@@ -85,12 +88,18 @@ def to_sk(t):
         flat = sk.empty(n_items, dtype=dtype, device="meta")
     else:
         store = t.detach().as_strided((n_items,), (1,), 0)
-        flat = sk.tensor(store.numpy().copy(), dtype=dtype)
+        if dtype is sk.bfloat16:    # numpy has no bfloat16: move the words
+            flat = sk.tensor(store.view(_torch().int16).numpy().copy()).view(dtype)
+        else:
+            flat = sk.tensor(store.numpy().copy(), dtype=dtype)
     return flat.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
 
 
 def numpy_of(t) -> np.ndarray:
-    """The values of an sk or torch cpu tensor as a fresh numpy array."""
+    """The values of an sk or torch cpu tensor as a fresh numpy array (bfloat16 as float32,
+    exactly: numpy has no bfloat16)."""
+    if dtype_name(t.dtype) == "bfloat16":
+        return np.array(t.detach().float().numpy(), copy=True)
     if isinstance(t, sk.Tensor):
         return np.array(t.detach().numpy(), copy=True)
     return t.detach().numpy().copy()
@@ -118,7 +127,12 @@ def values_close(a: np.ndarray, b: np.ndarray, dtype: str, rtol=None, atol=None)
         bad = np.argwhere(~close)[:3]
         pairs = ", ".join(f"{tuple(i)}: {a64[tuple(i)]!r} vs {b64[tuple(i)]!r}" for i in bad)
         return False, f"{(~close).sum()} of {a.size} values differ (rtol={r}, atol={t}): {pairs}"
-    eq = a == b
+    if dtype == "bfloat16":
+        # Bitwise (so -0.0 differs from 0.0), but any NaN equals any NaN: torch's vectorised
+        # kernels store NaN as 0xFFFF, its scalar paths as 0x7FC0 (docs/differences.md).
+        eq = (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
+    else:
+        eq = a == b
     if eq.all():
         return True, ""
     bad = np.argwhere(~eq)[:3]

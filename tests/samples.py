@@ -53,7 +53,8 @@ class T:
             object.__setattr__(self, "values", tuple(np.asarray(self.values).ravel().tolist()))
 
     def __repr__(self):
-        short = {"float32": "f32", "float64": "f64", "float16": "f16", "int64": "i64",
+        short = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+                 "int64": "i64",
                  "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b"}
         lay = "" if self.layout == "contig" else ":" + self.layout
         return f"{short[self.dtype]}{list(self.shape)}{lay}"
@@ -180,10 +181,15 @@ def storage_plan(spec: T):
     return numel, (H * W * C, 1, W * C, C), 0
 
 
+def _numpy_name(dtype: str) -> str:
+    """numpy has no bfloat16: its values are built as float32, then rounded (``make_tensor``)."""
+    return "float32" if dtype == "bfloat16" else dtype
+
+
 def _random_values(spec: T, n: int) -> np.ndarray:
     rng = np.random.default_rng(zlib.crc32(repr((spec.shape, spec.dtype, spec.layout, spec.lo,
                                                  spec.hi)).encode()))
-    d = spec.dtype
+    d = _numpy_name(spec.dtype)
     if d == "bool":
         return rng.random(n) < 0.5
     if d.startswith(("int", "uint")):
@@ -206,7 +212,7 @@ def storage_array(spec: T) -> np.ndarray:
         item = flat.itemsize
         view = np.lib.stride_tricks.as_strided(flat[offset:], spec.shape,
                                                tuple(s * item for s in strides))
-        view[...] = np.asarray(spec.values, dtype=spec.dtype).reshape(spec.shape)
+        view[...] = np.asarray(spec.values, dtype=_numpy_name(spec.dtype)).reshape(spec.shape)
     return flat
 
 
@@ -218,9 +224,24 @@ def logical_array(spec: T) -> np.ndarray:
                                            tuple(s * item for s in strides)).copy()
 
 
+def bfloat16_words(values: np.ndarray) -> np.ndarray:
+    """float32 values as bfloat16 words (``int16``), rounded by torch (the oracle)."""
+    import torch
+    f32 = np.array(values, dtype=np.float32, order="C")     # keeps 0-d arrays 0-d
+    return torch.from_numpy(f32).to(torch.bfloat16).view(torch.int16).numpy().copy()
+
+
 def make_tensor(spec: T, lib: str, device: str = "cpu"):
-    """Build ``spec`` as an sk or torch tensor on ``device``."""
+    """Build ``spec`` as an sk or torch tensor on ``device``. A bfloat16 spec is built from the
+    same words in both libraries: an int16 tensor viewed as bfloat16."""
     n, strides, offset = storage_plan(spec)
+    if spec.dtype == "bfloat16" and device == "cpu":
+        m = sk if lib == "sk" else __import__("torch")
+        if spec.layout == "contig":
+            words = m.from_numpy(bfloat16_words(logical_array(spec)))
+            return words.clone(memory_format=m.contiguous_format).view(m.bfloat16)
+        flat = m.from_numpy(bfloat16_words(storage_array(spec))).clone().view(m.bfloat16)
+        return flat.as_strided(spec.shape, strides, offset)
     contig = spec.layout == "contig"
     if lib == "sk":
         dtype = getattr(sk, spec.dtype)

@@ -93,6 +93,9 @@ def test_dtype_option(capsys):
     assert report["dtype"] == "float16"
     report = run_json(capsys, "vit-b-16", "--dtype", "float64")
     assert report["parameter_bytes"] == 8 * PUBLISHED["vit-b-16"]
+    report = run_json(capsys, "gpt2", "--seq", "4", "--dtype", "bfloat16")
+    assert report["parameter_bytes"] == 2 * PUBLISHED["gpt2"]
+    assert report["dtype"] == "bfloat16"
 
 
 def test_default_batch_and_seq(capsys):
@@ -141,10 +144,10 @@ def test_unknown_model(capsys):
 
 
 def test_bad_dtype_lists_choices(capsys):
-    code, _, err = run(capsys, "shapes", "gpt2", "--dtype", "bfloat16")
+    code, _, err = run(capsys, "shapes", "gpt2", "--dtype", "int8")
     assert code == 2
-    assert "bfloat16" in err
-    for choice in ("float32", "float16", "float64"):
+    assert "int8" in err
+    for choice in ("float32", "float16", "bfloat16", "float64"):
         assert choice in err
 
 

@@ -141,9 +141,10 @@ def round(input, *, decimals=None, out=None):
         _check_round_decimals(input, decimals)
     if decimals:
         scale = 10.0 ** builtins.abs(decimals)
-        # PyTorch scales, rounds and unscales float16 in float32 (its opmath type), rounding
-        # to float16 once at the end.
-        x = ops._to_copy(input, dtype=dt.float32) if input.dtype is dt.float16 else input
+        # PyTorch scales, rounds and unscales float16 and bfloat16 in float32 (its opmath
+        # type), rounding to the input dtype once at the end.
+        x = (ops._to_copy(input, dtype=dt.float32)
+             if input.dtype in (dt.float16, dt.bfloat16) else input)
         if decimals > 0:
             res = ops.div(ops.round(ops.mul(x, scale)), scale)
         else:

@@ -62,13 +62,20 @@ class finfo:
         if not d.is_floating_point:
             raise TypeError("sk.finfo() requires a floating point input type. Use sk.iinfo to "
                             "handle 'sk.finfo'")
-        info = np.finfo(d.numpy)
-        self.bits = int(info.bits)
-        self.eps = float(info.eps)
-        self.max = float(info.max)
-        self.min = float(info.min)
-        self.tiny = self.smallest_normal = float(info.smallest_normal)
-        self.resolution = 10.0 ** -int(info.precision)   # PyTorch: 10**-digits10
+        if d is dt.bfloat16:
+            # numpy has no bfloat16: float32's exponent range with 8 significant bits.
+            self.bits, self.eps, self.resolution = 16, 2.0 ** -7, 0.01
+            self.max = float.fromhex("0x1.fep127")
+            self.min = -self.max
+            self.tiny = self.smallest_normal = 2.0 ** -126
+        else:
+            info = np.finfo(d.numpy)
+            self.bits = int(info.bits)
+            self.eps = float(info.eps)
+            self.max = float(info.max)
+            self.min = float(info.min)
+            self.tiny = self.smallest_normal = float(info.smallest_normal)
+            self.resolution = 10.0 ** -int(info.precision)   # PyTorch: 10**-digits10
         self.dtype = d.name
 
     def __repr__(self):

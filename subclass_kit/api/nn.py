@@ -177,7 +177,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 @public_api
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x * rsqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight``,
-    computed in float32 for float16 input (PyTorch's composite: ``pow, mean, add_, rsqrt,
+    computed in float32 for float16 and bfloat16 input (PyTorch's composite: ``pow, mean, add_, rsqrt,
     mul``). ``eps`` defaults to the machine epsilon of the compute dtype."""
     if isinstance(normalized_shape, int):
         raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of "
@@ -192,7 +192,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
                            f"weight of shape {list(weight.shape)} and normalized_shape = "
                            f"{list(shape)}")
-    compute = dt.float32 if input.dtype is dt.float16 else input.dtype
+    compute = dt.float32 if input.dtype in (dt.float16, dt.bfloat16) else input.dtype
     x = input if compute is input.dtype else ops._to_copy(input, dtype=compute)
     if eps is None:
         eps = _EPS.get(compute.name, _EPS["float32"])

@@ -263,6 +263,7 @@ def _caster(dtype):
 
 
 for _name, _d in (("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
+                  ("bfloat16", dt.bfloat16),
                   ("long", dt.int64), ("int", dt.int32), ("short", dt.int16),
                   ("char", dt.int8), ("byte", dt.uint8), ("bool", dt.bool_)):
     method(_name)(_caster(_d))

@@ -256,12 +256,20 @@ def resize_storage_for(t: Tensor, layout: Layout):
     t._set_layout(layout)
 
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
 def _type_name(d) -> str:
     return _TYPE_NAMES[d.name]
+
+
+def type_string(d) -> str:
+    """PyTorch's ``toString`` of a cpu tensor type in error texts: ``sk.FloatTensor``, but
+    ``CPUBoolType`` and ``CPUBFloat16Type`` for the dtypes without a legacy tensor class."""
+    if d.name in ("bool", "bfloat16"):
+        return f"CPU{_TYPE_NAMES[d.name]}Type"
+    return f"sk.{d.legacy_name}"
 
 
 def type_name(d) -> str:

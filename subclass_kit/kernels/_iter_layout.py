@@ -213,7 +213,8 @@ def alloc(sizes, strides, dtype, device):
             compute_storage_nbytes_contiguous(sizes, item)
         else:
             compute_storage_nbytes(sizes, strides, item)
-        entry = (layout, extent, tuple(s * item for s in strides), dtype.numpy,
+        # numpy strides in the compute dtype's bytes (bfloat16: float32's 4, not its 2).
+        entry = (layout, extent, tuple(s * dtype.numpy.itemsize for s in strides), dtype.numpy,
                  numel, strides == contig(sizes))
         if len(_ALLOC) < 4096:
             _ALLOC[key] = entry
@@ -226,8 +227,15 @@ def alloc(sizes, strides, dtype, device):
         buf = np.empty(extent, np_dtype)
         arr = np.ndarray(sizes, np_dtype, buf, 0, bstrides) if numel else np.empty(sizes, np_dtype)
     storage = _new(Storage)
-    storage._buffer = buf
-    storage._nbytes = buf.nbytes
+    if np_dtype is not dtype.storage_numpy:
+        # bfloat16: the kernel writes the float32 shadow of the (unwritten) 2-byte words
+        # (Note [Storage dtype and compute dtype]); ``_np_buf`` is then the shadow.
+        storage._buffer = np.empty(extent, dtype.storage_numpy)
+        storage._shadow = buf = buf.reshape(-1)
+    else:
+        storage._buffer = buf
+        storage._shadow = None
+    storage._nbytes = storage._buffer.nbytes
     storage.device = CPU
     storage._resizable = True
     storage._dataless = False

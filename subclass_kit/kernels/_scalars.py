@@ -69,11 +69,14 @@ def wrap_scalar(value, np_dtype):
 # c10's checked_convert names the C++ type; TypeMeta names (``cpp_name``) differ again.
 _CHECKED_NAMES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
                   "int32": "int", "int64": "int64_t", "float16": "c10::Half", "float32": "float",
+                  "bfloat16": "c10::BFloat16",
                   "float64": "double"}
 _CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
               "int16": "short int", "int32": "int", "int64": "long int", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16",
               "float32": "float", "float64": "double"}
-_FLOAT_MAX = {"float16": 65504.0, "float32": float(np.finfo(np.float32).max),
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+              "float32": float(np.finfo(np.float32).max),
               "float64": float(np.finfo(np.float64).max)}
 
 

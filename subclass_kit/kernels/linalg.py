@@ -26,10 +26,11 @@ from ._common import (
     register_rule,
     resize_out,
     type_name,
+    type_string,
 )
 
 # C++ spellings of scalar types, as ``c10::ScalarType`` prints through ``caffe2::TypeMeta``.
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
               "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
               "uint8": "unsigned char", "bool": "bool"}
 
@@ -119,7 +120,7 @@ def _check_expands(self, target):
     sizes = self._layout.sizes
     if len(sizes) > len(target):
         raise RuntimeError(
-            f"expand(sk.{self._dtype.legacy_name}{{{format_size(sizes)}}}, "
+            f"expand({type_string(self._dtype)}{{{format_size(sizes)}}}, "
             f"size={format_size(target)}): the number of sizes provided ({len(target)}) must be "
             f"greater or equal to the number of dimensions in the tensor ({len(sizes)})")
     lead = len(target) - len(sizes)

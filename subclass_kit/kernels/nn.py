@@ -16,7 +16,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..layout import contiguous_strides, format_size, wrap_dim
 from ..registry import ops
-from ._common import Spec, common_device, register_rule, type_name
+from ._common import Spec, common_device, register_rule, type_name, type_string
 
 
 def _opmath(a: np.ndarray) -> np.ndarray:
@@ -162,7 +162,7 @@ def _embedding_rule(weight, indices, padding_idx=-1, scale_grad_by_freq=False, s
     if indices._dtype not in (dt.int64, dt.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got "
-                           f"sk.{indices._dtype.legacy_name} instead (while checking "
+                           f"{type_string(indices._dtype)} instead (while checking "
                            f"arguments for embedding)")
     device = common_device([weight, indices])
     return _fresh(indices._layout.sizes + weight._layout.sizes[1:], weight._dtype, device)
@@ -229,7 +229,7 @@ def _embedding_backward_rule(grad_output, indices, num_weights, padding_idx, sca
     if indices._dtype not in (dt.int64, dt.int32):
         raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got "
-                           f"sk.{indices._dtype.legacy_name} instead (while checking "
+                           f"{type_string(indices._dtype)} instead (while checking "
                            f"arguments for embedding_backward)")
     n = int(np.prod(indices._layout.sizes, dtype=np.int64))
     sizes = grad_output._layout.sizes

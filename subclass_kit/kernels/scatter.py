@@ -45,6 +45,8 @@ def clone_preserve_strides(self):
     if self._layout.has_internal_overlap():
         return _kernel(ops.clone, self)(self)
     src = self._storage
+    if src._shadow is not None:
+        src._drop_shadow()      # the words of a bfloat16 storage, up to date
     if src._buffer is None or src._buffer.nbytes != src._nbytes:
         storage = Storage(src._nbytes, src.device)
         if storage._buffer is not None:

@@ -31,7 +31,7 @@ from ..layout import wrap_dim
 from ..registry import ops, register_kernel
 from ..storage import META
 from ._common import (Spec, check_out_device_first, fill_scalar_pair,
-                      register_pair_kernels, resize_out)
+                      register_pair_kernels, resize_out, type_string)
 from ._iter_layout import alloc, contig, iter_strides
 from ._scalars import cpp_name
 from .reductions import reduced_sizes
@@ -210,7 +210,7 @@ def _kthvalue_rule(self, k, dim=-1, keepdim=False):
 
 def _legacy(dtype):
     """The tensor type's name in PyTorch's ``toString`` (bool has no legacy class)."""
-    return "CPUBoolType" if dtype is dt.bool_ else f"sk.{dtype.legacy_name}"
+    return type_string(dtype)
 
 
 def _median_out_check(specs, values, indices):

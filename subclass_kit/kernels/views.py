@@ -27,7 +27,7 @@ from ..layout import (
 )
 from ..registry import ops
 from ..tensor import make_tensor, make_view
-from ._common import both_devices, type_name
+from ._common import both_devices, type_name, type_string
 from ._scalars import cpp_name
 
 
@@ -199,7 +199,7 @@ def expand_sizes(self, size) -> tuple:
     old = self._layout.sizes
     if len(size) < len(old):
         raise RuntimeError(
-            f"expand(sk.{type_name(self._dtype)}Tensor{{{format_size(old)}}}, size="
+            f"expand({type_string(self._dtype)}{{{format_size(old)}}}, size="
             f"{format_size(size)}): the number of sizes provided ({len(size)}) must be greater "
             f"or equal to the number of dimensions in the tensor ({len(old)})")
     lead = len(size) - len(old)

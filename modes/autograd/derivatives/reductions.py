@@ -265,7 +265,7 @@ def _(ctx, grad):
 
 # The most negative finite value of each floating dtype (``numeric_limits::lowest``).
 _LOWEST = {"float64": -1.7976931348623157e308, "float32": -3.4028234663852886e38,
-           "float16": -65504.0}
+           "float16": -65504.0, "bfloat16": -3.3895313892515355e38}
 
 
 @derivative("logcumsumexp.default", "LogcumsumexpBackward0", save=("self", "result"))
