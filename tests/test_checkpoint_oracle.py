@@ -29,11 +29,9 @@ def _twins(**kw):
 
 
 def _grads(L, model, x, checkpoint):
-    ckpt = None
-    if checkpoint:
-        def ckpt(f, *a):
-            return L.utils.checkpoint.checkpoint(f, *a, use_reentrant=False)
-    logits = model(x, checkpoint=ckpt)
+    def ckpt(f, *a):
+        return L.utils.checkpoint.checkpoint(f, *a, use_reentrant=False)
+    logits = model(x, checkpoint=ckpt if checkpoint else None)
     L.nn.functional.cross_entropy(logits.reshape(-1, 50), x.reshape(-1)).backward()
     return {k: p.grad.detach().numpy() for k, p in model.named_parameters()}
 
