@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import subclass_kit as sk
 from subclass_kit.modes import MemTracker
@@ -67,6 +69,27 @@ def test_saved_activations_are_torchs(layers, width, seq):
              after_forward=lambda tr: found.update(tr.snapshot()))
     # the input ids are saved (by the embeddings) in both; torch's pack sees them too
     assert found["activations"] == theirs
+
+
+@settings(max_examples=8, deadline=None)
+@given(layers=st.integers(0, 2), heads=st.sampled_from([1, 2, 4]),
+       head_dim=st.integers(1, 6), seq=st.integers(1, 9), batch=st.integers(1, 3))
+def test_saved_activations_property(layers, heads, head_dim, seq, batch):
+    """Any size: the saved bytes are torch's, and meta traces what cpu runs."""
+    width = heads * head_dim
+    x = _ids(batch, seq, seed=seq)
+    kw = dict(layers=layers, width=width, heads=heads, block=seq)
+    theirs, _ = _torch_saved_bytes(make_twin(torch.nn, torch.nn.functional, torch, **kw),
+                                   torch.tensor(x))
+    found = {}
+    for device in ("cpu", "meta"):
+        model = make_twin(sk.nn, sk.nn.functional, sk, **kw)
+        if device == "meta":
+            model = model.to_empty(device="meta")
+        ids = sk.tensor(x).to(device)
+        _sk_step(model, ids, after_forward=lambda tr: found.setdefault(device, tr.snapshot()))
+    assert found["cpu"] == found["meta"]
+    assert found["cpu"]["activations"] == theirs
 
 
 @pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
