@@ -12,7 +12,8 @@ reference: its bytes count from the op that returned it until the last tensor us
   them, so states created lazily on the first ``step()`` count from that moment;
 - ``activations``: tensors the autograd graph saves for backward, found by a
   ``saved_tensors_hooks`` pack hook (the saved inputs and outputs of each node; parameters
-  stay parameters). Under ``sk.utils.checkpoint`` the region saves nothing and the tensors
+  stay parameters). Hooks active around the tracker still pack them (the tracker's hook calls
+  theirs), and a storage their packed form does not keep alive stops counting when it dies. Under ``sk.utils.checkpoint`` the region saves nothing and the tensors
   its recomputation saves in the backward count here;
 - ``temporaries``: everything else: forward results the graph does not save, gradients of
   activations and other backward intermediates, optimizer intermediates, inputs.
@@ -108,7 +109,8 @@ class MemTracker(sk.DispatchMode):
         self._handles: list = []
         self._optimizers: list = []
         self._params: list = []
-        self._saved_hooks = None
+        self._tracked_modules: list = []
+        self._saved_hooks = self._outer_hooks = None
         self._running = self._tasks = None
 
     # -- registration ---------------------------------------------------------------------
@@ -139,10 +141,7 @@ class MemTracker(sk.DispatchMode):
             if p.grad is not None:
                 self._classify(p.grad, _GRAD)
             self._params.append(p)
-        for fqn, sub in _named_modules(module):
-            self._handles.append(sub.register_forward_pre_hook(
-                lambda m, args, fqn=fqn: self._modules.append(fqn)))
-            self._handles.append(sub.register_forward_hook(self._leave_module))
+        self._tracked_modules.append(module)
 
     def _leave_module(self, module, args, out):
         if self._modules:
@@ -224,11 +223,21 @@ class MemTracker(sk.DispatchMode):
 
     def _on_saved(self, t):
         self._classify(t, _ACT)
-        return t
+        outer = self._outer_hooks
+        return t if outer is None else outer[0](t)
+
+    def _on_unpack(self, packed):
+        outer = self._outer_hooks
+        return packed if outer is None else outer[1](packed)
 
     def __enter__(self):
         from subclass_kit.modes.autograd import engine, graph
         self._running = engine._RUNNING
+        for module in self._tracked_modules:
+            for fqn, sub in _named_modules(module):
+                self._handles.append(sub.register_forward_pre_hook(
+                    lambda m, args, fqn=fqn: self._modules.append(fqn)))
+                self._handles.append(sub.register_forward_hook(self._leave_module))
         self._tasks = engine._TASKS
         for p in self._params:
             if p.requires_grad and p.is_leaf:
@@ -236,7 +245,11 @@ class MemTracker(sk.DispatchMode):
                     lambda p: self._classify(p.grad, _GRAD)))
         for opt in self._optimizers:
             self._wrap_optimizer(opt)
-        self._saved_hooks = graph.saved_tensors_hooks(self._on_saved, _identity)
+        # Hooks active outside the tracker still pack what is saved (the tracker only looks):
+        # the storage's weak reference tells whether the packed form keeps it alive.
+        stack = graph._HookState.stack
+        self._outer_hooks = stack[-1] if stack else None
+        self._saved_hooks = graph.saved_tensors_hooks(self._on_saved, self._on_unpack)
         self._saved_hooks.__enter__()
         return super().__enter__()
 
@@ -328,7 +341,3 @@ class MemTracker(sk.DispatchMode):
             points = [points[i] for i in sorted(keep)]
         return [{"at": p[0], "module": p[1], "phase": p[2],
                  **dict(zip(CATEGORIES, p[_FIRST:]))} for p in points]
-
-
-def _identity(x):
-    return x

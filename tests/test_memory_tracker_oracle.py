@@ -198,3 +198,37 @@ def test_tracker_leaves_model_and_optimizer_as_they_were():
     assert "step" not in opt.__dict__
     assert type(opt.state[next(m.parameters())]) is dict
     assert not any(mod._forward_hooks or mod._forward_pre_hooks for mod in m.modules())
+
+
+def test_outer_saved_tensors_hooks_still_pack():
+    """A ``saved_tensors_hooks`` active around the tracker still packs every saved tensor (the
+    tracker only looks), and the gradients are unchanged."""
+    x = sk.tensor(_ids())
+
+    def run(track):
+        sk.manual_seed(0)
+        model = make_twin(sk.nn, sk.nn.functional, sk)
+        packed = []
+
+        def pack(t):
+            packed.append(tuple(t.shape))
+            return ("packed", t)
+
+        with sk.autograd.graph.saved_tensors_hooks(pack, lambda p: p[1]):
+            tracker = MemTracker()
+            tracker.track_external(model, x)
+            if track:
+                with tracker:
+                    loss = sk.nn.functional.cross_entropy(model(x).view(-1, VOCAB), x.view(-1))
+                    loss.backward()
+            else:
+                loss = sk.nn.functional.cross_entropy(model(x).view(-1, VOCAB), x.view(-1))
+                loss.backward()
+        return packed, [p.grad.numpy() for p in model.parameters()], tracker
+
+    plain, grads, _ = run(False)
+    seen, tracked_grads, tracker = run(True)
+    assert seen == plain and len(seen) > 10
+    for a, b in zip(grads, tracked_grads):
+        np.testing.assert_array_equal(a, b)
+    assert tracker.maxima["activations"] > 0
