@@ -24,12 +24,14 @@ checkpointing changes). A storage moves from ``temporaries`` to a more specific 
 it is found to be saved, a gradient or an optimizer state; it never moves back (a saved tensor
 still referenced after its node was freed stays an activation until it dies).
 
-The timeline has one point after each op: ``{"at": op name, "module": forward module fqn
-(the running backward node's name, or ``AdamW.step``), "phase": "forward"|"backward"|"optimizer",
-<category>: bytes}`` (docs/sizing.md "Training memory"). Phases: ``optimizer`` inside
-``step()`` of a tracked optimizer, ``backward`` while the autograd engine runs (``module`` is then the running node's
-name, or ``engine`` for its own ops: seeding, summing gradients), else
-``forward``. Not counted: allocator rounding and caching, kernel workspaces, storages of
+The timeline has one point after each op: ``{"at": op name, "module": fqn, "phase":
+"forward"|"backward"|"optimizer", <category>: bytes}`` (docs/sizing.md "Training memory").
+Phases: ``optimizer`` inside ``step()`` of a tracked optimizer (``module`` is then
+``AdamW.step``), ``backward`` while the autograd engine runs, else ``forward``. A backward
+point also names the running ``node`` (``MmBackward0``; ``engine`` for the engine's own ops:
+seeding, summing gradients), and its ``module`` is the module whose forward recorded that node
+(found by node sequence numbers, as PyTorch's ``ModTracker`` finds it with backward hooks).
+Not counted: allocator rounding and caching, kernel workspaces, storages of
 wrapper subclasses without data, memory outside ``sk`` ops.
 
     >>> tracker = MemTracker()
@@ -41,6 +43,7 @@ wrapper subclasses without data, memory outside ``sk`` ops.
 
 from __future__ import annotations
 
+import bisect
 import weakref
 from collections import defaultdict
 
@@ -93,7 +96,7 @@ class MemTracker(sk.DispatchMode):
 
     Use: ``track_external(*modules, optimizers, tensors)`` before entering; then run forward,
     backward and ``optimizer.step()`` inside ``with tracker:``. Results: ``snapshot("current"
-    | "peak")``, ``peak`` (bytes), ``peak_at`` (``{"at", "module", "phase"}``), ``maxima``
+    | "peak")``, ``peak`` (bytes), ``peak_at`` (``{"at", "module", "phase"}``, and ``"node"`` in the backward), ``maxima``
     (each category's largest value), ``timeline(limit)``.
     """
 
@@ -104,14 +107,16 @@ class MemTracker(sk.DispatchMode):
         self._peak = 0
         self._peak_point = None
         self._maxima = [0] * len(CATEGORIES)
-        self._modules: list = []        # module fqns of the running forward, innermost last
+        self._modules: list = []        # (fqn, first node number) of running module calls
+        self._calls: list = []          # (first, last node number, fqn) of finished calls
+        self._calls_sorted = 0
         self._in_optimizer: list = []   # names of the running optimizer steps
         self._handles: list = []
         self._optimizers: list = []
         self._params: list = []
         self._tracked_modules: list = []
         self._saved_hooks = self._outer_hooks = None
-        self._running = self._tasks = None
+        self._running = self._tasks = self._sequence = None
 
     # -- registration ---------------------------------------------------------------------
     def track_external(self, *objects) -> None:
@@ -143,9 +148,29 @@ class MemTracker(sk.DispatchMode):
             self._params.append(p)
         self._tracked_modules.append(module)
 
+    def _enter_module(self, fqn):
+        # Sequence numbers bracket the nodes the call records (a number taken here is never
+        # given to a node: gaps are harmless), so a backward node maps back to its module.
+        self._modules.append((fqn, next(self._sequence)))
+
     def _leave_module(self, module, args, out):
         if self._modules:
-            self._modules.pop()
+            fqn, start = self._modules.pop()
+            self._calls.append((start, next(self._sequence), fqn))
+
+    def _module_of(self, seq: int) -> str:
+        """The innermost module call whose forward recorded node number ``seq``."""
+        calls = self._calls
+        if self._calls_sorted != len(calls):
+            calls.sort()
+            self._calls_sorted = len(calls)
+        i = bisect.bisect_left(calls, (seq,)) - 1
+        while i >= 0:
+            start, end, fqn = calls[i]
+            if start < seq < end:
+                return fqn
+            i -= 1
+        return ""
 
     def _classify(self, t, category: int) -> None:
         """Register ``t``'s storage in ``category``, or move it there from ``temporaries``
@@ -211,9 +236,11 @@ class MemTracker(sk.DispatchMode):
             phase, where = "optimizer", self._in_optimizer[-1]
         elif self._tasks:
             running = self._running
-            phase, where = "backward", running[-1].name() if running else "engine"
+            node = running[-1] if running else None
+            phase = "backward"
+            where = (node._seq, node.name()) if node is not None else (-1, "engine")
         else:
-            phase, where = "forward", self._modules[-1] if self._modules else ""
+            phase, where = "forward", self._modules[-1][0] if self._modules else ""
         point = [label, where, phase, *self._current]
         self._points.append(point)
         total = sum(self._current)
@@ -233,10 +260,11 @@ class MemTracker(sk.DispatchMode):
     def __enter__(self):
         from subclass_kit.modes.autograd import engine, graph
         self._running = engine._RUNNING
+        self._sequence = graph._sequence
         for module in self._tracked_modules:
             for fqn, sub in _named_modules(module):
                 self._handles.append(sub.register_forward_pre_hook(
-                    lambda m, args, fqn=fqn: self._modules.append(fqn)))
+                    lambda m, args, fqn=fqn: self._enter_module(fqn)))
                 self._handles.append(sub.register_forward_hook(self._leave_module))
         self._tasks = engine._TASKS
         for p in self._params:
@@ -320,7 +348,7 @@ class MemTracker(sk.DispatchMode):
         """Where the peak happened: ``{"at": op, "module": fqn or node name, "phase": ...}``
         (None before any op ran)."""
         p = self._peak_point
-        return None if p is None else {"at": p[0], "module": p[1], "phase": p[2]}
+        return None if p is None else self._describe(p)
 
     @property
     def maxima(self) -> dict:
@@ -339,5 +367,12 @@ class MemTracker(sk.DispatchMode):
             if self._peak_point is not None:
                 keep.add(next(i for i, p in enumerate(points) if p is self._peak_point))
             points = [points[i] for i in sorted(keep)]
-        return [{"at": p[0], "module": p[1], "phase": p[2],
-                 **dict(zip(CATEGORIES, p[_FIRST:]))} for p in points]
+        return [{**self._describe(p), **dict(zip(CATEGORIES, p[_FIRST:]))} for p in points]
+
+    def _describe(self, p) -> dict:
+        where = p[1]
+        if isinstance(where, tuple):        # backward: (node number, node name)
+            seq, node = where
+            return {"at": p[0], "module": self._module_of(seq) if seq >= 0 else "",
+                    "phase": p[2], "node": node}
+        return {"at": p[0], "module": where, "phase": p[2]}

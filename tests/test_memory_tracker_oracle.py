@@ -232,3 +232,16 @@ def test_outer_saved_tensors_hooks_still_pack():
     for a, b in zip(grads, tracked_grads):
         np.testing.assert_array_equal(a, b)
     assert tracker.maxima["activations"] > 0
+
+
+def test_backward_points_name_the_module_that_recorded_the_node():
+    tl = _run("meta").timeline(limit=10**9)
+    backward = [p for p in tl if p["phase"] == "backward"]
+    norms = {p["module"] for p in backward if p["node"] == "NativeLayerNormBackward0"}
+    assert norms == {"blocks.0.ln_1", "blocks.0.ln_2", "blocks.1.ln_1", "blocks.1.ln_2", "ln_f"}
+    gelus = {p["module"] for p in backward if p["node"] == "GeluBackward0"}
+    assert gelus == {"blocks.0", "blocks.1"}        # F.gelu is called by the block itself
+    optimizer = {p["module"] for p in tl if p["phase"] == "optimizer"}
+    assert optimizer == {"AdamW.step"}
+    forward = {p["module"] for p in tl if p["phase"] == "forward"}
+    assert {"wte", "blocks.1.fc", "head"} <= forward

@@ -149,7 +149,11 @@ def train_step(model, inputs, *, optimizer: str = "adamw", mixed_precision: bool
         for step in reversed(undo):
             step()
     peak_at = tracker.peak_at or {"at": "", "module": "", "phase": ""}
-    where = f"{peak_at['at']} in {peak_at['module']}" if peak_at["module"] else peak_at["at"]
+    where = peak_at["at"]
+    if peak_at.get("node"):
+        where += f" of {peak_at['node']}"
+    if peak_at["module"]:
+        where += f" in {peak_at['module']}"
     return {
         **tracker.maxima,
         "peak": tracker.peak,
