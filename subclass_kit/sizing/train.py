@@ -11,12 +11,11 @@ lazily on that first step, as PyTorch creates them.
 - ``--optimizer adamw`` (default): ``sk.optim.AdamW`` (``exp_avg``, ``exp_avg_sq`` and a
   float32 ``step`` per parameter); ``sgd``: ``sk.optim.SGD`` with momentum 0.9 (one
   ``momentum_buffer`` per parameter).
-- ``--mixed-precision``: PyTorch AMP-style bf16: float32 master parameters, gradients and
-  optimizer states; each module casts its parameters to bfloat16 when it runs (one cached
-  copy per parameter in the forward, as autocast's weight cache; the copies are recorded, so
-  the gradients reach the float32 masters), so activations are bfloat16; the logits are cast
-  to float32 for the loss. A simplification of autocast: every op of the model runs in
-  bfloat16 (autocast keeps softmax and the norms in float32).
+- ``--mixed-precision``: PyTorch AMP-style bf16: float32 parameters (masters), gradients and
+  optimizer states; the forward and the loss run under ``modes.AutocastMode(sk.bfloat16)``
+  (``torch.autocast``'s op lists: matmuls on bfloat16 copies, the weights' copies cached for
+  the forward, softmax/norms/losses in float32), so activations are a mix of bfloat16 and
+  float32 as under AMP.
 - ``--checkpointing``: each item of the model's layer lists (``ModuleList``s: decoder layers)
   runs under ``sk.utils.checkpoint.checkpoint(..., use_reentrant=False)``.
 """
@@ -125,23 +124,23 @@ def train_step(model, inputs, *, optimizer: str = "adamw", mixed_precision: bool
         undo.append(reset)
         for p in params:
             p.requires_grad_(True)
-        cache = release = None
+        amp = None
         if compute is not None:
-            cache, release, restore = _cast_parameters(model, compute)
-            undo.append(restore)
+            from subclass_kit.modes.autocast import AutocastMode
+            amp = AutocastMode(compute)
         if checkpointing:
-            undo.append(_checkpoint_layers(model, release))
+            undo.append(_checkpoint_layers(model, amp))
         opt = (sk.optim.AdamW(params) if optimizer == "adamw"
                else sk.optim.SGD(params, lr=1e-3, momentum=0.9))
         tracker = MemTracker()
         tracker.track_external(model, opt, *_tensors(inputs))
         with tracker:
-            out = model(*inputs)
-            loss = _loss(out, mixed_precision)
-            del out
-            if cache is not None:
-                cache.clear()       # autocast's cache lives for the forward only
-                cache.active = False
+            if amp is None:
+                loss = _loss(model(*inputs))
+            else:
+                with amp:
+                    loss = _loss(model(*inputs))
+                amp.clear_cache()       # as leaving torch.autocast does
             loss.backward()
             del loss
             opt.step()
@@ -188,14 +187,12 @@ def _tensors(x) -> list:
     return []
 
 
-def _loss(out, mixed_precision: bool):
-    """Cross entropy of the logits against meta targets (int64 zeros' shapes), else the sum."""
+def _loss(out):
+    """Cross entropy of the logits against int64 targets (zeros), else the output's sum."""
     import subclass_kit as sk
     logits = out if isinstance(out, sk.Tensor) else (_tensors(out) or [None])[0]
     if logits is None:
         raise SizingError("--train: the model returned no tensor to take a loss of")
-    if mixed_precision:
-        logits = logits.to(sk.float32)
     if logits.dim() in (2, 3) and logits.dtype.is_floating_point:
         lead = tuple(logits.shape[:-1])
         targets = sk.zeros(lead, dtype=sk.int64, device=logits.device)
@@ -222,101 +219,32 @@ def _layers(model) -> list:
     return found
 
 
-def _checkpoint_layers(model, release=None):
+def _checkpoint_layers(model, amp=None):
     """Run each layer's forward under ``sk.utils.checkpoint``; returns the undo function.
-    ``release(layer)`` runs after each run of a layer's forward, the recomputation's aborted
-    one included."""
+    With ``amp`` (an ``AutocastMode``), the recomputation in the backward runs under it, as
+    PyTorch's checkpoint restores the autocast state, with its own cast cache."""
     import subclass_kit as sk
     layers = _layers(model) if callable(getattr(model, "named_children", None)) else []
     if not layers:
         raise SizingError("--checkpointing: the model has no ModuleList of layers to "
                           "checkpoint")
+
+    def run(forward, *args, **kwargs):
+        if amp is None or amp in sk.get_function_mode_stack():
+            return forward(*args, **kwargs)
+        try:                # the recomputation, in the backward
+            with amp:
+                return forward(*args, **kwargs)
+        finally:
+            amp.clear_cache()
+
     for layer in layers:
-        forward = layer.forward
-
-        def run(*args, _forward=forward, _layer=layer, **kwargs):
-            try:
-                return _forward(*args, **kwargs)
-            finally:
-                if release is not None:
-                    release(_layer)
-
-        def checkpointed(*args, _run=run, **kwargs):
-            return sk.utils.checkpoint.checkpoint(_run, *args, use_reentrant=False, **kwargs)
+        def checkpointed(*args, _forward=layer.forward, **kwargs):
+            return sk.utils.checkpoint.checkpoint(run, _forward, *args, use_reentrant=False,
+                                                  **kwargs)
         object.__setattr__(layer, "forward", checkpointed)
 
     def undo():
         for layer in layers:
             layer.__dict__.pop("forward", None)
     return undo
-
-
-class _CastCache(dict):
-    active = True
-
-
-def _own_parameters(module) -> tuple:
-    """(name -> tensor of the module's own parameters, a setter)."""
-    import subclass_kit as sk
-    store = module.__dict__.get("_parameters")
-    if isinstance(store, dict):         # sk.nn.Module
-        return {k: v for k, v in store.items() if v is not None}, store.__setitem__
-    own = {k: v for k, v in vars(module).items()
-           if not k.startswith("_") and isinstance(v, sk.Tensor)}
-    return own, lambda k, v: object.__setattr__(module, k, v)
-
-
-def _cast_parameters(model, dtype):
-    """Forward pre/post hooks casting each module's floating parameters to ``dtype`` while it
-    runs (AMP-style compute copies). Returns (the forward's cast cache,
-    ``release``, the undo function).
-
-    A call aborted by an exception (the early stop of a checkpoint's recomputation) skips its
-    post-hook: ``release(layer)`` puts back the masters of ``layer``'s modules."""
-    cache = _CastCache()
-    masters: dict = {}      # id(module) -> (module, {name: float32 master})
-    handles = []
-
-    def before(module, args):
-        entry = masters.get(id(module))
-        own = entry[1] if entry is not None else _own_parameters(module)[0]
-        masters[id(module)] = (module, own)
-        put = _own_parameters(module)[1]
-        for name, p in own.items():
-            if p.dtype.is_floating_point and p.dtype != dtype:
-                copy = cache.get(id(p)) if cache.active else None
-                if copy is None:
-                    copy = p.to(dtype)
-                    if cache.active:
-                        cache[id(p)] = copy
-                put(name, copy)
-
-    def restore(module, own):
-        put = _own_parameters(module)[1]
-        for name, p in own.items():
-            put(name, p)
-
-    def after(module, args, out):
-        entry = masters.pop(id(module), None)
-        if entry is not None:
-            restore(*entry)
-
-    from ..modes.memory_tracker import _named_modules
-    for _, m in _named_modules(model):
-        handles.append(m.register_forward_pre_hook(before))
-        handles.append(m.register_forward_hook(after))
-
-    def release(layer):
-        for _, m in _named_modules(layer):
-            entry = masters.pop(id(m), None)
-            if entry is not None:
-                restore(*entry)
-
-    def undo():
-        for h in handles:
-            h.remove()
-        for module, own in masters.values():
-            restore(module, own)
-        masters.clear()
-        cache.clear()
-    return cache, release, undo
