@@ -112,7 +112,7 @@ def _has(ctx, name) -> bool:
 
 
 @derivative("native_layer_norm.default", "NativeLayerNormBackward0",
-            inputs=("input", "weight", "bias"), save=("input", "weight", "result"))
+            inputs=("input", "weight", "bias"), save=("input", "weight", "result1", "result2"))
 def _(ctx, grad, _grad_mean, _grad_rstd):
     # native_layer_norm_backward: with x_hat = (x - mean) * rstd over the N normalized
     # elements, dx = rstd / N * (N * dy_hat - sum(dy_hat) - x_hat * sum(dy_hat * x_hat)),
