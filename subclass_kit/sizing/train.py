@@ -35,18 +35,23 @@ CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "activat
 def add_arguments(parser) -> None:
     group = parser.add_argument_group(
         "training memory (--train)",
-        "Memory of one training step traced on meta: parameters, gradients, optimizer "
-        "states, saved activations (tensors the autograd graph saves for backward) and "
-        "temporaries (all other live tensors), with the peak and where it happens. Loss: "
-        "cross entropy of the logits against meta targets.")
+        "Memory of one training step (forward, backward, optimizer step) traced on meta: "
+        "parameters, gradients, optimizer states (created by the first step), saved "
+        "activations (tensors the autograd graph saves for backward; largest value, at the "
+        "end of the forward) and temporaries (all other live tensors), each category's "
+        "largest value, and the peak total with the op, module and phase where it happens. "
+        "Loss: cross entropy of the logits against int64 meta targets. Not included: "
+        "allocator rounding and caching, CUDA context, kernel workspaces. See docs/sizing.md "
+        "'Training memory'.")
     group.add_argument("--train", action="store_true",
                        help="run forward + backward + optimizer step and report its memory")
     group.add_argument("--optimizer", choices=("adamw", "sgd"),
                        help="adamw (default: two float states per parameter) or sgd "
                             "(momentum 0.9: one)")
     group.add_argument("--mixed-precision", action="store_true",
-                       help="AMP-style bf16: float32 master parameters, gradients and "
-                            "optimizer states, bfloat16 compute copies and activations")
+                       help="AMP-style bf16 (torch.autocast's op lists): float32 master "
+                            "parameters, gradients and optimizer states; matmuls on "
+                            "bfloat16 copies, softmax/norms/loss in float32")
     group.add_argument("--checkpointing", action="store_true",
                        help="recompute each layer of the model's layer lists in the "
                             "backward (activation checkpointing, non-reentrant)")
