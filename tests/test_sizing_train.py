@@ -126,3 +126,22 @@ def test_cpu_and_meta_agree():
     a = train_feature.train_step(cpu, cpu.example_inputs(batch=1, seq=8, device="cpu"))
     b = train_feature.train_step(meta, meta.example_inputs(batch=1, seq=8))
     assert a == b
+
+
+@pytest.mark.parametrize("seq,batch", [(32, 2), (17, 1)])
+def test_gpt2_layer_saves_korthikanti_minus_dropout_and_scores(seq, batch):
+    """docs/sizing.md: a GPT-2 layer in 16-bit saves s·b·h·(34 + 5·a·s/h) bytes by
+    Korthikanti et al. minus the dropout masks (2·sbh + a·s²·b) and the attention scores
+    (2·a·s²·b), which softmax's backward does not need; plus LayerNorm's mean and rstd."""
+    h, a = 64, 4
+
+    def saved(layers):
+        model = zoo.get_model("gpt2", dtype=sk.float16, n_layer=layers, n_embd=h, n_head=a)
+        inputs = model.example_inputs(batch=batch, seq=seq)
+        return train_feature.train_step(model, inputs)["activations"]
+
+    s, b = seq, batch
+    korthikanti = s * b * h * 34 + 5 * a * s * s * b
+    expected = korthikanti - (2 * s * b * h + a * s * s * b) - 2 * a * s * s * b
+    expected += 2 * 2 * s * b * 2           # mean and rstd (float16) of the two LayerNorms
+    assert saved(2) - saved(1) == expected
