@@ -50,11 +50,14 @@ def gpt2_meta(repeats=None) -> list:
 
     def sk_forward():
         model, ids = _sk_model()
+        import subclass_kit as sk
         try:
-            _expect_logits(model(ids))
+            with sk.no_grad():          # as torch's side: inference, no autograd graph
+                _expect_logits(model(ids))
         except (AttributeError, NotImplementedError) as e:
             raise Skip(f"missing piece: {type(e).__name__}: {e}") from None
-        return median_seconds(lambda: model(ids), repeats) * 1e3
+        with sk.no_grad():
+            return median_seconds(lambda: model(ids), repeats) * 1e3
 
     def torch_forward():
         torch, model, ids = _torch_model()
