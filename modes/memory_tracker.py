@@ -107,9 +107,9 @@ class MemTracker(sk.DispatchMode):
         self._peak = 0
         self._peak_point = None
         self._maxima = [0] * len(CATEGORIES)
-        self._modules: list = []        # (fqn, first node number) of running module calls
-        self._calls: list = []          # (first, last node number, fqn) of finished calls
-        self._calls_sorted = 0
+        self._modules: list = []        # indices in _calls of the running module calls
+        self._calls: list = []          # [fqn, end node number or None, caller's index]
+        self._starts: list = []         # start node number of each call
         self._in_optimizer: list = []   # names of the running optimizer steps
         self._handles: list = []
         self._optimizers: list = []
@@ -149,27 +149,28 @@ class MemTracker(sk.DispatchMode):
         self._tracked_modules.append(module)
 
     def _enter_module(self, fqn):
-        # Sequence numbers bracket the nodes the call records (a number taken here is never
+        # Sequence numbers bracket the nodes a call records (a number taken here is never
         # given to a node: gaps are harmless), so a backward node maps back to its module.
-        self._modules.append((fqn, next(self._sequence)))
+        # Calls are listed as they start (so by start number), each with its caller's index.
+        parent = self._modules[-1] if self._modules else -1
+        self._modules.append(len(self._calls))
+        self._starts.append(next(self._sequence))
+        self._calls.append([fqn, None, parent])
 
     def _leave_module(self, module, args, out):
         if self._modules:
-            fqn, start = self._modules.pop()
-            self._calls.append((start, next(self._sequence), fqn))
+            self._calls[self._modules.pop()][1] = next(self._sequence)
 
     def _module_of(self, seq: int) -> str:
-        """The innermost module call whose forward recorded node number ``seq``."""
+        """The innermost module call whose forward recorded node number ``seq``: from the last
+        call started before it, up the callers to the first still open at ``seq``."""
+        i = bisect.bisect_left(self._starts, seq) - 1
         calls = self._calls
-        if self._calls_sorted != len(calls):
-            calls.sort()
-            self._calls_sorted = len(calls)
-        i = bisect.bisect_left(calls, (seq,)) - 1
         while i >= 0:
-            start, end, fqn = calls[i]
-            if start < seq < end:
+            fqn, end, parent = calls[i]
+            if end is None or end > seq:
                 return fqn
-            i -= 1
+            i = parent
         return ""
 
     def _classify(self, t, category: int) -> None:
@@ -240,7 +241,7 @@ class MemTracker(sk.DispatchMode):
             phase = "backward"
             where = (node._seq, node.name()) if node is not None else (-1, "engine")
         else:
-            phase, where = "forward", self._modules[-1][0] if self._modules else ""
+            phase, where = "forward", self._calls[self._modules[-1]][0] if self._modules else ""
         point = [label, where, phase, *self._current]
         self._points.append(point)
         total = sum(self._current)
