@@ -110,12 +110,23 @@ def test_checkpointing_needs_layers():
 
 
 def test_model_is_left_as_it_was():
-    model, _ = _step(checkpointing=True, mixed_precision=True)
+    model = zoo.get_model("llama-2-7b", device="meta", **TINY_LLAMA)
+    frozen = next(model.parameters())
+    frozen.requires_grad_(False)
+    t = train_feature.train_step(model, model.example_inputs(batch=2, seq=32),
+                                 checkpointing=True, mixed_precision=True)
+    assert not frozen.requires_grad
+    # the frozen parameter gets no gradient and no optimizer state
+    nbytes, n = _params(model)
+    small = frozen.numel() * frozen.element_size()
+    assert t["gradients"] == nbytes - small
+    assert t["optimizer_states"] == 2 * (nbytes - small) + 4 * (n - 1)
     for p in model.parameters():
-        assert not p.requires_grad and p.grad is None and p.dtype == sk.float32
-    for layer in model.layers:
+        assert p.requires_grad is not (p is frozen)
+        assert p.grad is None and p.dtype == sk.float32
+    for layer in train_feature._layers(model):
         assert "forward" not in layer.__dict__
-        assert not layer._pre_hooks and not layer._post_hooks
+        assert not layer._forward_hooks and not layer._forward_pre_hooks
     assert not sk.get_function_mode_stack()
     assert model(*model.example_inputs(batch=1, seq=4)).dtype == sk.float32
 
@@ -132,7 +143,9 @@ def test_cpu_and_meta_agree():
 def test_gpt2_layer_saves_korthikanti_minus_dropout_and_scores(seq, batch):
     """docs/sizing.md: a GPT-2 layer in 16-bit saves s·b·h·(34 + 5·a·s/h) bytes by
     Korthikanti et al. minus the dropout masks (2·sbh + a·s²·b) and the attention scores
-    (2·a·s²·b), which softmax's backward does not need; plus LayerNorm's mean and rstd."""
+    (2·a·s²·b), which softmax's backward does not need; plus LayerNorm's mean and rstd, and
+    the (s, s) bool causal mask the decomposed ``scaled_dot_product_attention`` builds and
+    saves in each layer (the zoo's default ``sdpa`` attention)."""
     h, a = 64, 4
 
     def saved(layers):
@@ -144,4 +157,5 @@ def test_gpt2_layer_saves_korthikanti_minus_dropout_and_scores(seq, batch):
     korthikanti = s * b * h * 34 + 5 * a * s * s * b
     expected = korthikanti - (2 * s * b * h + a * s * s * b) - 2 * a * s * s * b
     expected += 2 * 2 * s * b * 2           # mean and rstd (float16) of the two LayerNorms
+    expected += s * s                       # the causal mask (bool)
     assert saved(2) - saved(1) == expected

@@ -2,7 +2,8 @@
 traced on meta under the autograd mode with ``modes.MemTracker`` (docs/sizing.md "Training
 memory").
 
-The step: every floating parameter requires grad; ``logits = model(*inputs)``; the loss is
+The step: the parameters that require grad are trained (every floating parameter when none
+does, as in a model built without autograd state); ``logits = model(*inputs)``; the loss is
 the cross entropy of the logits against int64 meta targets (``(batch, seq)`` for
 ``(batch, seq, vocab)`` logits, ``(batch,)`` for ``(batch, classes)``; any other output: its
 sum), unshifted; ``loss.backward()``; ``optimizer.step()`` with the optimizer's states created
@@ -114,6 +115,9 @@ def train_step(model, inputs, *, optimizer: str = "adamw", mixed_precision: bool
     params = [p for p in _parameters(model) if p.dtype.is_floating_point]
     if not params:
         raise SizingError("--train: the model has no floating-point parameters to train")
+    if any(p.requires_grad for p in params):
+        # frozen parameters (requires_grad=False) get no gradient and no optimizer state
+        params = [p for p in params if p.requires_grad]
     if mixed_precision and any(p.dtype != sk.float32 for p in params):
         raise SizingError("--mixed-precision keeps float32 master parameters: build the model "
                           "in float32 (drop --dtype)")
