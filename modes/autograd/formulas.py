@@ -19,6 +19,11 @@ Formula protocol::
   in ``save`` is the saved tensor (version-checked when unpacked); a tensor argument not saved is
   not reachable (use ``ctx.meta(name)``). ``ctx.result`` / ``ctx.results`` are the outputs
   (list ``"result"`` in ``save`` to use them).
+- ``save`` may name ``"result<i>"`` (as the last entries) to keep only output ``i``
+  (``nll_loss`` keeps ``total_weight``, ``native_layer_norm`` its mean and rstd: PyTorch's
+  ``result1``...); ``ctx.results`` then holds None for the others. ``save_for={"self":
+  ("other",)}`` saves ``self`` only when ``other`` needs a gradient (PyTorch's codegen rule);
+  the formula must then read it only for that input.
 - ``ctx.meta(name)``: ``TensorMeta`` (``shape``, ``dtype``, ``device``, ``stride``) of any
   tensor argument, always recorded (sizes need no saved data: ``sum``'s backward expands).
 - ``ctx.needs_input_grad``: one bool per entry of ``inputs``; skip work for ``False`` ones.
