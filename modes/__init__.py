@@ -18,3 +18,5 @@ from .functionalization import to_functional as to_functional
 from .flop_counter import FlopCounterMode as FlopCounterMode
 from .flop_counter import register_flop_formula as register_flop_formula
 from .module_tracker import ModuleTracker as ModuleTracker
+from .memory_tracker import MemTracker as MemTracker
+from .autocast import AutocastMode as AutocastMode

@@ -26,11 +26,15 @@ import subclass_kit as sk
 
 from .graph import AccumulateGrad, gradient_edge, grad_accumulator
 
-__all__ = ["run_backward", "backward", "grad", "current_graph_task_id", "queue_callback"]
+__all__ = ["run_backward", "backward", "grad", "current_graph_task_id", "queue_callback",
+           "current_node"]
 
-# The graph tasks running now, innermost last: [task id, callbacks queued during it].
+# The graph tasks (``run_backward`` calls) running now, innermost last: [task id, callbacks
+# queued during it]; ops run while it is non-empty belong to a backward.
 _tasks: list = []
 _task_ids = [0]
+# The nodes whose ``apply`` is running, innermost last (a node may start a nested backward).
+_RUNNING: list = []
 
 
 def current_graph_task_id() -> int:
@@ -45,6 +49,13 @@ def queue_callback(fn) -> None:
     if not _tasks:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
     _tasks[-1][1].append(fn)
+
+
+def current_node():
+    """The node whose backward formula is running now, or None outside a backward (what
+    PyTorch's ``torch._C._current_autograd_node`` returns): lets a dispatch mode tell backward
+    ops from forward ones (``modes.MemTracker``)."""
+    return _RUNNING[-1] if _RUNNING else None
 
 
 def _make_grads(outputs, grad_outputs, create_graph):
@@ -174,9 +185,12 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
     results = [None] * (len(inputs) if inputs is not None else 0)
     # Gradient objects handed to more than one place (or held by the caller): AccumulateGrad
     # must copy them, where PyTorch would see a reference count above one.
-    delivered = {id(g) for g in grad_outputs if g is not None}
-    shared = set(delivered)
-    AccumulateGrad.shared = shared
+    # Marked on the tensors, for this run only (ids of dead gradients are reused: a set of ids
+    # would see a fresh gradient as shared, depending on the allocator's addresses).
+    run = AccumulateGrad.run = object()
+    for g in grad_outputs:
+        if g is not None:
+            g.__dict__["_grad_shared"] = run
     with sk.set_grad_enabled(create_graph):
         while ready:
             _, _, node = heapq.heappop(ready)
@@ -190,8 +204,14 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                     not accumulate and isinstance(node, AccumulateGrad))):
                 out = [None] * len(node._next)
             else:
-                out = node.apply(buf) if any(g is not None for g in buf) else \
-                    [None] * len(node._next)
+                if any(g is not None for g in buf):
+                    _RUNNING.append(node)
+                    try:
+                        out = node.apply(buf)
+                    finally:
+                        _RUNNING.pop()
+                else:
+                    out = [None] * len(node._next)
                 for hook in node._hooks:
                     hook(tuple(out), tuple(buf))
                 if not retain_graph:
@@ -201,10 +221,11 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                     continue
                 nxt, nr = e
                 if g is not None:
-                    if id(g) in delivered:
-                        shared.add(id(g))
+                    marks = g.__dict__
+                    if marks.get("_grad_delivered") is run:
+                        marks["_grad_shared"] = run
                     else:
-                        delivered.add(id(g))
+                        marks["_grad_delivered"] = run
                     nbuf = buffers.get(nxt)
                     if nbuf is None:
                         nbuf = buffers[nxt] = [None] * nxt._num_inputs

@@ -19,6 +19,11 @@ Formula protocol::
   in ``save`` is the saved tensor (version-checked when unpacked); a tensor argument not saved is
   not reachable (use ``ctx.meta(name)``). ``ctx.result`` / ``ctx.results`` are the outputs
   (list ``"result"`` in ``save`` to use them).
+- ``save`` may name ``"result<i>"`` (as the last entries) to keep only output ``i``
+  (``nll_loss`` keeps ``total_weight``, ``native_layer_norm`` its mean and rstd: PyTorch's
+  ``result1``...); ``ctx.results`` then holds None for the others. ``save_for={"self":
+  ("other",)}`` saves ``self`` only when ``other`` needs a gradient (PyTorch's codegen rule);
+  the formula must then read it only for that input.
 - ``ctx.meta(name)``: ``TensorMeta`` (``shape``, ``dtype``, ``device``, ``stride``) of any
   tensor argument, always recorded (sizes need no saved data: ``sum``'s backward expands).
 - ``ctx.needs_input_grad``: one bool per entry of ``inputs``; skip work for ``False`` ones.
@@ -61,6 +66,10 @@ class Formula:
     numbers: tuple = ()
     # One bool per output (PyTorch's ``output_differentiability``); empty: every floating one.
     outputs: tuple = ()
+    # saved name -> the inputs whose gradient uses it: PyTorch's generated code saves a tensor
+    # only when one of those inputs needs a gradient (``should_compute_output``), so
+    # ``x * constant`` does not keep ``x``. Names not listed are always saved.
+    save_for: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,8 @@ def call_node_name(key: str, formula: Formula, bound: dict) -> str:
 
 
 def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
-               numbers: dict | None = None, outputs: tuple = ()):
+               numbers: dict | None = None, outputs: tuple = (),
+               save_for: dict | None = None):
     """Register the backward formula of overload ``op`` (decorator). Raises ValueError for an
     op registered twice.
 
@@ -111,14 +121,20 @@ def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
     a Scalar one: ``{("exponent",): "PowBackward0", ("self",): "PowBackward2"}``); the formula
     itself then sees the number and returns ``None`` for it. ``outputs``: one bool per output
     of the op, False for an output that never requires grad (PyTorch's
-    ``output_differentiability``; its gradient reaches the formula as ``None``)."""
+    ``output_differentiability``; its gradient reaches the formula as ``None``).
+
+    ``save_for`` maps a saved name to the inputs whose formula reads it (``{"self": ("other",),
+    "other": ("self",)}`` for ``mul``): it is saved only when one of them needs a gradient, and
+    the formula must not read it otherwise (PyTorch saves by the same rule)."""
     variants = tuple((frozenset(k), v) for k, v in (numbers or {}).items())
+    users = tuple((name, tuple(inputs.index(i) for i in used))
+                  for name, used in (save_for or {}).items())
 
     def register(fn):
         if op in FORMULAS or op in NON_DIFFERENTIABLE:
             raise ValueError(f"derivative for {op!r} registered twice")
         FORMULAS[op] = Formula(op, node, tuple(inputs), tuple(save), fn, variants,
-                               tuple(outputs))
+                               outputs=tuple(outputs), save_for=users)
         return fn
     return register
 

@@ -38,7 +38,7 @@ class SizingError(ValueError):
 
 
 # Module names, in the order they run.
-FEATURES: tuple = ("kv_cache", "flops")
+FEATURES: tuple = ("kv_cache", "train", "flops")
 
 
 @dataclass

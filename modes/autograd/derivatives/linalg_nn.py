@@ -22,7 +22,8 @@ from ._helpers import maybe_multiply, wrap
 
 
 # -- linear algebra ------------------------------------------------------------------------------
-@derivative("bmm.default", "BmmBackward0", inputs=("self", "mat2"), save=("self", "mat2"))
+@derivative("bmm.default", "BmmBackward0", inputs=("self", "mat2"), save=("self", "mat2"),
+            save_for={"self": ("mat2",), "mat2": ("self",)})
 def _(ctx, grad):
     gs = grad.bmm(ctx.mat2.transpose(1, 2)) if ctx.needs_input_grad[0] else None
     gm = ctx.self.transpose(1, 2).bmm(grad) if ctx.needs_input_grad[1] else None
@@ -30,7 +31,8 @@ def _(ctx, grad):
 
 
 @derivative("baddbmm.default", "BaddbmmBackward0", inputs=("self", "batch1", "batch2"),
-            save=("batch1", "batch2"))
+            save=("batch1", "batch2"),
+            save_for={"batch1": ("batch2",), "batch2": ("batch1",)})
 def _(ctx, grad):
     need = ctx.needs_input_grad
     gs = maybe_multiply(grad, ctx.beta) if need[0] else None
@@ -111,7 +113,7 @@ def _has(ctx, name) -> bool:
 
 
 @derivative("native_layer_norm.default", "NativeLayerNormBackward0",
-            inputs=("input", "weight", "bias"), save=("input", "weight", "result"))
+            inputs=("input", "weight", "bias"), save=("input", "weight", "result1", "result2"))
 def _(ctx, grad, _grad_mean, _grad_rstd):
     # native_layer_norm_backward: with x_hat = (x - mean) * rstd over the N normalized
     # elements, dx = rstd / N * (N * dy_hat - sum(dy_hat) - x_hat * sum(dy_hat * x_hat)),

@@ -155,7 +155,7 @@ def _selecting(ctx, grad, _indices):
 for _op, _node in (("max.dim", "MaxBackward0"), ("min.dim", "MinBackward0"),
                    ("median.dim", "MedianBackward1"), ("nanmedian.dim", "NanmedianBackward1"),
                    ("kthvalue.default", "KthvalueBackward0")):
-    derivative(_op, _node, save=("result",))(_selecting)
+    derivative(_op, _node, save=("result1",))(_selecting)     # the indices, as PyTorch
 
 
 def _sorting(ctx, grad, _indices):
@@ -166,7 +166,7 @@ def _sorting(ctx, grad, _indices):
 
 for _op, _node in (("sort.default", "SortBackward0"), ("sort.stable", "SortBackward1"),
                    ("topk.default", "TopkBackward0")):
-    derivative(_op, _node, save=("result",))(_sorting)
+    derivative(_op, _node, save=("result1",))(_sorting)
 
 
 # -- logsumexp and norms -------------------------------------------------------------------------
