@@ -3,8 +3,10 @@ parameters, output shapes, per-block rows and activation bytes.
 
 How the numbers are collected:
 
-- **parameters**: ``model.parameters()`` (each tensor once), summing ``numel()`` and
-  ``numel() * element_size()``. A plain callable without ``parameters()`` has none.
+- **parameters**: ``model.parameters()`` (each tensor once), summing ``numel()`` and the bytes
+  each stores (``stored_nbytes``: ``numel() * element_size()``, or for a wrapper subclass such
+  as a quantized weight the bytes of its inner tensors). A plain callable without
+  ``parameters()`` has none.
 - **blocks**: a forward pre/post hook on each block of an ``nn.Module`` (its direct children,
   with ``ModuleList`` children expanded: ``layers.0``, ``layers.1``...) records the block's
   output shape. Ops the model's own ``forward`` runs outside every block (a causal mask, RoPE
@@ -35,7 +37,7 @@ import subclass_kit as sk
 
 from . import nn
 
-__all__ = ["Summary", "BlockRow", "summarize", "TOP_LEVEL"]
+__all__ = ["Summary", "BlockRow", "summarize", "stored_nbytes", "TOP_LEVEL"]
 
 TOP_LEVEL = "(top level)"
 _Tensor = sk.Tensor
@@ -137,6 +139,16 @@ class ActivationTally(sk.DispatchMode):
         self._known.clear()
 
 
+def stored_nbytes(t) -> int:
+    """Bytes tensor ``t`` really stores: ``numel() * element_size()`` for a plain tensor; for a
+    traceable wrapper subclass (a quantized weight, a DTensor) the stored bytes of the inner
+    tensors its ``__tensor_flatten__`` names, recursively."""
+    if sk.is_traceable_wrapper_subclass(t):
+        names, _ = t.__tensor_flatten__()
+        return sum(stored_nbytes(getattr(t, name)) for name in names)
+    return t.numel() * t.element_size()
+
+
 def _tensors(x) -> list:
     if isinstance(x, sk.Tensor):
         return [x]
@@ -230,7 +242,7 @@ def summarize(model, inputs, *, name: str | None = None) -> Summary:
     return Summary(
         model=name or getattr(model, "__name__", type(model).__name__),
         parameters=sum(p.numel() for p in params),
-        parameter_bytes=sum(p.numel() * p.element_size() for p in params),
+        parameter_bytes=sum(stored_nbytes(p) for p in params),
         input_shapes=[list(t.shape) for t in in_tensors],
         input_dtypes=[t.dtype.name for t in in_tensors],
         output_shapes=[list(t.shape) for t in outputs],
