@@ -33,7 +33,7 @@ class SizingError(ValueError):
 
 
 # Module names, in the order they run.
-FEATURES: tuple = ()
+FEATURES: tuple = ("quantize", "sharding")
 
 
 @dataclass
