@@ -1,0 +1,197 @@
+"""``--fsdp N`` / ``--tp M`` (subclass_kit/sizing/sharding.py): per-rank bytes against torch's
+DTensor local shapes for the Megatron / FSDP2 placements (written out here from the parameter
+names, independently of modes.sharding_plan), the peak's parts, the training states, the local
+program and the errors."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+import subclass_kit as sk
+from subclass_kit import cli, sizing, zoo
+from subclass_kit.sizing import sharding as feature
+
+SMALL_LLAMA = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=2,
+                   num_attention_heads=8, num_key_value_heads=4, vocab_size=1001)
+
+
+def run(target, argv, *, train=None, optimizer="adamw", results=None, **overrides):
+    """The sizing features of ``shapes TARGET argv`` on a zoo model built with ``overrides``;
+    returns the context (``ctx.results["per_rank"]``...)."""
+    args = cli._parser().parse_args(["shapes", target, *argv])
+    if train is not None:
+        args.train, args.optimizer = train, optimizer
+    model = zoo.get_model(target, **overrides)
+    inputs = model.example_inputs(batch=args.batch or 1, seq=args.seq or 16)
+    ctx = sizing.SizingContext(model=model, inputs=inputs, name=target, args=args,
+                               config=model.config)
+    chosen = sizing.wanted(args)
+    sizing.prepare(ctx, chosen)
+    ctx.summary = zoo.summarize(model, inputs, name=target)
+    ctx.results.update(results or {})
+    sizing.run(ctx, chosen)
+    return ctx
+
+
+def megatron(name: str, ndim: int, conv1d: bool):
+    """The TP placement of a parameter, from its name (what the plan promises)."""
+    parts = name.split(".")
+    module, attr = parts[-2], parts[-1]
+    if module in ("embed_tokens", "wte", "lm_head") and attr == "weight":
+        return ("S", 0)
+    col = module in ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "c_attn", "c_fc")
+    row = module in ("o_proj", "down_proj", "c_proj")
+    if attr == "bias":
+        return ("S", 0) if col else ("R",)
+    if col:
+        return ("S", 1 if conv1d else 0)
+    if row:
+        return ("S", 0 if conv1d else 1)
+    return ("R",)
+
+
+def torch_rank_bytes(torch, model, dp, tp, conv1d=False):
+    """Bytes of parameters per rank of a (dp, tp) mesh, from torch's DTensor local shapes."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor._utils import _compute_local_shape_and_global_offset
+    totals = {}
+    for coord in itertools.product(range(dp), range(tp)):
+        total = 0
+        for name, p in model.named_parameters():
+            tp_pl = megatron(name, p.ndim, conv1d) if tp > 1 else ("R",)
+            pls = [Shard(0) if dp > 1 else Replicate(),
+                   Shard(tp_pl[1]) if tp_pl[0] == "S" else Replicate()]
+            shape, _ = _compute_local_shape_and_global_offset(list(p.shape), [dp, tp],
+                                                              list(coord), pls)
+            total += int(np.prod(shape)) * p.element_size()
+        totals[coord] = total
+    return totals
+
+
+@pytest.mark.parametrize("dp,tp", [(1, 2), (3, 1), (3, 2), (5, 4)])
+def test_llama_per_rank_parameters_match_torch_dtensor(torch, dp, tp):
+    argv = (["--fsdp", str(dp)] if dp > 1 else []) + (["--tp", str(tp)] if tp > 1 else [])
+    ctx = run("llama-2-7b", argv, **SMALL_LLAMA)
+    section = ctx.results["per_rank"]
+    expected = torch_rank_bytes(torch, ctx.model, dp, tp)
+    assert section["parameters"] == max(expected.values())
+    assert section["world_size"] == dp * tp and section["mesh"] == {"dp": dp, "tp": tp}
+    largest = [dp_i * tp + tp_i for (dp_i, tp_i), v in expected.items()
+               if v == max(expected.values())]
+    assert section["rank"] == largest[0]
+    assert section["peak"] == (section["parameters"] + section["gradients"] +
+                               section["optimizer_states"] + section["gathered"] +
+                               section["activations"])
+
+
+def test_gpt2_conv1d_placements_match_torch_dtensor(torch):
+    ctx = run("gpt2", ["--tp", "4", "--fsdp", "3"], n_layer=1)
+    expected = torch_rank_bytes(torch, ctx.model, 3, 4, conv1d=True)
+    assert ctx.results["per_rank"]["parameters"] == max(expected.values())
+
+
+def test_fsdp_gathers_the_largest_unit():
+    ctx = run("llama-2-7b", ["--fsdp", "4"], **SMALL_LLAMA)
+    section = ctx.results["per_rank"]
+    layer = sum(p.numel() for p in ctx.model.layers[0].parameters()) * 4
+    root = sum(p.numel() for n, p in ctx.model.named_parameters()
+               if not n.startswith("layers.")) * 4
+    assert (section["gathered"], section["gathered_unit"]) == max(
+        (layer, "layers.0"), (root, "(root)"), key=lambda x: x[0])
+    # Inference: the inference peak of the whole (data-parallel) program, no training states.
+    assert section["activations"] == ctx.summary.peak_activation_bytes
+    assert section["gradients"] == section["optimizer_states"] == 0
+
+
+@pytest.mark.parametrize("optimizer,states_per_param", [("adamw", 2), ("sgd", 0)])
+def test_training_states_are_sharded_like_the_parameters(optimizer, states_per_param):
+    ctx = run("llama-2-7b", ["--fsdp", "4", "--tp", "2"], train=True, optimizer=optimizer,
+              **SMALL_LLAMA)
+    section = ctx.results["per_rank"]
+    # float32 parameters: gradients as large as the shards, adamw 2 float32 states each.
+    assert section["gradients"] == section["parameters"]
+    assert section["optimizer_states"] == states_per_param * section["parameters"]
+
+
+def test_training_states_follow_the_train_section():
+    model = zoo.get_model("llama-2-7b", **SMALL_LLAMA)
+    numel = model.num_parameters()
+    train = {"gradients": 2 * numel, "optimizer_states": 12 * numel, "activations": 1000,
+             "temporaries": 24}
+    ctx = run("llama-2-7b", ["--fsdp", "4"], train=True, results={"train": train},
+              **SMALL_LLAMA)
+    section = ctx.results["per_rank"]
+    rank_numel = section["parameters"] // 4          # float32 shards
+    assert section["gradients"] == 2 * rank_numel
+    assert section["optimizer_states"] == 12 * rank_numel
+    assert section["activations"] == 1024 and section["activations_from"] == "train"
+
+
+def test_tp_local_program_runs_on_shards_and_restores_the_model():
+    ctx = run("llama-2-7b", ["--tp", "4"], **SMALL_LLAMA)
+    section = ctx.results["per_rank"]
+    assert section["activations_from"] == "inference, local program"
+    assert 0 < section["activations"] < ctx.summary.peak_activation_bytes
+    attn = ctx.model.layers[0].self_attn
+    assert (attn.heads, attn.kv_heads) == (8, 4)
+    assert tuple(attn.q_proj.weight.shape) == (256, 256)
+    again = zoo.summarize(ctx.model, ctx.inputs)
+    assert again.peak_activation_bytes == ctx.summary.peak_activation_bytes
+
+
+def test_tp_with_fused_qkv_falls_back_with_a_note():
+    ctx = run("gpt2", ["--tp", "2"], n_layer=1)
+    section = ctx.results["per_rank"]
+    assert section["activations"] == ctx.summary.peak_activation_bytes
+    assert "unsharded" in section["activations_from"]
+    assert any("local program" in note for note in ctx.notes)
+
+
+def test_quantized_shards_count_codes_and_scales():
+    ctx = run("llama-2-7b", ["--quantize", "int4", "--group-size", "16", "--fsdp", "3"],
+              **SMALL_LLAMA)
+    rows = lambda n: -(-n // 3)          # rank 0's rows: ceil
+    expected = 0
+    for name, p in zoo.get_model("llama-2-7b", **SMALL_LLAMA).named_parameters():
+        out, *rest = p.shape
+        if name.endswith("proj.weight") or name == "lm_head.weight":
+            n = rest[0]
+            expected += rows(out) * n // 2 + 2 * rows(out) * (n // 16) * 4
+        else:
+            expected += rows(out) * int(np.prod(rest, dtype=np.int64)) * 4
+    assert ctx.results["per_rank"]["parameters"] == expected
+
+
+def test_cli_json_and_text(capsys):
+    assert cli.main(["shapes", "gpt2", "--fsdp", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"parameters", "gradients", "optimizer_states", "peak"} <= set(data["per_rank"])
+    assert cli.main(["shapes", "gpt2", "--tp", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "per rank" in out and "per-rank peak" in out
+
+
+def test_tp_that_does_not_divide_the_heads_is_refused(capsys):
+    assert cli.main(["shapes", "llama-2-7b", "--tp", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--tp 3" in err and "num_attention_heads=32" in err
+
+
+def test_help_says_what_the_peak_includes(capsys):
+    assert cli.main(["shapes", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "LARGEST rank" in out and "all-gathered" in out and "--fsdp N" in out
+
+
+def test_user_function_without_parameters_is_refused(tmp_path, capsys):
+    path = tmp_path / "plain.py"
+    path.write_text("import subclass_kit as sk\n"
+                    "def f(device='cpu'):\n"
+                    "    return (lambda x: x * 2), (sk.empty(3, device=device),)\n")
+    assert cli.main(["shapes", f"{path}:f", "--fsdp", "2"]) == 2
+    assert "no parameters to shard" in capsys.readouterr().err
+    assert sk.empty(1).numel() == 1
