@@ -13,7 +13,6 @@ import pytest
 
 import subclass_kit as sk
 from subclass_kit import cli, sizing, zoo
-from subclass_kit.sizing import sharding as feature
 
 SMALL_LLAMA = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=2,
                    num_attention_heads=8, num_key_value_heads=4, vocab_size=1001)
