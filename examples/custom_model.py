@@ -7,20 +7,20 @@ The contract (see ``subclass-kit shapes --help``): the function receives the key
 among ``batch``, ``seq``, ``dtype`` that were given on the command line, plus
 ``device="meta"`` when it has a ``device`` parameter, and returns ``(model, example_inputs)``.
 ``model(*example_inputs)`` must run; build tensors on ``device`` so nothing is allocated.
-A ``subclass_kit.zoo.nn.Module`` model gets a parameter count and one table row per block.
+An ``sk.nn.Module`` model gets a parameter count and one table row per block.
 """
 
 import subclass_kit as sk
 from subclass_kit import zoo
-from subclass_kit.zoo import nn
 
 
-class MLP(nn.Module):
+class MLP(sk.nn.Module):
     """An MNIST-sized classifier: Linear + ReLU layers, one table row per layer."""
 
     def __init__(self, sizes, *, dtype, device):
-        self.layers = nn.ModuleList(nn.Linear(a, b, dtype=dtype, device=device)
-                                    for a, b in zip(sizes, sizes[1:]))
+        super().__init__()
+        self.layers = sk.nn.ModuleList(sk.nn.Linear(a, b, dtype=dtype, device=device)
+                                       for a, b in zip(sizes, sizes[1:]))
 
     def forward(self, x):
         for i, layer in enumerate(self.layers):

@@ -3,6 +3,7 @@ port PyTorch subclass/mode code to subclass_kit.
 
     subclass-kit list
     subclass-kit shapes MODEL [--batch B] [--seq S] [--dtype DTYPE] [--json]
+    subclass-kit shapes path/to/config.json [...]
     subclass-kit shapes path/to/file.py:function [...]
     subclass-kit port FILE.py... [-w | --diff]
 
@@ -35,14 +36,16 @@ __all__ = ["main"]
 DTYPES = {"float32": sk.float32, "float16": sk.float16, "float64": sk.float64}
 
 _SHAPES_HELP = """\
-TARGET is a zoo model name (see `subclass-kit list`) or path/to/file.py:function.
+TARGET is a zoo model name (see `subclass-kit list`), a Hugging Face config.json
+(model_type llama, mistral, mixtral, qwen2, gemma, gpt2, bert or vit) or
+path/to/file.py:function.
 
 A user function is called with those of the keyword arguments batch= (int), seq= (int),
 dtype= (an sk.dtype) given on the command line, plus device="meta" if its signature accepts a
 `device` parameter; an option given on the command line that the function cannot take is an
 error, and so is a parameter without a default that the command line does not fill. It must
 return (model, example_inputs):
-  model           a callable run as model(*example_inputs). A subclass_kit.zoo.nn.Module
+  model           a callable run as model(*example_inputs). An sk.nn.Module
                   also gives the parameter count (sum of numel of its parameter tensors, each
                   once) and one table row per block (its children; ModuleList items expanded);
                   any other object with a parameters() method gives the count only.
@@ -125,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
         "peak-activation estimate.",
         epilog=_SHAPES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     shapes.add_argument("target", metavar="TARGET",
-                        help="a zoo model name or path/to/file.py:function")
+                        help="a zoo model name, path/to/config.json or path/to/file.py:function")
     shapes.add_argument("--batch", type=_positive_int, help="batch size (default 1)")
     shapes.add_argument("--seq", type=_positive_int,
                         help=f"sequence length for text models (default {zoo.nn.DEFAULT_SEQ})")
@@ -240,8 +243,10 @@ def _port(args) -> int:
 
 # -- building the model ------------------------------------------------------------------------
 def _config_of(target: str):
-    """The zoo config of ``target``, or None for a user function."""
+    """The zoo or config.json config of ``target``, or None for a user function."""
     try:
+        if target.endswith(".json"):
+            return zoo.load_config(target)
         return zoo.get_config(target)
     except ValueError:
         return None
@@ -257,7 +262,10 @@ def _build(args):
         raise _UsageError(f"{target}: name the function to call: {target}:function")
     dtype = DTYPES[args.dtype or "float32"]
     try:
-        model = zoo.get_model(target, dtype=dtype, device="meta")
+        if target.endswith(".json"):
+            model = zoo.from_config(target, dtype=dtype, device="meta")
+        else:
+            model = zoo.get_model(target, dtype=dtype, device="meta")
     except ValueError as e:
         raise _UsageError(str(e)) from None
     try:

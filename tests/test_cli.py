@@ -20,18 +20,24 @@ EXAMPLE = os.path.join(ROOT, "examples", "custom_model.py")
 
 # name -> (output shape at batch 2, seq 16; number of block rows)
 EXPECTED = {
-    "gpt2": ([2, 16, 50257], 1 + 12 + 2 + 1),            # embed, h.*, ln_f, lm_head, top level
-    "gpt2-medium": ([2, 16, 50257], 1 + 24 + 2 + 1),
-    "gpt2-large": ([2, 16, 50257], 1 + 36 + 2 + 1),
-    "gpt2-xl": ([2, 16, 50257], 1 + 48 + 2 + 1),
-    "llama-2-7b": ([2, 16, 32000], 2 + 32 + 2 + 1),      # embed, rotary, layers.*, norm, head
-    "llama-2-13b": ([2, 16, 32000], 2 + 40 + 2 + 1),
-    "llama-2-70b": ([2, 16, 32000], 2 + 80 + 2 + 1),
-    "llama-3-8b": ([2, 16, 128256], 2 + 32 + 2 + 1),
-    "mistral-7b": ([2, 16, 32000], 2 + 32 + 2 + 1),
-    "bert-base-uncased": ([2, 16, 768], 1 + 12 + 1),      # embeddings, layer.*, pooler
-    "vit-b-16": ([2, 1000], 1 + 12 + 2),                  # patch_embed, blocks.*, norm, head
-}
+    # transformer.wte, transformer.wpe, transformer.h.*, transformer.ln_f, lm_head, top level
+    "gpt2": ([2, 16, 50257], 2 + 12 + 2 + 1),
+    "gpt2-medium": ([2, 16, 50257], 2 + 24 + 2 + 1),
+    "gpt2-large": ([2, 16, 50257], 2 + 36 + 2 + 1),
+    "gpt2-xl": ([2, 16, 50257], 2 + 48 + 2 + 1),
+    # model.embed_tokens, model.layers.*, model.norm, model.rotary_emb, lm_head
+    "llama-2-7b": ([2, 16, 32000], 1 + 32 + 3),
+    "llama-2-13b": ([2, 16, 32000], 1 + 40 + 3),
+    "llama-2-70b": ([2, 16, 32000], 1 + 80 + 3),
+    "llama-3-8b": ([2, 16, 128256], 1 + 32 + 3),
+    "llama-3-70b": ([2, 16, 128256], 1 + 80 + 3),
+    "mistral-7b": ([2, 16, 32000], 1 + 32 + 3),
+    "mixtral-8x7b": ([2, 16, 32000], 1 + 32 + 3),
+    "qwen2-7b": ([2, 16, 152064], 1 + 28 + 3),
+    "gemma-7b": ([2, 16, 256000], 1 + 28 + 3 + 1),      # + top level: the embedding scale
+    "bert-base-uncased": ([2, 16, 768], 1 + 12 + 1),     # embeddings, encoder.layer.*, pooler
+    "vit-b-16": ([2, 1000], 1 + 12 + 2),     # vit.embeddings, vit.encoder.layer.*, vit.layernorm,
+}                                            # classifier
 
 
 def run(capsys, *argv):
@@ -116,7 +122,7 @@ def test_table_is_aligned(capsys):
     table = lines[header:]
     assert set(table[1]) <= {"-", " "}
     rows = table[2:]
-    assert len(rows) == 2 + 32 + 2 + 1
+    assert len(rows) == 1 + 32 + 3        # embed_tokens, layers.*, norm, rotary_emb, lm_head
     # right-aligned number columns end at the same place on every row
     param_end = len(table[0].split("parameters")[0]) + len("parameters")
     for row in rows:

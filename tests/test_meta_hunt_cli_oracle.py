@@ -84,17 +84,16 @@ def _torch_gpt2(cfg, dtype):
             return x + self.mlp_proj(mlp)
 
     with torch.device("meta"):
-        rows = {"embed": nn.ModuleDict({"wte": nn.Embedding(cfg.vocab_size, d),
-                                        "wpe": nn.Embedding(cfg.n_positions, d)})}
+        rows = {"wte": nn.Embedding(cfg.vocab_size, d), "wpe": nn.Embedding(cfg.n_positions, d)}
         rows.update({f"h_{i}": Block() for i in range(cfg.n_layer)})
         rows["ln_f"] = nn.LayerNorm(d)
         model = nn.ModuleDict(rows).to(dtype)
 
     def forward(ids):
-        x = model["embed"]["wte"](ids) + model["embed"]["wpe"](torch.arange(ids.shape[1]))
+        x = model["wte"](ids) + model["wpe"](torch.arange(ids.shape[1]))
         for i in range(cfg.n_layer):
             x = model[f"h_{i}"](x)
-        return model["ln_f"](x) @ model["embed"]["wte"].weight.t()   # tied head
+        return model["ln_f"](x) @ model["wte"].weight.t()   # tied head
     return model, forward
 
 
@@ -147,22 +146,22 @@ ZOO_LM = ["gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama-2-7b", "llama-2
 @pytest.mark.parametrize("name", ZOO_LM)
 def test_zoo_block_parameters_match_torch_nn_on_meta(name):
     from subclass_kit import zoo
-    from subclass_kit.zoo import nn as znn
     cfg = zoo.get_config(name)
     build = _torch_gpt2 if name.startswith("gpt2") else _torch_llama
     theirs, _ = build(cfg, torch.float16)
     model = zoo.get_model(name, dtype=sk.float16)
     seen, ours = set(), {}
-    for row, block in znn.blocks(model):      # a tied tensor counts in its first block
+    for row, block in zoo.blocks(model):      # a tied tensor counts in its first block
         fresh = [p for p in block.parameters() if id(p) not in seen]
         seen.update(id(p) for p in fresh)
         ours[row] = sum(p.numel() for p in fresh)
     # torch.nn names cannot hold dots (h.0 is h_0); rows without parameters (rotary_emb, the
-    # tied GPT-2 head) have no torch module
-    ours = {row.replace(".", "_"): n for row, n in ours.items() if n}
+    # tied GPT-2 head) have no torch module; the base model's prefix is dropped
+    ours = {row.removeprefix("transformer.").removeprefix("model.").replace(".", "_"): n
+            for row, n in ours.items() if n}
     assert ours == {row: sum(p.numel() for p in m.parameters()) for row, m in theirs.items()}
     total = sum(p.numel() for p in theirs.parameters())
-    assert model.num_parameters() == total
+    assert sum(p.numel() for p in model.parameters()) == total
     assert sum(p.numel() * p.element_size() for p in model.parameters()) == 2 * total
     assert all(p.device.type == "meta" for p in model.parameters())
 

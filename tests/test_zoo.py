@@ -1,5 +1,7 @@
-"""The model zoo: registry, exact parameter counts, meta parameters, the tiny ``nn`` module,
-the activation tally, and differential runs of small configs on cpu against torch.
+"""The model zoo: registry, exact parameter counts, meta parameters, the ``sk.nn`` module tree
+and its block rows, the activation tally, and differential runs of small configs on cpu
+against torch. Config files, Hugging Face key names and the new model types are in
+``test_zoo_configs.py``.
 
 The torch references are written independently of the zoo code where it matters: attention
 via ``F.scaled_dot_product_attention`` (``is_causal`` / ``enable_gqa`` / a boolean window
@@ -17,7 +19,6 @@ import pytest
 
 import subclass_kit as sk
 from subclass_kit import zoo
-from subclass_kit.zoo import nn
 
 # Published parameter counts (model cards / checkpoints); tied GPT-2 embeddings count once,
 # BERT includes the pooler, ViT the 1000-class head.
@@ -31,6 +32,10 @@ PUBLISHED = {
     "llama-2-70b": 68_976_648_192,
     "llama-3-8b": 8_030_261_248,
     "mistral-7b": 7_241_732_096,
+    "llama-3-70b": 70_553_706_496,
+    "mixtral-8x7b": 46_702_792_704,
+    "qwen2-7b": 7_615_616_512,
+    "gemma-7b": 8_537_680_896,
     "bert-base-uncased": 109_482_240,
     "vit-b-16": 86_567_656,
 }
@@ -47,8 +52,9 @@ def test_parameter_count_is_exact_and_on_meta(name):
     model = zoo.get_model(name)
     params = list(model.parameters())
     assert sum(p.numel() for p in params) == PUBLISHED[name]
-    assert model.num_parameters() == PUBLISHED[name]
+    assert isinstance(model, sk.nn.Module)
     for p in params:
+        assert isinstance(p, sk.nn.Parameter) and p.requires_grad and p.is_leaf
         assert p.device.type == "meta"
         assert p.untyped_storage().data_ptr() == 0        # nothing allocated
         assert p.dtype is sk.float32
@@ -76,7 +82,7 @@ def test_configs_have_hugging_face_fields():
 
 def test_config_overrides_and_dtype():
     model = zoo.get_model("llama-2-7b", num_hidden_layers=2, dtype=sk.float16)
-    assert len(model.layers) == 2
+    assert len(model.model.layers) == 2
     assert all(p.dtype is sk.float16 for p in model.parameters())
     with pytest.raises(TypeError):
         zoo.get_model("gpt2", no_such_field=3)
@@ -84,48 +90,52 @@ def test_config_overrides_and_dtype():
 
 def test_gpt2_lm_head_is_tied_and_counted_once():
     model = zoo.get_model("gpt2")
-    assert model.lm_head.weight is model.embed.wte.weight
+    assert model.lm_head.weight is model.transformer.wte.weight
     names = [n for n, _ in model.named_parameters()]
-    assert "embed.wte.weight" in names and "lm_head.weight" not in names
+    assert "transformer.wte.weight" in names and "lm_head.weight" not in names
     assert len(names) == len(set(names))
+    assert "lm_head.weight" in model.state_dict()       # state_dict keeps both names, as torch
 
 
 def test_parameter_shapes_follow_the_checkpoints():
     shapes = {n: tuple(p.shape) for n, p in zoo.get_model("llama-2-70b").named_parameters()}
-    assert shapes["layers.0.self_attn.k_proj.weight"] == (1024, 8192)     # GQA: 8 kv heads
-    assert shapes["layers.79.mlp.gate_proj.weight"] == (28672, 8192)
+    assert shapes["model.layers.0.self_attn.k_proj.weight"] == (1024, 8192)  # GQA: 8 kv heads
+    assert shapes["model.layers.79.mlp.gate_proj.weight"] == (28672, 8192)
     assert shapes["lm_head.weight"] == (32000, 8192)
     vit = {n: tuple(p.shape) for n, p in zoo.get_model("vit-b-16").named_parameters()}
-    assert vit["patch_embed.proj_weight"] == (768, 3, 16, 16)              # conv-shaped
-    assert vit["patch_embed.pos_embed"] == (1, 197, 768)
+    assert vit["vit.embeddings.patch_embeddings.projection.weight"] == (768, 3, 16, 16)
+    assert vit["vit.embeddings.position_embeddings"] == (1, 197, 768)
     gpt = {n: tuple(p.shape) for n, p in zoo.get_model("gpt2").named_parameters()}
-    assert gpt["h.0.attn.c_attn.weight"] == (768, 2304)                    # Conv1D (in, out)
+    assert gpt["transformer.h.0.attn.c_attn.weight"] == (768, 2304)       # Conv1D (in, out)
     bert = {n: tuple(p.shape) for n, p in zoo.get_model("bert-base-uncased").named_parameters()}
     assert bert["pooler.dense.weight"] == (768, 768)
 
 
-# -- nn ------------------------------------------------------------------------------------------
-def test_module_tree_and_hooks():
-    class Net(nn.Module):
+# -- the module tree ---------------------------------------------------------------------------
+def test_blocks_expand_layer_lists_and_hooks_run():
+    class Net(sk.nn.Module):
         def __init__(self):
-            self.a = nn.Linear(3, 4, device="meta")
-            self.blocks = nn.ModuleList([nn.Linear(4, 4, bias=False), nn.RMSNorm(4)])
+            super().__init__()
+            self.a = sk.nn.Linear(3, 4, device="meta")
+            self.body = sk.nn.Module()
+            self.body.blocks = sk.nn.ModuleList([sk.nn.Linear(4, 4, bias=False,
+                                                              device="meta"),
+                                                 sk.nn.RMSNorm(4, device="meta")])
             self.scale = 2.0                          # not a parameter
-            self._cache = sk.empty(5, device="meta")  # private: not a parameter
 
         def forward(self, x):
             x = self.a(x)
-            for b in self.blocks:
+            for b in self.body.blocks:
                 x = b(x)
             return x
 
     net = Net()
     assert [n for n, _ in net.named_parameters()] == [
-        "a.weight", "a.bias", "blocks.0.weight", "blocks.1.weight"]
-    assert net.num_parameters() == 12 + 4 + 16 + 4
-    assert [n for n, _ in nn.blocks(net)] == ["a", "blocks.0", "blocks.1"]
+        "a.weight", "a.bias", "body.blocks.0.weight", "body.blocks.1.weight"]
+    # a child holding a ModuleList expands; ModuleList items are rows
+    assert [n for n, _ in zoo.blocks(net)] == ["a", "body.blocks.0", "body.blocks.1"]
     seen = []
-    handle = net.blocks[0].register_forward_hook(lambda m, args, out: seen.append(out.shape))
+    handle = net.body.blocks[0].register_forward_hook(lambda m, args, out: seen.append(out.shape))
     pre = net.a.register_forward_pre_hook(lambda m, args: seen.append(args[0].shape))
     net(sk.empty(2, 3, device="meta"))
     assert seen == [sk.Size([2, 3]), sk.Size([2, 4])]
@@ -133,14 +143,35 @@ def test_module_tree_and_hooks():
     pre.remove()
     net(sk.empty(2, 3, device="meta"))
     assert len(seen) == 2
-    assert "Linear(" in repr(net)
 
 
-def test_parameters_on_cpu_are_initialised():
-    lin = nn.Linear(8, 4, device="cpu")
-    assert not np.all(lin.weight.numpy() == 0)
-    assert np.all(lin.bias.numpy() == 0)
-    assert np.all(nn.RMSNorm(4, device="cpu").weight.numpy() == 1)
+def test_block_rows_of_every_family():
+    rows = {name: [n for n, _ in zoo.blocks(zoo.get_model(name, **layers))]
+            for name, layers in (("gpt2", {"n_layer": 2}), ("llama-2-7b", {"num_hidden_layers": 2}),
+                                 ("bert-base-uncased", {"num_hidden_layers": 2}),
+                                 ("vit-b-16", {"num_hidden_layers": 2}))}
+    assert rows["gpt2"] == ["transformer.wte", "transformer.wpe", "transformer.h.0",
+                            "transformer.h.1", "transformer.ln_f", "lm_head"]
+    assert rows["llama-2-7b"] == ["model.embed_tokens", "model.layers.0", "model.layers.1",
+                                  "model.norm", "model.rotary_emb", "lm_head"]
+    assert rows["bert-base-uncased"] == ["embeddings", "encoder.layer.0", "encoder.layer.1",
+                                         "pooler"]
+    assert rows["vit-b-16"] == ["vit.embeddings", "vit.encoder.layer.0", "vit.encoder.layer.1",
+                                "vit.layernorm", "classifier"]
+
+
+def test_parameters_on_cpu_have_data_and_gradients():
+    model = zoo.get_model("gpt2", n_layer=1, n_head=2, n_embd=8, vocab_size=11, n_positions=6,
+                          device="cpu")
+    for name, p in model.named_parameters():
+        assert p.device.type == "cpu" and p.requires_grad, name
+    assert not np.all(model.transformer.h[0].attn.c_attn.weight.detach().numpy() == 0)
+    assert np.all(model.transformer.h[0].attn.c_attn.bias.detach().numpy() == 0)
+    assert np.all(model.transformer.ln_f.weight.detach().numpy() == 1)
+    # training works: a loss backpropagates to every parameter
+    (ids,) = model.example_inputs(batch=2, seq=5, device="cpu")
+    model(ids).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
 
 
 # -- summary / activation tally ------------------------------------------------------------------
@@ -168,12 +199,15 @@ def test_views_are_free_and_rows_add_up():
     assert [r.name for r in s.blocks] == ["(top level)"]
     model = zoo.get_model("gpt2", n_layer=2, n_head=2, n_embd=8)
     s = zoo.summarize(model, model.example_inputs(batch=2, seq=5), name="tiny")
-    assert [r.name for r in s.blocks] == ["embed", "h.0", "h.1", "ln_f", "lm_head",
-                                          "(top level)"]
-    assert sum(r.parameters for r in s.blocks) == s.parameters == model.num_parameters()
+    assert [r.name for r in s.blocks] == ["transformer.wte", "transformer.wpe",
+                                          "transformer.h.0", "transformer.h.1",
+                                          "transformer.ln_f", "lm_head", "(top level)"]
+    assert sum(r.parameters for r in s.blocks) == s.parameters == sum(
+        p.numel() for p in model.parameters())
     assert sum(r.activation_bytes for r in s.blocks) == s.activation_bytes
-    assert s.blocks[1].output_shape == [2, 5, 8]
-    assert s.blocks[4].parameters == 0                          # tied head
+    assert s.blocks[2].output_shape == [2, 5, 8]
+    assert s.blocks[5].parameters == 0                          # tied head
+    assert s.active_parameters is None and s.to_dict()["active_parameters"] is None
     assert s.output_shape == [2, 5, 50257]
     assert s.parameter_bytes == 4 * s.parameters
 
@@ -183,7 +217,16 @@ def test_summary_leaves_no_hooks_or_modes():
     model = zoo.get_model("bert-base-uncased", num_hidden_layers=1)
     zoo.summarize(model, model.example_inputs(seq=4))
     assert sk.get_mode_stack() == []
-    assert all(not b._pre_hooks and not b._post_hooks for _, b in nn.blocks(model))
+    assert all(not m._forward_pre_hooks and not m._forward_hooks for m in model.modules())
+
+
+def test_summary_runs_without_autograd():
+    """The inference forward records no graph, even though parameters require grad."""
+    model = zoo.get_model("gpt2", n_layer=1, n_head=2, n_embd=8, vocab_size=11, device="cpu")
+    outputs = []
+    model.register_forward_hook(lambda m, args, out: outputs.append(out))
+    zoo.summarize(model, model.example_inputs(seq=3, device="cpu"))
+    assert outputs[0].grad_fn is None and not outputs[0].requires_grad
 
 
 @pytest.mark.no_debug_asserts  # asserts the exact mode stack
@@ -206,16 +249,18 @@ def _F():
 
 def _t(p):
     import torch
-    return torch.from_numpy(p.numpy().copy())
+    return torch.from_numpy(p.detach().numpy().copy())
 
 
-def _params(model):
-    return {n: _t(p) for n, p in model.named_parameters()}
+def _params(model, strip=""):
+    """The parameters as torch tensors by name, ``strip`` removed from the front."""
+    return {n.removeprefix(strip): _t(p) for n, p in model.named_parameters()}
 
 
 def _run(model, seq=None):
     inputs = model.example_inputs(batch=2, seq=seq, device="cpu")
-    out = model(*inputs)
+    with sk.no_grad():
+        out = model(*inputs)
     return [_t(i) for i in inputs], out
 
 
@@ -238,8 +283,8 @@ def test_gpt2_matches_torch(torch):
     model = zoo.get_model("gpt2", n_layer=2, n_head=2, n_embd=16, vocab_size=50, n_positions=12,
                           dtype=sk.float64, device="cpu")
     (ids,), out = _run(model, seq=7)
-    p = _params(model)
-    x = F.embedding(ids, p["embed.wte.weight"]) + p["embed.wpe.weight"][:7]
+    p = _params(model, "transformer.")
+    x = F.embedding(ids, p["wte.weight"]) + p["wpe.weight"][:7]
     for i in range(2):
         pre = f"h.{i}."
         h = F.layer_norm(x, (16,), p[pre + "ln_1.weight"], p[pre + "ln_1.bias"], 1e-5)
@@ -251,7 +296,7 @@ def test_gpt2_matches_torch(torch):
         h = F.gelu(h @ p[pre + "mlp.c_fc.weight"] + p[pre + "mlp.c_fc.bias"], approximate="tanh")
         x = x + h @ p[pre + "mlp.c_proj.weight"] + p[pre + "mlp.c_proj.bias"]
     x = F.layer_norm(x, (16,), p["ln_f.weight"], p["ln_f.bias"], 1e-5)
-    expected = x @ p["embed.wte.weight"].t()
+    expected = x @ p["wte.weight"].t()
     np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-9, atol=1e-9)
 
 
@@ -277,13 +322,13 @@ def _unpermute(w, heads):
 def test_llama_gqa_rope_matches_torch(torch, window):
     F = _F()
     heads, kv, d = 4, 2, 32
-    model = zoo.get_model("llama-2-7b", hidden_size=d, intermediate_size=40, num_hidden_layers=2,
+    model = zoo.get_model("mistral-7b", hidden_size=d, intermediate_size=40, num_hidden_layers=2,
                           num_attention_heads=heads, num_key_value_heads=kv, vocab_size=60,
                           rope_theta=500.0, sliding_window=window, dtype=sk.float64,
                           device="cpu")
     seq = 6
     (ids,), out = _run(model, seq=seq)
-    p = _params(model)
+    p = _params(model, "model.")
     i, j = torch.arange(seq)[:, None], torch.arange(seq)[None, :]
     allowed = (j <= i) & ((i - j < window) if window else True)
 
@@ -308,7 +353,8 @@ def test_llama_gqa_rope_matches_torch(torch, window):
         x = x + F.linear(g * F.linear(h, p[pre + "mlp.up_proj.weight"]),
                          p[pre + "mlp.down_proj.weight"])
     expected = F.linear(rms(x, p["norm.weight"]), p["lm_head.weight"])
-    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-9, atol=1e-9)
+    # the RoPE tables are computed in float32 (as Hugging Face's), the reference in float64
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-6, atol=1e-7)
 
 
 def test_bert_matches_torch(torch):
@@ -325,15 +371,16 @@ def test_bert_matches_torch(torch):
     x = F.layer_norm(x, (16,), p["embeddings.LayerNorm.weight"], p["embeddings.LayerNorm.bias"],
                      eps)
     for n in range(2):
-        pre = f"layer.{n}."
-        q, k, v = (_heads(_lin(x, p, pre + "attention." + m), 2)
+        pre = f"encoder.layer.{n}."
+        q, k, v = (_heads(_lin(x, p, pre + "attention.self." + m), 2)
                    for m in ("query", "key", "value"))
-        a = _lin(_merge(F.scaled_dot_product_attention(q, k, v)), p, pre + "attention.dense")
-        x = F.layer_norm(a + x, (16,), p[pre + "attention.LayerNorm.weight"],
-                         p[pre + "attention.LayerNorm.bias"], eps)
-        h = _lin(F.gelu(_lin(x, p, pre + "intermediate")), p, pre + "output")
-        x = F.layer_norm(h + x, (16,), p[pre + "LayerNorm.weight"], p[pre + "LayerNorm.bias"],
-                         eps)
+        a = _lin(_merge(F.scaled_dot_product_attention(q, k, v)), p,
+                 pre + "attention.output.dense")
+        x = F.layer_norm(a + x, (16,), p[pre + "attention.output.LayerNorm.weight"],
+                         p[pre + "attention.output.LayerNorm.bias"], eps)
+        h = _lin(F.gelu(_lin(x, p, pre + "intermediate.dense")), p, pre + "output.dense")
+        x = F.layer_norm(h + x, (16,), p[pre + "output.LayerNorm.weight"],
+                         p[pre + "output.LayerNorm.bias"], eps)
     np.testing.assert_allclose(hidden.numpy(), x.numpy(), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(pooled.numpy(), torch.tanh(_lin(x[:, 0], p, "pooler.dense")),
                                rtol=1e-9, atol=1e-9)
@@ -343,30 +390,35 @@ def test_vit_patch_embedding_is_a_convolution_and_matches_torch(torch):
     F = _F()
     model = zoo.get_model("vit-b-16", image_size=32, patch_size=8, hidden_size=16,
                           num_hidden_layers=1, num_attention_heads=2, intermediate_size=20,
-                          num_classes=5, dtype=sk.float64, device="cpu")
+                          num_labels=5, dtype=sk.float64, device="cpu")
     (images,), out = _run(model)
-    p = _params(model)
-    x = F.conv2d(images, p["patch_embed.proj_weight"], p["patch_embed.proj_bias"], stride=8)
+    p = _params(model, "vit.")
+    x = F.conv2d(images, p["embeddings.patch_embeddings.projection.weight"],
+                 p["embeddings.patch_embeddings.projection.bias"], stride=8)
     x = x.flatten(2).transpose(1, 2)                               # (b, 16 patches, 16)
-    x = torch.cat([p["patch_embed.cls_token"].expand(2, 1, 16), x], 1) + \
-        p["patch_embed.pos_embed"]
-    pre = "blocks.0."
-    h = F.layer_norm(x, (16,), p[pre + "norm1.weight"], p[pre + "norm1.bias"], 1e-6)
-    q, k, v = (_heads(t, 2) for t in _lin(h, p, pre + "attn.qkv").split(16, dim=-1))
-    x = x + _lin(_merge(F.scaled_dot_product_attention(q, k, v)), p, pre + "attn.proj")
-    h = F.layer_norm(x, (16,), p[pre + "norm2.weight"], p[pre + "norm2.bias"], 1e-6)
-    x = x + _lin(F.gelu(_lin(h, p, pre + "mlp.fc1")), p, pre + "mlp.fc2")
-    x = F.layer_norm(x, (16,), p["norm.weight"], p["norm.bias"], 1e-6)
-    expected = _lin(x[:, 0], p, "head.fc")
+    x = torch.cat([p["embeddings.cls_token"].expand(2, 1, 16), x], 1) + \
+        p["embeddings.position_embeddings"]
+    pre, eps = "encoder.layer.0.", 1e-12
+    h = F.layer_norm(x, (16,), p[pre + "layernorm_before.weight"],
+                     p[pre + "layernorm_before.bias"], eps)
+    q, k, v = (_heads(_lin(h, p, pre + "attention.attention." + m), 2)
+               for m in ("query", "key", "value"))
+    x = x + _lin(_merge(F.scaled_dot_product_attention(q, k, v)), p,
+                 pre + "attention.output.dense")
+    h = F.layer_norm(x, (16,), p[pre + "layernorm_after.weight"],
+                     p[pre + "layernorm_after.bias"], eps)
+    x = x + _lin(F.gelu(_lin(h, p, pre + "intermediate.dense")), p, pre + "output.dense")
+    x = F.layer_norm(x, (16,), p["layernorm.weight"], p["layernorm.bias"], eps)
+    expected = F.linear(x[:, 0], p["classifier.weight"], p["classifier.bias"])
     assert tuple(out.shape) == (2, 5)
     np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-9, atol=1e-9)
 
 
 def test_rope_tables_match_the_closed_form():
     from subclass_kit.zoo.llama import RotaryEmbedding
-    rope = RotaryEmbedding(zoo.get_config("llama-3-8b"))
-    ids = sk.zeros((1, 5), dtype=sk.int64)
-    cos, sin = rope(ids, sk.float64)
+    rope = RotaryEmbedding(zoo.get_config("llama-3-8b"), device="cpu")
+    assert "inv_freq" not in rope.state_dict()             # a non-persistent buffer
+    cos, sin = rope(sk.zeros((1, 5), dtype=sk.float64), 5)
     d = 128
     inv = np.array([500000.0 ** (-2 * i / d) for i in range(d // 2)])
     angles = np.arange(5)[:, None] * np.concatenate([inv, inv])[None, :]
@@ -376,20 +428,22 @@ def test_rope_tables_match_the_closed_form():
 
 
 def test_a_block_calling_another_block_keeps_the_attribution():
-    class Inner(nn.Module):
+    class Inner(sk.nn.Module):
         def forward(self, x):
             return x * 2                                  # 400 bytes
 
-    class Outer(nn.Module):
+    class Outer(sk.nn.Module):
         def __init__(self, inner):
+            super().__init__()
             self.inner = inner
 
         def forward(self, x):
             y = self.inner(x)
             return y + 1                                  # still Outer's: 400 bytes
 
-    class Net(nn.Module):
+    class Net(sk.nn.Module):
         def __init__(self):
+            super().__init__()
             self.inner = Inner()
             self.outer = Outer(self.inner)
 

@@ -1,4 +1,5 @@
-"""BERT (Devlin et al. 2018) as in Hugging Face's ``BertModel``, pooler included.
+"""BERT (Devlin et al. 2018) as Hugging Face's ``BertModel``, pooler included, with its
+``state_dict`` names (``encoder.layer.0.attention.self.query.weight``, ``pooler.dense.weight``).
 
 Word + position + token-type embeddings and a LayerNorm, then post-LayerNorm encoder layers
 (bidirectional multi-head attention, a GELU MLP, residual + LayerNorm after each), then the
@@ -8,107 +9,130 @@ no padding mask (every token attends to every token). Dropout is omitted (infere
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import subclass_kit as sk
+from subclass_kit.nn.containers import ModuleList
+from subclass_kit.nn.layers import Embedding, LayerNorm, Linear
+from subclass_kit.nn.module import Module
 
 from . import nn
+from .config import BertConfig
 
-__all__ = ["BertConfig", "BertModel", "CONFIGS"]
-
-
-@dataclass(frozen=True)
-class BertConfig:
-    """Hugging Face ``BertConfig`` field names."""
-
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
-    vocab_size: int = 30522
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    layer_norm_eps: float = 1e-12
+__all__ = ["BertModel"]
 
 
-CONFIGS = {"bert-base-uncased": BertConfig()}
-
-
-class BertEmbeddings(nn.Module):
-    def __init__(self, cfg: BertConfig, dtype, device):
+class BertEmbeddings(Module):
+    def __init__(self, cfg: BertConfig, kw: dict):
+        super().__init__()
         d = cfg.hidden_size
-        self.word_embeddings = nn.Embedding(cfg.vocab_size, d, dtype=dtype, device=device)
-        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, d, dtype=dtype,
-                                                device=device)
-        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, d, dtype=dtype,
-                                                  device=device)
-        self.LayerNorm = nn.LayerNorm(d, cfg.layer_norm_eps, dtype=dtype, device=device)
+        self.word_embeddings = Embedding(cfg.vocab_size, d, **kw)
+        self.position_embeddings = Embedding(cfg.max_position_embeddings, d, **kw)
+        self.token_type_embeddings = Embedding(cfg.type_vocab_size, d, **kw)
+        self.LayerNorm = LayerNorm(d, eps=cfg.layer_norm_eps, **kw)
 
     def forward(self, ids):
         positions = sk.arange(ids.shape[1], dtype=sk.int64, device=ids.device)
         token_types = sk.zeros(tuple(ids.shape), dtype=sk.int64, device=ids.device)
-        x = (self.word_embeddings(ids) + self.position_embeddings(positions)
-             + self.token_type_embeddings(token_types))
+        x = (self.word_embeddings(ids) + self.token_type_embeddings(token_types)
+             + self.position_embeddings(positions))
         return self.LayerNorm(x)
 
 
-class BertAttention(nn.Module):
-    def __init__(self, cfg: BertConfig, dtype, device):
+class BertSelfAttention(Module):
+    def __init__(self, cfg: BertConfig, kw: dict):
+        super().__init__()
         d = cfg.hidden_size
-        self.query = nn.Linear(d, d, dtype=dtype, device=device)
-        self.key = nn.Linear(d, d, dtype=dtype, device=device)
-        self.value = nn.Linear(d, d, dtype=dtype, device=device)
-        self.dense = nn.Linear(d, d, dtype=dtype, device=device)
-        self.LayerNorm = nn.LayerNorm(d, cfg.layer_norm_eps, dtype=dtype, device=device)
+        self.query = Linear(d, d, **kw)
+        self.key = Linear(d, d, **kw)
+        self.value = Linear(d, d, **kw)
         self.heads = cfg.num_attention_heads
+        self.attn_implementation = cfg.attn_implementation
 
     def forward(self, x):
         h = self.heads
-        q = nn.split_heads(self.query(x), h)
-        k = nn.split_heads(self.key(x), h)
-        v = nn.split_heads(self.value(x), h)
-        context = nn.merge_heads(nn.attention(q, k, v))
-        return self.LayerNorm(self.dense(context) + x)
+        q, k, v = (nn.split_heads(p(x), h) for p in (self.query, self.key, self.value))
+        return nn.merge_heads(nn.attention(q, k, v, implementation=self.attn_implementation))
 
 
-class BertLayer(nn.Module):
-    def __init__(self, cfg: BertConfig, dtype, device):
-        d = cfg.hidden_size
-        self.attention = BertAttention(cfg, dtype, device)
-        self.intermediate = nn.Linear(d, cfg.intermediate_size, dtype=dtype, device=device)
-        self.output = nn.Linear(cfg.intermediate_size, d, dtype=dtype, device=device)
-        self.LayerNorm = nn.LayerNorm(d, cfg.layer_norm_eps, dtype=dtype, device=device)
+class BertSelfOutput(Module):
+    """``LayerNorm(dense(x) + residual)`` (also ``BertOutput``'s shape, with other sizes)."""
+
+    def __init__(self, d_in: int, cfg: BertConfig, kw: dict):
+        super().__init__()
+        self.dense = Linear(d_in, cfg.hidden_size, **kw)
+        self.LayerNorm = LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
+
+    def forward(self, x, residual):
+        return self.LayerNorm(self.dense(x) + residual)
+
+
+class BertAttention(Module):
+    def __init__(self, cfg: BertConfig, kw: dict):
+        super().__init__()
+        self.self = BertSelfAttention(cfg, kw)
+        self.output = BertSelfOutput(cfg.hidden_size, cfg, kw)
+
+    def forward(self, x):
+        return self.output(self.self(x), x)
+
+
+class BertIntermediate(Module):
+    def __init__(self, cfg: BertConfig, kw: dict):
+        super().__init__()
+        self.dense = Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
+        self.intermediate_act_fn = nn.activation(cfg.hidden_act)
+
+    def forward(self, x):
+        return self.intermediate_act_fn(self.dense(x))
+
+
+class BertLayer(Module):
+    def __init__(self, cfg: BertConfig, kw: dict):
+        super().__init__()
+        self.attention = BertAttention(cfg, kw)
+        self.intermediate = BertIntermediate(cfg, kw)
+        self.output = BertSelfOutput(cfg.intermediate_size, cfg, kw)
 
     def forward(self, x):
         x = self.attention(x)
-        return self.LayerNorm(self.output(sk.gelu(self.intermediate(x))) + x)
+        return self.output(self.intermediate(x), x)
 
 
-class BertPooler(nn.Module):
+class BertEncoder(Module):
+    def __init__(self, cfg: BertConfig, kw: dict):
+        super().__init__()
+        self.layer = ModuleList(BertLayer(cfg, kw) for _ in range(cfg.num_hidden_layers))
+
+    def forward(self, x):
+        for layer in self.layer:
+            x = layer(x)
+        return x
+
+
+class BertPooler(Module):
     """``tanh(dense(x[:, 0]))``: the [CLS] token's summary of the sequence."""
 
-    def __init__(self, cfg: BertConfig, dtype, device):
-        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size, dtype=dtype, device=device)
+    def __init__(self, cfg: BertConfig, kw: dict):
+        super().__init__()
+        self.dense = Linear(cfg.hidden_size, cfg.hidden_size, **kw)
 
     def forward(self, x):
         return self.dense(x[:, 0]).tanh()
 
 
-class BertModel(nn.Module):
+class BertModel(Module):
     """Token ids (batch, seq) int64 -> ``(last_hidden_state, pooler_output)`` of shapes
     (batch, seq, hidden_size) and (batch, hidden_size)."""
 
     def __init__(self, cfg: BertConfig, *, dtype=None, device="meta"):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
         self.config = cfg
-        self.embeddings = BertEmbeddings(cfg, dtype, device)
-        self.layer = nn.ModuleList(BertLayer(cfg, dtype, device)
-                                   for _ in range(cfg.num_hidden_layers))
-        self.pooler = BertPooler(cfg, dtype, device)
+        self.embeddings = BertEmbeddings(cfg, kw)
+        self.encoder = BertEncoder(cfg, kw)
+        self.pooler = BertPooler(cfg, kw)
 
     def forward(self, ids):
-        x = self.embeddings(ids)
-        for layer in self.layer:
-            x = layer(x)
+        x = self.encoder(self.embeddings(ids))
         return x, self.pooler(x)
 
     def example_inputs(self, batch=1, seq=None, device="meta"):

@@ -1,72 +1,61 @@
-"""LLaMA-2, LLaMA-3 and Mistral, as in Hugging Face's ``LlamaForCausalLM`` /
-``MistralForCausalLM``.
+"""The LLaMA family of decoders as in Hugging Face's ``LlamaForCausalLM``,
+``MistralForCausalLM``, ``MixtralForCausalLM``, ``Qwen2ForCausalLM`` and ``GemmaForCausalLM``,
+with their ``state_dict`` names (``model.layers.0.self_attn.q_proj.weight``, ``lm_head.weight``).
 
-Pre-norm decoder blocks: RMSNorm, attention with rotary position embeddings (RoPE, the
-"rotate half" form) and grouped-query attention (``num_key_value_heads`` < heads: each K/V head
-serves ``heads / kv_heads`` query heads, repeated as HF's ``repeat_kv`` does), then RMSNorm and
-a SwiGLU MLP ``down(silu(gate(x)) * up(x))``. No biases; the LM head is a separate matrix.
-Mistral adds a sliding-window causal mask. The softmax runs in the model dtype (HF upcasts to
-float32).
+Pre-norm decoder layers: RMSNorm, attention with rotary position embeddings (RoPE, the "rotate
+half" form) and grouped-query attention (``num_key_value_heads`` K/V heads, each serving
+``heads / kv_heads`` query heads), then RMSNorm and a gated MLP ``down(act(gate(x)) * up(x))``
+(Mixtral: a sparse mixture of experts, ``mixtral.py``). What differs by ``model_type``:
+
+- mistral / mixtral: a sliding-window causal mask (``sliding_window``); qwen2 only with
+  ``use_sliding_window``, on layers from ``max_window_layers`` on.
+- qwen2: biases on q/k/v (none on o); llama / gemma: on all four with ``attention_bias``.
+- gemma: embeddings scaled by ``sqrt(hidden_size)`` (rounded to the model dtype), RMSNorm
+  scaling by ``1 + weight`` in float32 (weight initialised to zeros), tanh GELU, tied LM head.
+
+A sequence longer than ``max_position_embeddings`` runs (RoPE has no position table) and warns
+(``UserWarning``), since the model was not trained for it. Dropout is omitted (inference).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import warnings
 
 import subclass_kit as sk
+from subclass_kit.nn import functional as F
+from subclass_kit.nn.containers import ModuleList
+from subclass_kit.nn.layers import Embedding, Linear, RMSNorm
+from subclass_kit.nn.module import Module
+from subclass_kit.nn.parameter import Parameter
 
 from . import nn
+from .config import DecoderConfig
 
-__all__ = ["LlamaConfig", "LlamaForCausalLM", "CONFIGS"]
-
-
-@dataclass(frozen=True)
-class LlamaConfig:
-    """Hugging Face ``LlamaConfig`` / ``MistralConfig`` field names."""
-
-    hidden_size: int = 4096
-    intermediate_size: int = 11008
-    num_hidden_layers: int = 32
-    num_attention_heads: int = 32
-    num_key_value_heads: int = 32
-    vocab_size: int = 32000
-    max_position_embeddings: int = 4096
-    rms_norm_eps: float = 1e-5
-    rope_theta: float = 10000.0
-    sliding_window: int | None = None
+__all__ = ["LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM",
+           "GemmaForCausalLM", "DecoderModel", "DecoderForCausalLM", "RotaryEmbedding",
+           "CLASSES"]
 
 
-CONFIGS = {
-    "llama-2-7b": LlamaConfig(),
-    "llama-2-13b": LlamaConfig(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
-                               num_attention_heads=40, num_key_value_heads=40),
-    "llama-2-70b": LlamaConfig(hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
-                               num_attention_heads=64, num_key_value_heads=8),
-    "llama-3-8b": LlamaConfig(intermediate_size=14336, num_key_value_heads=8, vocab_size=128256,
-                              max_position_embeddings=8192, rope_theta=500000.0),
-    "mistral-7b": LlamaConfig(intermediate_size=14336, num_key_value_heads=8,
-                              max_position_embeddings=32768, sliding_window=4096),
-}
+class RotaryEmbedding(Module):
+    """cos and sin tables (seq, head_dim) for positions 0..seq-1, in the activations' dtype.
 
+    ``inv_freq[i] = rope_theta ** (-2i / head_dim)`` is a non-persistent float32 buffer (not in
+    the ``state_dict``), as Hugging Face's ``LlamaRotaryEmbedding``."""
 
-class RotaryEmbedding(nn.Module):
-    """cos and sin tables (seq, head_dim) for the positions 0..seq-1 (no parameters)."""
+    def __init__(self, cfg: DecoderConfig, device=None):
+        super().__init__()
+        half = cfg.head_dim // 2
+        steps = sk.arange(half, dtype=sk.float32, device=device)
+        # exp of a product rather than a power: float32-accurate for theta up to 1e6
+        inv_freq = (steps * (-2.0 * math.log(cfg.rope_theta) / cfg.head_dim)).exp()
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
 
-    def __init__(self, cfg: LlamaConfig):
-        self.head_dim = cfg.hidden_size // cfg.num_attention_heads
-        self.theta = cfg.rope_theta
-
-    def forward(self, ids, dtype):
-        half = self.head_dim // 2
-        dev = ids.device
-        # inv_freq[i] = theta ** (-2i / head_dim), computed as exp for float32 accuracy.
-        steps = sk.arange(half, dtype=sk.float32, device=dev)
-        inv_freq = (steps * (-2.0 * math.log(self.theta) / self.head_dim)).exp()
-        positions = sk.arange(ids.shape[1], dtype=sk.float32, device=dev)
-        freqs = positions.unsqueeze(1) * inv_freq.unsqueeze(0)
+    def forward(self, x, seq: int):
+        positions = sk.arange(seq, dtype=sk.float32, device=x.device)
+        freqs = positions.unsqueeze(1) * self.inv_freq.unsqueeze(0)
         angles = sk.cat([freqs, freqs], dim=-1)
-        return angles.cos().to(dtype), angles.sin().to(dtype)
+        return angles.cos().to(x.dtype), angles.sin().to(x.dtype)
 
 
 def rotate_half(x):
@@ -79,83 +68,171 @@ def apply_rope(x, cos, sin):
     return x * cos + rotate_half(x) * sin
 
 
-def repeat_kv(x, n_rep):
-    """(batch, kv_heads, seq, d) -> (batch, kv_heads * n_rep, seq, d), as HF's ``repeat_kv``."""
-    if n_rep == 1:
-        return x
-    b, kv, s, d = x.shape
-    return x.unsqueeze(2).expand(b, kv, n_rep, s, d).reshape(b, kv * n_rep, s, d)
+class GemmaRMSNorm(Module):
+    """Gemma's RMSNorm: normalise in float32, scale by ``1 + weight`` (weight zeros), cast
+    back. Not PyTorch's ``nn.RMSNorm`` (which scales by ``weight``)."""
+
+    def __init__(self, dim: int, eps: float = 1e-6, device=None, dtype=None):
+        super().__init__()
+        self.eps = eps
+        self.weight = Parameter(sk.zeros(dim, device=device, dtype=dtype))
+
+    def forward(self, x):
+        out = F.rms_norm(x.float(), (x.shape[-1],), None, self.eps)
+        return (out * (1.0 + self.weight.float())).to(x.dtype)
 
 
-class LlamaAttention(nn.Module):
-    def __init__(self, cfg: LlamaConfig, dtype, device):
-        d, heads, kv = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads
-        head_dim = d // heads
-        self.q_proj = nn.Linear(d, heads * head_dim, bias=False, dtype=dtype, device=device)
-        self.k_proj = nn.Linear(d, kv * head_dim, bias=False, dtype=dtype, device=device)
-        self.v_proj = nn.Linear(d, kv * head_dim, bias=False, dtype=dtype, device=device)
-        self.o_proj = nn.Linear(heads * head_dim, d, bias=False, dtype=dtype, device=device)
-        self.heads, self.kv_heads = heads, kv
+def _norm(cfg: DecoderConfig, kw: dict) -> Module:
+    if cfg.model_type == "gemma":
+        return GemmaRMSNorm(cfg.hidden_size, cfg.rms_norm_eps, **kw)
+    return RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, **kw)
+
+
+class DecoderAttention(Module):
+    """q/k/v/o projections, RoPE on q and k, attention with ``num_key_value_heads`` K/V heads."""
+
+    def __init__(self, cfg: DecoderConfig, layer_idx: int, kw: dict):
+        super().__init__()
+        d, hd = cfg.hidden_size, cfg.head_dim
+        self.heads, self.kv_heads, self.head_dim = (cfg.num_attention_heads,
+                                                    cfg.num_key_value_heads, hd)
+        qkv_bias = cfg.attention_bias or cfg.model_type == "qwen2"
+        self.q_proj = Linear(d, self.heads * hd, bias=qkv_bias, **kw)
+        self.k_proj = Linear(d, self.kv_heads * hd, bias=qkv_bias, **kw)
+        self.v_proj = Linear(d, self.kv_heads * hd, bias=qkv_bias, **kw)
+        self.o_proj = Linear(self.heads * hd, d, bias=cfg.attention_bias, **kw)
+        self.sliding_window = cfg.layer_sliding_window(layer_idx)
+        self.attn_implementation = cfg.attn_implementation
 
     def forward(self, x, cos, sin, mask):
-        q = apply_rope(nn.split_heads(self.q_proj(x), self.heads), cos, sin)
-        k = apply_rope(nn.split_heads(self.k_proj(x), self.kv_heads), cos, sin)
-        v = nn.split_heads(self.v_proj(x), self.kv_heads)
-        n_rep = self.heads // self.kv_heads
-        out = nn.attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask)
+        q = apply_rope(nn.split_heads(self.q_proj(x), self.heads, self.head_dim), cos, sin)
+        k = apply_rope(nn.split_heads(self.k_proj(x), self.kv_heads, self.head_dim), cos, sin)
+        v = nn.split_heads(self.v_proj(x), self.kv_heads, self.head_dim)
+        out = nn.attention(q, k, v, mask, causal=True, implementation=self.attn_implementation)
         return self.o_proj(nn.merge_heads(out))
 
 
-class LlamaMLP(nn.Module):
-    """SwiGLU: ``down_proj(silu(gate_proj(x)) * up_proj(x))``."""
+class DecoderMLP(Module):
+    """Gated MLP: ``down_proj(act(gate_proj(x)) * up_proj(x))`` (SwiGLU for silu)."""
 
-    def __init__(self, cfg: LlamaConfig, dtype, device):
+    def __init__(self, cfg: DecoderConfig, kw: dict):
+        super().__init__()
         d, inner = cfg.hidden_size, cfg.intermediate_size
-        self.gate_proj = nn.Linear(d, inner, bias=False, dtype=dtype, device=device)
-        self.up_proj = nn.Linear(d, inner, bias=False, dtype=dtype, device=device)
-        self.down_proj = nn.Linear(inner, d, bias=False, dtype=dtype, device=device)
+        self.gate_proj = Linear(d, inner, bias=cfg.mlp_bias, **kw)
+        self.up_proj = Linear(d, inner, bias=cfg.mlp_bias, **kw)
+        self.down_proj = Linear(inner, d, bias=cfg.mlp_bias, **kw)
+        self.act_fn = nn.activation(cfg.activation)
 
     def forward(self, x):
-        return self.down_proj(sk.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
-class LlamaDecoderLayer(nn.Module):
-    def __init__(self, cfg: LlamaConfig, dtype, device):
-        eps = cfg.rms_norm_eps
-        self.input_layernorm = nn.RMSNorm(cfg.hidden_size, eps, dtype=dtype, device=device)
-        self.self_attn = LlamaAttention(cfg, dtype, device)
-        self.post_attention_layernorm = nn.RMSNorm(cfg.hidden_size, eps, dtype=dtype,
-                                                   device=device)
-        self.mlp = LlamaMLP(cfg, dtype, device)
+class DecoderLayer(Module):
+    def __init__(self, cfg: DecoderConfig, layer_idx: int, kw: dict):
+        super().__init__()
+        self.self_attn = DecoderAttention(cfg, layer_idx, kw)
+        if cfg.model_type == "mixtral":
+            from .mixtral import MixtralSparseMoeBlock
+            self.block_sparse_moe = MixtralSparseMoeBlock(cfg, kw)
+        else:
+            self.mlp = DecoderMLP(cfg, kw)
+        self.input_layernorm = _norm(cfg, kw)
+        self.post_attention_layernorm = _norm(cfg, kw)
 
     def forward(self, x, cos, sin, mask):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        h = self.post_attention_layernorm(x)
+        mlp = self.mlp if "mlp" in self._modules else self.block_sparse_moe
+        return x + mlp(h)
 
 
-class LlamaForCausalLM(nn.Module):
-    """Token ids (batch, seq) int64 -> logits (batch, seq, vocab_size)."""
+class DecoderModel(Module):
+    """The base model (``LlamaModel``...): token ids (batch, seq) -> hidden states
+    (batch, seq, hidden_size)."""
 
-    def __init__(self, cfg: LlamaConfig, *, dtype=None, device="meta"):
+    def __init__(self, cfg: DecoderConfig, kw: dict):
+        super().__init__()
         self.config = cfg
-        d = cfg.hidden_size
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, d, dtype=dtype, device=device)
-        self.rotary_emb = RotaryEmbedding(cfg)
-        self.layers = nn.ModuleList(LlamaDecoderLayer(cfg, dtype, device)
-                                    for _ in range(cfg.num_hidden_layers))
-        self.norm = nn.RMSNorm(d, cfg.rms_norm_eps, dtype=dtype, device=device)
-        self.lm_head = nn.Linear(d, cfg.vocab_size, bias=False, dtype=dtype, device=device)
+        self.embed_tokens = Embedding(cfg.vocab_size, cfg.hidden_size, **kw)
+        self.layers = ModuleList(DecoderLayer(cfg, i, kw) for i in range(cfg.num_hidden_layers))
+        self.norm = _norm(cfg, kw)
+        self.rotary_emb = RotaryEmbedding(cfg, device=kw["device"])
 
     def forward(self, ids):
+        cfg = self.config
+        seq = ids.shape[1]
+        if seq > cfg.max_position_embeddings:
+            warnings.warn(f"{cfg_label(cfg)}: sequence length {seq} exceeds "
+                          f"max_position_embeddings ({cfg.max_position_embeddings}); RoPE runs "
+                          "at any length, but the model was not trained that far",
+                          UserWarning, stacklevel=3)
         x = self.embed_tokens(ids)
-        cos, sin = self.rotary_emb(ids, x.dtype)
-        mask = nn.causal_mask(ids.shape[1], dtype=x.dtype, device=x.device,
-                              window=self.config.sliding_window)
+        if cfg.model_type == "gemma":
+            x = x * sk.tensor(cfg.hidden_size ** 0.5, dtype=x.dtype, device=x.device)
+        cos, sin = self.rotary_emb(x, seq)
+        masks = {}
         for layer in self.layers:
-            x = layer(x, cos, sin, mask)
-        return self.lm_head(self.norm(x))
+            window = layer.self_attn.sliding_window
+            if window not in masks:
+                masks[window] = _mask(cfg.attn_implementation, seq, window, x.device)
+            x = layer(x, cos, sin, masks[window])
+        return self.norm(x)
+
+
+def _mask(implementation: str, seq: int, window, device):
+    """None when ``is_causal`` says it all (sdpa, no effective window), else the boolean
+    mask, built once per forward and shared by the layers."""
+    if implementation == "sdpa" and (window is None or seq <= window):
+        return None
+    return nn.causal_mask(seq, device=device, window=window)
+
+
+def cfg_label(cfg) -> str:
+    """How warnings and errors name a model: its zoo name or config path."""
+    return getattr(cfg, "name_or_path", None) or cfg.model_type
+
+
+class DecoderForCausalLM(Module):
+    """Token ids (batch, seq) int64 -> logits (batch, seq, vocab_size). ``lm_head.weight`` is
+    ``model.embed_tokens.weight`` itself when ``tie_word_embeddings``."""
+
+    def __init__(self, cfg: DecoderConfig, *, dtype=None, device="meta"):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.config = cfg
+        self.model = DecoderModel(cfg, kw)
+        self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, bias=False, **kw)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def forward(self, ids):
+        return self.lm_head(self.model(ids))
 
     def example_inputs(self, batch=1, seq=None, device="meta"):
-        """``(ids,)``: int64 token ids of shape (batch, seq). RoPE has no learned positions,
-        so any ``seq`` runs (quality beyond ``max_position_embeddings`` is another matter)."""
+        """``(ids,)``: int64 token ids of shape (batch, seq), random on cpu. Any ``seq`` is
+        accepted; the forward warns past ``max_position_embeddings``."""
         return (nn.token_ids(self.config.vocab_size, batch, seq, device),)
+
+
+class LlamaForCausalLM(DecoderForCausalLM):
+    """LLaMA 2/3 (``model_type`` "llama")."""
+
+
+class MistralForCausalLM(DecoderForCausalLM):
+    """Mistral (sliding-window attention)."""
+
+
+class MixtralForCausalLM(DecoderForCausalLM):
+    """Mixtral (sparse mixture-of-experts MLPs; see ``mixtral.py``)."""
+
+
+class Qwen2ForCausalLM(DecoderForCausalLM):
+    """Qwen2 (q/k/v biases)."""
+
+
+class GemmaForCausalLM(DecoderForCausalLM):
+    """Gemma (scaled embeddings, ``1 + weight`` RMSNorm, tied head)."""
+
+
+CLASSES = {"llama": LlamaForCausalLM, "mistral": MistralForCausalLM,
+           "mixtral": MixtralForCausalLM, "qwen2": Qwen2ForCausalLM, "gemma": GemmaForCausalLM}

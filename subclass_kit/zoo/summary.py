@@ -7,9 +7,12 @@ How the numbers are collected:
   each stores (``stored_nbytes``: ``numel() * element_size()``, or for a wrapper subclass such
   as a quantized weight the bytes of its inner tensors). A plain callable without
   ``parameters()`` has none.
-- **blocks**: a forward pre/post hook on each block of an ``nn.Module`` (its direct children,
-  with ``ModuleList`` children expanded: ``layers.0``, ``layers.1``...) records the block's
-  output shape. Ops the model's own ``forward`` runs outside every block (a causal mask, RoPE
+- **active parameters** (mixture-of-experts models only, else None): the parameters one token
+  uses, counted over the module tree: everything outside the experts plus ``top_k`` experts
+  per MoE block (``mixtral.active_parameters``).
+- **blocks**: a forward pre/post hook (``sk.nn.Module.register_forward_*hook``) on each block
+  of an ``sk.nn.Module`` (``zoo.blocks``: its children, ``ModuleList``s expanded into
+  ``model.layers.0``, ``model.layers.1``...) records the block's output shape. Ops the model's own ``forward`` runs outside every block (a causal mask, RoPE
   tables) go to the row ``(top level)``.
 - **activation bytes** (Note [Activation tally]): a ``DispatchMode`` sees every primitive op
   and registers the ``Storage`` of each result it has not seen before (views and in-place
@@ -21,6 +24,7 @@ How the numbers are collected:
   still alive. It is an inference estimate for the code as written: no autograd buffers, no
   allocator rounding, no kernel workspaces, and no fusion (an attention written with explicit
   scores holds the (seq, seq) matrix, as eager PyTorch does without a fused kernel).
+  The forward runs under ``sk.no_grad()`` (inference: no autograd graph is recorded).
 
 Note [Activation tally]
     A storage counts once, when an op first returns it; parameters and inputs are registered
@@ -35,7 +39,10 @@ from dataclasses import asdict, dataclass, field
 
 import subclass_kit as sk
 
+from subclass_kit.nn.module import Module
+
 from . import nn
+from .mixtral import active_parameters
 
 __all__ = ["Summary", "BlockRow", "summarize", "stored_nbytes", "TOP_LEVEL"]
 
@@ -68,6 +75,7 @@ class Summary:
     activation_bytes: int
     peak_activation_bytes: int
     blocks: list = field(default_factory=list)
+    active_parameters: int | None = None
 
     @property
     def output_shape(self) -> list | None:
@@ -76,6 +84,7 @@ class Summary:
 
     def to_dict(self) -> dict:
         return {"model": self.model, "parameters": self.parameters,
+                "active_parameters": self.active_parameters,
                 "parameter_bytes": self.parameter_bytes, "input_shapes": self.input_shapes,
                 "input_dtypes": self.input_dtypes,
                 "output_shape": self.output_shape, "output_shapes": self.output_shapes,
@@ -184,12 +193,12 @@ def _parameters(model) -> list:
 def _block_rows(model, tally: ActivationTally):
     """Rows and hook handles for each block of ``model`` (none for a plain callable)."""
     rows, handles = {}, []
-    if not isinstance(model, nn.Module):
+    if not isinstance(model, Module):
         return rows, handles
     seen, outer = set(), []
     for name, block in nn.blocks(model):
         row = BlockRow(name)
-        row.parameters = sum(p.numel() for _, p in block.named_parameters(_seen=seen))
+        row.parameters = _fresh_numel(block, seen)
         rows[name] = row
 
         def enter(module, args, name=name):
@@ -205,10 +214,21 @@ def _block_rows(model, tally: ActivationTally):
         handles.append(block.register_forward_pre_hook(enter))
         handles.append(block.register_forward_hook(leave))
     # Parameters of the model itself, outside every block.
-    rest = sum(p.numel() for _, p in model.named_parameters(_seen=seen))
+    rest = _fresh_numel(model, seen)
     if rest:
         rows[TOP_LEVEL] = BlockRow(TOP_LEVEL, parameters=rest)
     return rows, handles
+
+
+def _fresh_numel(module, seen: set) -> int:
+    """Elements of ``module``'s parameters not in ``seen`` (then added to it): a tied tensor
+    counts in the first block that holds it."""
+    total = 0
+    for p in module.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel()
+    return total
 
 
 def summarize(model, inputs, *, name: str | None = None) -> Summary:
@@ -226,7 +246,7 @@ def summarize(model, inputs, *, name: str | None = None) -> Summary:
     tally.add_external(_tensors(inputs), live=True)
     rows, handles = _block_rows(model, tally)
     try:
-        with tally:
+        with sk.no_grad(), tally:
             out = model(*inputs)
     finally:
         for handle in handles:
@@ -249,4 +269,5 @@ def summarize(model, inputs, *, name: str | None = None) -> Summary:
         dtype=outputs[0].dtype.name if outputs else None,
         activation_bytes=sum(tally.allocated.values()),
         peak_activation_bytes=tally.peak,
-        blocks=list(rows.values()))
+        blocks=list(rows.values()),
+        active_parameters=active_parameters(model) if isinstance(model, Module) else None)

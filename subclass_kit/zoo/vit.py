@@ -1,51 +1,41 @@
-"""Vision Transformer ViT-B/16 (Dosovitskiy et al. 2020), as in timm's
-``vit_base_patch16_224`` with its 1000-class ImageNet head.
+"""Vision Transformer (Dosovitskiy et al. 2020) as Hugging Face's
+``ViTForImageClassification`` (``google/vit-base-patch16-224``), with its ``state_dict`` names
+(``vit.embeddings.patch_embeddings.projection.weight``, ``vit.encoder.layer.0.attention.
+attention.query.weight``, ``classifier.weight``).
 
-The 16x16 patch embedding is a stride-16 convolution in the checkpoints; here it is the same
-computation written as reshape/permute + matmul against the conv-shaped weight (768, 3, 16, 16)
-plus bias, so the parameters are exactly the convolution's. Then a class token, learned position
-embeddings (197 = 1 + 14 * 14), pre-LayerNorm encoder blocks with a fused qkv projection and a
-GELU MLP, a final LayerNorm, and a linear head on the class token.
+The patch embedding is a stride-``patch_size`` convolution in the checkpoints; here it is the
+same computation written as reshape/permute + matmul against the conv-shaped weight
+(hidden, channels, patch, patch) plus bias, so the parameters are exactly the convolution's.
+Then a class token, learned position embeddings (1 + (image/patch)^2), pre-LayerNorm encoder
+layers, a final LayerNorm and a linear classifier on the class token (``num_labels`` classes).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import subclass_kit as sk
+from subclass_kit.nn.containers import ModuleList
+from subclass_kit.nn.layers import LayerNorm, Linear
+from subclass_kit.nn.module import Module
+from subclass_kit.nn.parameter import Parameter
 
 from . import nn
+from .config import ViTConfig
 
-__all__ = ["ViTConfig", "VisionTransformer", "CONFIGS"]
-
-
-@dataclass(frozen=True)
-class ViTConfig:
-    image_size: int = 224
-    patch_size: int = 16
-    num_channels: int = 3
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
-    num_classes: int = 1000
-    layer_norm_eps: float = 1e-6
+__all__ = ["ViTForImageClassification", "ViTModel"]
 
 
-CONFIGS = {"vit-b-16": ViTConfig()}
+class PatchProjection(Module):
+    """A ``Conv2d(channels, hidden, kernel_size=patch, stride=patch)`` on images whose sides
+    are multiples of ``patch``, computed as a matmul on the non-overlapping patches (the
+    project has no convolution op). ``weight`` (hidden, channels, patch, patch), ``bias``."""
 
-
-class PatchEmbedding(nn.Module):
-    """Images (B, C, H, W) -> (B, 1 + patches, hidden): conv-as-matmul, class token, positions."""
-
-    def __init__(self, cfg: ViTConfig, dtype, device):
-        p, c, d = cfg.patch_size, cfg.num_channels, cfg.hidden_size
-        grid = cfg.image_size // p
-        self.proj_weight = nn.parameter(d, c, p, p, dtype=dtype, device=device)
-        self.proj_bias = nn.parameter(d, dtype=dtype, device=device, init="zeros")
-        self.cls_token = nn.parameter(1, 1, d, dtype=dtype, device=device)
-        self.pos_embed = nn.parameter(1, 1 + grid * grid, d, dtype=dtype, device=device)
-        self.patch = p
+    def __init__(self, channels: int, hidden: int, patch: int, kw: dict):
+        super().__init__()
+        self.patch = patch
+        self.weight = Parameter(sk.empty((hidden, channels, patch, patch), **kw))
+        self.bias = Parameter(sk.zeros(hidden, **kw))
+        if self.weight.device.type != "meta":
+            sk.nn.init.normal_(self.weight, std=0.02)
 
     def forward(self, images):
         b, c, h, w = images.shape
@@ -55,74 +45,149 @@ class PatchEmbedding(nn.Module):
         # (channel, row, column) order of the conv weight.
         patches = images.view(b, c, gh, p, gw, p).permute(0, 2, 4, 1, 3, 5)
         patches = patches.reshape(b, gh * gw, c * p * p)
-        d = self.proj_weight.shape[0]
-        x = patches @ self.proj_weight.reshape(d, c * p * p).t() + self.proj_bias
-        cls = self.cls_token.expand(b, 1, d)
-        return sk.cat([cls, x], dim=1) + self.pos_embed
+        d = self.weight.shape[0]
+        return patches @ self.weight.reshape(d, c * p * p).t() + self.bias
 
 
-class ViTAttention(nn.Module):
-    def __init__(self, cfg: ViTConfig, dtype, device):
-        d = cfg.hidden_size
-        self.qkv = nn.Linear(d, 3 * d, dtype=dtype, device=device)
-        self.proj = nn.Linear(d, d, dtype=dtype, device=device)
-        self.heads = cfg.num_attention_heads
-
-    def forward(self, x):
-        q, k, v = self.qkv(x).split(x.shape[-1], dim=-1)
-        h = self.heads
-        out = nn.attention(nn.split_heads(q, h), nn.split_heads(k, h), nn.split_heads(v, h))
-        return self.proj(nn.merge_heads(out))
-
-
-class ViTMLP(nn.Module):
-    def __init__(self, cfg: ViTConfig, dtype, device):
-        self.fc1 = nn.Linear(cfg.hidden_size, cfg.intermediate_size, dtype=dtype, device=device)
-        self.fc2 = nn.Linear(cfg.intermediate_size, cfg.hidden_size, dtype=dtype, device=device)
-
-    def forward(self, x):
-        return self.fc2(sk.gelu(self.fc1(x)))
-
-
-class ViTBlock(nn.Module):
-    def __init__(self, cfg: ViTConfig, dtype, device):
-        d, eps = cfg.hidden_size, cfg.layer_norm_eps
-        self.norm1 = nn.LayerNorm(d, eps, dtype=dtype, device=device)
-        self.attn = ViTAttention(cfg, dtype, device)
-        self.norm2 = nn.LayerNorm(d, eps, dtype=dtype, device=device)
-        self.mlp = ViTMLP(cfg, dtype, device)
-
-    def forward(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
-
-
-class ClassifierHead(nn.Module):
-    """Logits from the class token: ``linear(x[:, 0])``."""
-
-    def __init__(self, cfg: ViTConfig, dtype, device):
-        self.fc = nn.Linear(cfg.hidden_size, cfg.num_classes, dtype=dtype, device=device)
-
-    def forward(self, x):
-        return self.fc(x[:, 0])
-
-
-class VisionTransformer(nn.Module):
-    """Images (batch, 3, 224, 224) -> class logits (batch, num_classes)."""
-
-    def __init__(self, cfg: ViTConfig, *, dtype=None, device="meta"):
-        self.config = cfg
-        self.patch_embed = PatchEmbedding(cfg, dtype, device)
-        self.blocks = nn.ModuleList(ViTBlock(cfg, dtype, device)
-                                    for _ in range(cfg.num_hidden_layers))
-        self.norm = nn.LayerNorm(cfg.hidden_size, cfg.layer_norm_eps, dtype=dtype, device=device)
-        self.head = ClassifierHead(cfg, dtype, device)
+class ViTPatchEmbeddings(Module):
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        self.projection = PatchProjection(cfg.num_channels, cfg.hidden_size, cfg.patch_size, kw)
 
     def forward(self, images):
-        x = self.patch_embed(images)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.norm(x))
+        return self.projection(images)
+
+
+class ViTEmbeddings(Module):
+    """Images (B, C, H, W) -> (B, 1 + patches, hidden): patches, class token, positions."""
+
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        d = cfg.hidden_size
+        grid = cfg.image_size // cfg.patch_size
+        self.cls_token = Parameter(sk.empty((1, 1, d), **kw))
+        self.patch_embeddings = ViTPatchEmbeddings(cfg, kw)
+        self.position_embeddings = Parameter(sk.empty((1, 1 + grid * grid, d), **kw))
+        if self.cls_token.device.type != "meta":
+            sk.nn.init.trunc_normal_(self.cls_token, std=0.02)
+            sk.nn.init.trunc_normal_(self.position_embeddings, std=0.02)
+
+    def forward(self, images):
+        x = self.patch_embeddings(images)
+        cls = self.cls_token.expand(x.shape[0], 1, x.shape[-1])
+        return sk.cat([cls, x], dim=1) + self.position_embeddings
+
+
+class ViTSelfAttention(Module):
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        d = cfg.hidden_size
+        self.query = Linear(d, d, bias=cfg.qkv_bias, **kw)
+        self.key = Linear(d, d, bias=cfg.qkv_bias, **kw)
+        self.value = Linear(d, d, bias=cfg.qkv_bias, **kw)
+        self.heads = cfg.num_attention_heads
+        self.attn_implementation = cfg.attn_implementation
+
+    def forward(self, x):
+        h = self.heads
+        q, k, v = (nn.split_heads(p(x), h) for p in (self.query, self.key, self.value))
+        return nn.merge_heads(nn.attention(q, k, v, implementation=self.attn_implementation))
+
+
+class ViTSelfOutput(Module):
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        self.dense = Linear(cfg.hidden_size, cfg.hidden_size, **kw)
+
+    def forward(self, x):
+        return self.dense(x)
+
+
+class ViTAttention(Module):
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        self.attention = ViTSelfAttention(cfg, kw)
+        self.output = ViTSelfOutput(cfg, kw)
+
+    def forward(self, x):
+        return self.output(self.attention(x))
+
+
+class ViTIntermediate(Module):
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        self.dense = Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
+        self.intermediate_act_fn = nn.activation(cfg.hidden_act)
+
+    def forward(self, x):
+        return self.intermediate_act_fn(self.dense(x))
+
+
+class ViTOutput(Module):
+    """``dense(x) + residual``."""
+
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        self.dense = Linear(cfg.intermediate_size, cfg.hidden_size, **kw)
+
+    def forward(self, x, residual):
+        return self.dense(x) + residual
+
+
+class ViTLayer(Module):
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        d, eps = cfg.hidden_size, cfg.layer_norm_eps
+        self.attention = ViTAttention(cfg, kw)
+        self.intermediate = ViTIntermediate(cfg, kw)
+        self.output = ViTOutput(cfg, kw)
+        self.layernorm_before = LayerNorm(d, eps=eps, **kw)
+        self.layernorm_after = LayerNorm(d, eps=eps, **kw)
+
+    def forward(self, x):
+        x = self.attention(self.layernorm_before(x)) + x
+        return self.output(self.intermediate(self.layernorm_after(x)), x)
+
+
+class ViTEncoder(Module):
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        self.layer = ModuleList(ViTLayer(cfg, kw) for _ in range(cfg.num_hidden_layers))
+
+    def forward(self, x):
+        for layer in self.layer:
+            x = layer(x)
+        return x
+
+
+class ViTModel(Module):
+    """Images -> hidden states (batch, 1 + patches, hidden) (no pooler, as in the classifier)."""
+
+    def __init__(self, cfg: ViTConfig, kw: dict):
+        super().__init__()
+        self.embeddings = ViTEmbeddings(cfg, kw)
+        self.encoder = ViTEncoder(cfg, kw)
+        self.layernorm = LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
+
+    def forward(self, images):
+        return self.layernorm(self.encoder(self.embeddings(images)))
+
+
+class ViTForImageClassification(Module):
+    """Images (batch, channels, image_size, image_size) -> logits (batch, num_labels)."""
+
+    def __init__(self, cfg: ViTConfig, *, dtype=None, device="meta"):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.config = cfg
+        self.vit = ViTModel(cfg, kw)
+        if cfg.num_labels > 0:
+            self.classifier = Linear(cfg.hidden_size, cfg.num_labels, **kw)
+        else:
+            self.classifier = sk.nn.Identity()
+
+    def forward(self, images):
+        return self.classifier(self.vit(images)[:, 0, :])
 
     def example_inputs(self, batch=1, seq=None, device="meta"):
         """``(images,)`` of shape (batch, channels, image_size, image_size) in the parameter
@@ -135,7 +200,7 @@ class VisionTransformer(nn.Module):
                              f"1 + {grid}x{grid} patches of a {cfg.image_size}x{cfg.image_size} "
                              "image")
         shape = (batch, cfg.num_channels, cfg.image_size, cfg.image_size)
-        dtype = self.patch_embed.proj_weight.dtype
+        dtype = self.vit.embeddings.cls_token.dtype
         if sk.device(device).type == "meta":
             return (sk.empty(shape, dtype=dtype, device=device),)
         return (sk.randn(shape, dtype=dtype, device=device),)
