@@ -75,6 +75,8 @@ class DeviceMesh:
         self.device_type = str(device_type)
         self.mesh = arr
         self.mesh_dim_names = mesh_dim_names
+        self._coordinates = {int(arr[i]): tuple(int(c) for c in i)
+                             for i in np.ndindex(arr.shape)}
 
     @property
     def shape(self) -> tuple:
@@ -108,8 +110,7 @@ class DeviceMesh:
 
     def get_coordinate(self, rank: int) -> tuple | None:
         """The coordinate of global ``rank`` in the mesh, or None when it is not in it."""
-        where = np.argwhere(self.mesh == rank)
-        return tuple(int(i) for i in where[0]) if len(where) else None
+        return self._coordinates.get(rank)
 
     def __eq__(self, other):
         return (isinstance(other, DeviceMesh) and self.device_type == other.device_type

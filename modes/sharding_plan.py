@@ -4,13 +4,13 @@ as DTensor placements per parameter (modes/sharding.py), plus the per-rank local
 - **Tensor parallelism** (``tp_placement``), the plan of torch's ``parallelize_module`` with
   ``ColwiseParallel`` / ``RowwiseParallel`` as Megatron-LM lays out a transformer block:
   the projections into attention and MLP (``q_proj k_proj v_proj gate_proj up_proj``, Mixtral's
-  ``w1 w3``, GPT-2's ``c_attn c_fc``, BERT's ``query key value intermediate``, ViT's ``qkv
-  fc1``) are column-wise: ``Shard(0)`` of a ``[out, in]`` weight (``Shard(1)`` of GPT-2's
+  ``w1 w3``, GPT-2's ``c_attn c_fc``, BERT's and ViT's ``query key value intermediate.dense``)
+  are column-wise: ``Shard(0)`` of a ``[out, in]`` weight (``Shard(1)`` of GPT-2's
   ``[in, out]`` Conv1D weight) and ``Shard(0)`` of the bias; the projections out of them
-  (``o_proj down_proj w2 c_proj``, BERT's ``dense``/``output``, ViT's ``proj fc2``) are
-  row-wise: ``Shard(1)`` of the ``[out, in]`` weight, the bias replicated; the token embedding
-  and LM head are sharded on the vocabulary (``Shard(0)``); everything else (norms, position
-  embeddings, a MoE router) is replicated.
+  (``o_proj down_proj w2 c_proj``, BERT's and ViT's ``attention.output.dense``,
+  ``output.dense``) are row-wise: ``Shard(1)`` of the ``[out, in]`` weight, the bias
+  replicated; the token embedding and LM head are sharded on the vocabulary (``Shard(0)``);
+  everything else (norms, position embeddings, a MoE router) is replicated.
 - **FSDP** (``fully_shard``): every parameter ``Shard(0)`` over the data-parallel ranks; with
   tensor parallelism too, on a 2-d mesh ``("dp", "tp")`` with placements ``[Shard(0), tp]``.
   (FSDP2 shards the TP-local tensor, torch's ``_StridedShard``; the two orders give the same
@@ -166,6 +166,10 @@ def local_program(model, local_tensors: dict, tp: int):
     Everything is put back on exit."""
     undo = []
     for _, module in _modules(model):
+        if type(module).__name__ == "Conv1D" and id(module.weight) in local_tensors:
+            # Hugging Face's Conv1D shapes its output from ``nf`` (out_features).
+            undo.append((module, None, "nf", module.nf))
+            module.__dict__["nf"] = local_tensors[id(module.weight)].shape[1]
         table = module.__dict__.get("_parameters")
         for attr, value in _direct_parameters(module):
             if id(value) in local_tensors:

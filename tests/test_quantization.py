@@ -175,16 +175,17 @@ def test_quantize_model_replaces_linear_weights_only():
 def test_quantize_gpt2_conv1d_and_keeps_the_tied_head():
     model = zoo.get_model("gpt2", n_layer=1)
     names = quantize_(model, "int8", 64)
-    assert names == ["h.0.attn.c_attn.weight", "h.0.attn.c_proj.weight", "h.0.mlp.c_fc.weight",
-                     "h.0.mlp.c_proj.weight"]
-    w = model.h[0].attn.c_attn.weight
+    assert names == ["transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_proj.weight",
+                     "transformer.h.0.mlp.c_fc.weight", "transformer.h.0.mlp.c_proj.weight"]
+    w = model.transformer.h[0].attn.c_attn.weight
     assert isinstance(w, QuantizedTensor) and w.transposed and tuple(w.shape) == (768, 2304)
-    assert model.lm_head.weight is model.embed.wte.weight
+    assert model.lm_head.weight is model.transformer.wte.weight
     assert zoo.summarize(model, model.example_inputs(seq=4)).output_shapes == [[1, 4, 50257]]
 
 
 def test_quantize_model_names_the_layer_that_does_not_fit():
     model = zoo.get_model("gpt2", n_layer=1)
-    with pytest.raises(ValueError, match=r"h\.0\.attn\.c_attn\.weight has in_features=768"):
+    with pytest.raises(ValueError, match=r"transformer\.h\.0\.attn\.c_attn\.weight has "
+                                         r"in_features=768"):
         quantize_(model, "int8", 512)
     assert not any(isinstance(p, QuantizedTensor) for p in model.parameters())

@@ -96,11 +96,11 @@ def test_gpt2_conv1d_placements_match_torch_dtensor(torch):
 def test_fsdp_gathers_the_largest_unit():
     ctx = run("llama-2-7b", ["--fsdp", "4"], **SMALL_LLAMA)
     section = ctx.results["per_rank"]
-    layer = sum(p.numel() for p in ctx.model.layers[0].parameters()) * 4
+    layer = sum(p.numel() for p in ctx.model.model.layers[0].parameters()) * 4
     root = sum(p.numel() for n, p in ctx.model.named_parameters()
-               if not n.startswith("layers.")) * 4
+               if not n.startswith("model.layers.")) * 4
     assert (section["gathered"], section["gathered_unit"]) == max(
-        (layer, "layers.0"), (root, "(root)"), key=lambda x: x[0])
+        (layer, "model.layers.0"), (root, "(root)"), key=lambda x: x[0])
     # Inference: the inference peak of the whole (data-parallel) program, no training states.
     assert section["activations"] == ctx.summary.peak_activation_bytes
     assert section["gradients"] == section["optimizer_states"] == 0
@@ -118,7 +118,7 @@ def test_training_states_are_sharded_like_the_parameters(optimizer, states_per_p
 
 def test_training_states_follow_the_train_section():
     model = zoo.get_model("llama-2-7b", **SMALL_LLAMA)
-    numel = model.num_parameters()
+    numel = sum(p.numel() for p in model.parameters())
     train = {"gradients": 2 * numel, "optimizer_states": 12 * numel, "activations": 1000,
              "temporaries": 24}
     ctx = run("llama-2-7b", ["--fsdp", "4"], train=True, results={"train": train},
@@ -135,7 +135,7 @@ def test_tp_local_program_runs_on_shards_and_restores_the_model():
     section = ctx.results["per_rank"]
     assert section["activations_from"] == "inference, local program"
     assert 0 < section["activations"] < ctx.summary.peak_activation_bytes
-    attn = ctx.model.layers[0].self_attn
+    attn = ctx.model.model.layers[0].self_attn
     assert (attn.heads, attn.kv_heads) == (8, 4)
     assert tuple(attn.q_proj.weight.shape) == (256, 256)
     again = zoo.summarize(ctx.model, ctx.inputs)

@@ -167,15 +167,37 @@ def _largest_unit(model, mesh, tensors, placements, rank, training) -> tuple:
     gradients) are largest: the unit's shards gathered over dp, i.e. its TP-local size."""
     from ..modes import sharding_plan as plan
     from ..modes.sharding import Replicate
-    best = (0, None)
+    best, coordinate, sizes = (0, None), mesh.get_coordinate(rank), {}
     for unit, names in plan.fsdp_units(model).items():
-        sizes = {n: _local_bytes(_shards(tensors[n], mesh, (Replicate(), placements[n][1]),
-                                         rank)) for n in names}
-        full = sum(sizes.values())
+        for n in names:
+            if n not in sizes:
+                sizes[n] = _bytes_at(tensors[n], mesh.shape, coordinate,
+                                     (Replicate(), placements[n][1]))
+        full = sum(sizes[n] for n in names)
         if training:        # the unit's gradients, unsharded until the reduce-scatter
             full += sum(sizes[n] for n in names if _trainable(tensors[n]))
         best = max(best, (full, unit), key=lambda b: b[0])
     return best
+
+
+_LOCAL_NUMEL: dict = {}
+
+
+def _bytes_at(t, mesh_shape, coordinate, placements) -> int:
+    """Bytes of the shard of ``t`` at mesh ``coordinate`` (the DTensor local shapes' rule,
+    without building the tensors: FSDP units are many)."""
+    import math
+
+    from ..modes.sharding import local_shape_and_offset
+    total = 0
+    for inner, swap in _inner(t):
+        pl = _mapped(placements, swap)
+        key = (tuple(inner.shape), tuple(mesh_shape), coordinate, pl)
+        if key not in _LOCAL_NUMEL:
+            _LOCAL_NUMEL[key] = math.prod(local_shape_and_offset(inner.shape, mesh_shape,
+                                                                 coordinate, pl)[0])
+        total += _LOCAL_NUMEL[key] * inner.element_size()
+    return total
 
 
 def _activations(ctx, mesh, tensors, placements, rank, tp, training) -> tuple:
