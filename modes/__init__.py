@@ -15,3 +15,4 @@ from .functionalization import FunctionalTensorWrapper as FunctionalTensorWrappe
 from .functionalization import from_functional as from_functional
 from .functionalization import functionalize as functionalize
 from .functionalization import to_functional as to_functional
+from .memory_tracker import MemTracker as MemTracker

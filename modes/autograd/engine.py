@@ -21,7 +21,17 @@ import subclass_kit as sk
 
 from .graph import AccumulateGrad, gradient_edge, grad_accumulator
 
-__all__ = ["run_backward", "backward", "grad"]
+__all__ = ["run_backward", "backward", "grad", "current_node"]
+
+# The nodes whose ``apply`` is running, innermost last (a node may start a nested backward).
+_RUNNING: list = []
+
+
+def current_node():
+    """The node whose backward formula is running now, or None outside a backward (what
+    PyTorch's ``torch._C._current_autograd_node`` returns): lets a dispatch mode tell backward
+    ops from forward ones (``modes.MemTracker``)."""
+    return _RUNNING[-1] if _RUNNING else None
 
 
 def _make_grads(outputs, grad_outputs, create_graph):
@@ -150,8 +160,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     not accumulate and isinstance(node, AccumulateGrad))):
                 out = [None] * len(node._next)
             else:
-                out = node.apply(buf) if any(g is not None for g in buf) else \
-                    [None] * len(node._next)
+                if any(g is not None for g in buf):
+                    _RUNNING.append(node)
+                    try:
+                        out = node.apply(buf)
+                    finally:
+                        _RUNNING.pop()
+                else:
+                    out = [None] * len(node._next)
                 for hook in node._hooks:
                     hook(tuple(out), tuple(buf))
                 if not retain_graph:

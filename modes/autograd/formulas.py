@@ -59,6 +59,10 @@ class Formula:
     # ((frozenset of argument names given Python numbers, node name), ...): PyTorch picks a
     # Scalar overload there (``x.pow(2)`` is ``pow.Tensor_Scalar``, ``PowBackward0``).
     numbers: tuple = ()
+    # saved name -> the inputs whose gradient uses it: PyTorch's generated code saves a tensor
+    # only when one of those inputs needs a gradient (``should_compute_output``), so
+    # ``x * constant`` does not keep ``x``. Names not listed are always saved.
+    save_for: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -100,20 +104,26 @@ def call_node_name(key: str, formula: Formula, bound: dict) -> str:
 
 
 def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
-               numbers: dict | None = None):
+               numbers: dict | None = None, save_for: dict | None = None):
     """Register the backward formula of overload ``op`` (decorator). Raises ValueError for an
     op registered twice.
 
     ``numbers`` maps a tuple of argument names to the node name used when exactly those
     Tensor-typed arguments are Python numbers (subclass_kit has one overload where PyTorch has
     a Scalar one: ``{("exponent",): "PowBackward0", ("self",): "PowBackward2"}``); the formula
-    itself then sees the number and returns ``None`` for it."""
+    itself then sees the number and returns ``None`` for it.
+
+    ``save_for`` maps a saved name to the inputs whose formula reads it (``{"self": ("other",),
+    "other": ("self",)}`` for ``mul``): it is saved only when one of them needs a gradient, and
+    the formula must not read it otherwise (PyTorch saves by the same rule)."""
     variants = tuple((frozenset(k), v) for k, v in (numbers or {}).items())
+    users = tuple((name, tuple(inputs.index(i) for i in used))
+                  for name, used in (save_for or {}).items())
 
     def register(fn):
         if op in FORMULAS or op in NON_DIFFERENTIABLE:
             raise ValueError(f"derivative for {op!r} registered twice")
-        FORMULAS[op] = Formula(op, node, tuple(inputs), tuple(save), fn, variants)
+        FORMULAS[op] = Formula(op, node, tuple(inputs), tuple(save), fn, variants, users)
         return fn
     return register
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import weakref
 
 import subclass_kit as sk
 
@@ -123,26 +124,41 @@ class SavedTensor:
     text, naming the tensor's current node for a saved input, the producing node for a saved
     output) or when the graph was freed by a backward without ``retain_graph``."""
 
-    __slots__ = ("_t", "_version", "_is_output", "_node", "_packed", "_unpack", "_freed")
+    __slots__ = ("_t", "_vc", "_version", "_is_output", "_node", "_packed", "_unpack", "_freed",
+                 "_type")
 
     def __init__(self, t, is_output: bool = False, node=None):
         if t.is_inference():
             raise RuntimeError(INFERENCE_SAVED)
+        self._vc = t._vc        # the alias family's counter, as SavedVariable keeps it
         self._version = t._version
         self._is_output = is_output
         self._node = node
         self._freed = False
         self._packed = self._unpack = None
-        self._t = t     # kept for the version check, as SavedVariable keeps the counter
         if _HookState.stack:
+            # With hooks only the packed value is kept (PyTorch's SavedVariable does not hold
+            # the tensor then): the tensor is referenced weakly, for the error message, so that
+            # a pack hook that drops it (checkpointing, offloading) frees its memory.
             pack, self._unpack = _HookState.stack[-1]
+            self._type = _type_string(t)
+            self._t = weakref.ref(t)
             self._packed = pack(t)
+        else:
+            self._t = t
 
     def unpack(self):
         if self._freed:
             raise RuntimeError(FREED)
-        t = self._t
-        if t._version != self._version:
+        if self._vc[0] != self._version:
+            t = self._t() if self._unpack is not None else self._t
+            if t is None:       # hooks dropped the tensor: name what was saved
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: {self._type} is at version {self._vc[0]}; expected "
+                    f"version {self._version} instead. Hint: enable anomaly detection to find "
+                    "the operation that failed to compute its gradient, with "
+                    "torch.autograd.set_detect_anomaly(True, check_nan=False).")
             if self._is_output:
                 node = self._node
             else:
@@ -157,11 +173,11 @@ class SavedTensor:
                 "torch.autograd.set_detect_anomaly(True, check_nan=False).")
         if self._unpack is not None:
             return self._unpack(self._packed)
-        return t
+        return self._t
 
     def free(self):
         self._freed = True
-        self._t = self._packed = None
+        self._t = self._packed = self._unpack = None     # the hooks may hold memory too
 
 
 def gradient_edge(t):

@@ -63,7 +63,8 @@ class FormulaNode(Node):
                 if isinstance(s, SavedTensor):
                     s.free()
         for r in self._results or ():
-            r.free()
+            if r is not None:
+                r.free()
 
     def __getattr__(self, name):
         # PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions).
@@ -311,6 +312,11 @@ def _record(op, formula, args, kwargs):
         return _redispatch(op, args, kwargs)
     metas, values = {}, {}
     save = formula.save
+    if formula.save_for:
+        save = set(save)
+        for name, users in formula.save_for:
+            if not any(needs[i] for i in users):
+                save.discard(name)
     for name, v in bound.items():
         m = F.TensorMeta.of(v) if isinstance(v, _Tensor) else (
             F._meta(v) if isinstance(v, (list, tuple)) else None)
@@ -327,6 +333,10 @@ def _record(op, formula, args, kwargs):
     node = cls(formula, values, metas, None, out_metas, tuple(needs), edges, widths)
     if "result" in formula.save:
         node._results = [SavedTensor(o, is_output=True, node=node) for o in outs]
+    elif formula.save and formula.save[-1].startswith("result"):
+        # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
+        node._results = [SavedTensor(o, is_output=True, node=node) if f"result{i}" in save
+                         else None for i, o in enumerate(outs)]
     if rebase:
         base = self_arg._base
         copy = CopySlices(base, self_arg, node)

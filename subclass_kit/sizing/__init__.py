@@ -33,7 +33,7 @@ class SizingError(ValueError):
 
 
 # Module names, in the order they run.
-FEATURES: tuple = ("quantize", "sharding")
+FEATURES: tuple = ("quantize", "train", "sharding")
 
 
 @dataclass

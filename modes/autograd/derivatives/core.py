@@ -24,14 +24,16 @@ def _sub(ctx, grad):
     return grad, (-_scaled(grad, ctx.alpha) if ctx.needs_input_grad[1] else None)
 
 
-@derivative("mul.Tensor", "MulBackward0", inputs=("self", "other"), save=("self", "other"))
+@derivative("mul.Tensor", "MulBackward0", inputs=("self", "other"), save=("self", "other"),
+            save_for={"self": ("other",), "other": ("self",)})
 def _mul(ctx, grad):
     a = grad * ctx.other if ctx.needs_input_grad[0] else None
     b = grad * ctx.self if ctx.needs_input_grad[1] else None
     return a, b
 
 
-@derivative("div.Tensor", "DivBackward0", inputs=("self", "other"), save=("self", "other"))
+@derivative("div.Tensor", "DivBackward0", inputs=("self", "other"), save=("self", "other"),
+            save_for={"self": ("other",)})
 def _div(ctx, grad):
     a = grad / ctx.other if ctx.needs_input_grad[0] else None
     b = -grad * ctx.self / (ctx.other * ctx.other) if ctx.needs_input_grad[1] else None
@@ -92,7 +94,8 @@ NODE_NAMES["sum.dim_IntList"] = lambda b: "SumBackward1" if b.get("dim") else "S
 NODE_NAMES["mean.dim"] = lambda b: "MeanBackward1" if b.get("dim") else "MeanBackward0"
 
 
-@derivative("mm.default", "MmBackward0", inputs=("self", "mat2"), save=("self", "mat2"))
+@derivative("mm.default", "MmBackward0", inputs=("self", "mat2"), save=("self", "mat2"),
+            save_for={"self": ("mat2",), "mat2": ("self",)})
 def _mm(ctx, grad):
     a = sk.ops.mm(grad, ctx.mat2.t()) if ctx.needs_input_grad[0] else None
     b = sk.ops.mm(ctx.self.t(), grad) if ctx.needs_input_grad[1] else None
@@ -100,7 +103,7 @@ def _mm(ctx, grad):
 
 
 @derivative("addmm.default", "AddmmBackward0", inputs=("self", "mat1", "mat2"),
-            save=("mat1", "mat2"))
+            save=("mat1", "mat2"), save_for={"mat1": ("mat2",), "mat2": ("mat1",)})
 def _addmm(ctx, grad):
     a = _scaled(grad, ctx.beta) if ctx.needs_input_grad[0] else None
     b = _scaled(sk.ops.mm(grad, ctx.mat2.t()), ctx.alpha) if ctx.needs_input_grad[1] else None

@@ -21,7 +21,8 @@ from ._helpers import maybe_multiply, wrap
 
 
 # -- linear algebra ------------------------------------------------------------------------------
-@derivative("bmm.default", "BmmBackward0", inputs=("self", "mat2"), save=("self", "mat2"))
+@derivative("bmm.default", "BmmBackward0", inputs=("self", "mat2"), save=("self", "mat2"),
+            save_for={"self": ("mat2",), "mat2": ("self",)})
 def _(ctx, grad):
     gs = grad.bmm(ctx.mat2.transpose(1, 2)) if ctx.needs_input_grad[0] else None
     gm = ctx.self.transpose(1, 2).bmm(grad) if ctx.needs_input_grad[1] else None
@@ -29,7 +30,8 @@ def _(ctx, grad):
 
 
 @derivative("baddbmm.default", "BaddbmmBackward0", inputs=("self", "batch1", "batch2"),
-            save=("batch1", "batch2"))
+            save=("batch1", "batch2"),
+            save_for={"batch1": ("batch2",), "batch2": ("batch1",)})
 def _(ctx, grad):
     need = ctx.needs_input_grad
     gs = maybe_multiply(grad, ctx.beta) if need[0] else None

@@ -23,7 +23,7 @@ def _numel(meta) -> int:
 
 
 @derivative("nll_loss_forward.default", "NllLossBackward0", inputs=("self",),
-            save=("self", "target", "weight", "result"))
+            save=("self", "target", "weight", "result1"))
 def _nll(ctx, grad, grad_total_weight):
     return sk.ops.nll_loss_backward(grad, ctx.self, ctx.target, ctx.weight, ctx.reduction,
                                     ctx.ignore_index, ctx.results[1])
