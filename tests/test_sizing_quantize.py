@@ -56,3 +56,8 @@ def test_help_says_what_is_quantized(capsys):
     assert cli.main(["shapes", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "not embeddings, norms, biases" in out and "--group-size G" in out
+
+
+def test_quantize_with_train_is_refused(capsys):
+    assert cli.main(["shapes", "gpt2", "--quantize", "int8", "--train"]) == 2
+    assert "--quantize with --train" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import pytest
 
 import subclass_kit as sk
 from subclass_kit import cli, sizing, zoo
+from subclass_kit.sizing import sharding as feature
 
 SMALL_LLAMA = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=2,
                    num_attention_heads=8, num_key_value_heads=4, vocab_size=1001)
@@ -106,28 +107,58 @@ def test_fsdp_gathers_the_largest_unit():
     assert section["gradients"] == section["optimizer_states"] == 0
 
 
-@pytest.mark.parametrize("optimizer,states_per_param", [("adamw", 2), ("sgd", 0)])
-def test_training_states_are_sharded_like_the_parameters(optimizer, states_per_param):
-    ctx = run("llama-2-7b", ["--fsdp", "4", "--tp", "2"], train=True, optimizer=optimizer,
-              **SMALL_LLAMA)
-    section = ctx.results["per_rank"]
-    # float32 parameters: gradients as large as the shards, adamw 2 float32 states each.
+def measure_only(target, argv, *, train_section=None, optimizer=None, **overrides):
+    """The sharding feature alone, with ``--train`` set and ``train_section`` as the train
+    feature's result (None: as if it had not run)."""
+    args = cli._parser().parse_args(["shapes", target, *argv, "--train"])
+    args.optimizer = optimizer
+    model = zoo.get_model(target, **overrides)
+    inputs = model.example_inputs(seq=16)
+    ctx = sizing.SizingContext(model=model, inputs=inputs, name=target, args=args,
+                               config=model.config, summary=zoo.summarize(model, inputs))
+    if train_section is not None:
+        ctx.results["train"] = train_section
+    return feature.measure(ctx)
+
+
+@pytest.mark.parametrize("optimizer,states_per_param", [("adamw", 2), ("sgd", 1)])
+def test_training_states_without_a_train_section(optimizer, states_per_param):
+    section = measure_only("llama-2-7b", ["--fsdp", "4", "--tp", "2"], optimizer=optimizer,
+                           **SMALL_LLAMA)
+    # float32 parameters: gradients as large as the shards; adamw 2 states each, sgd's
+    # momentum buffer 1, like the parameter.
     assert section["gradients"] == section["parameters"]
     assert section["optimizer_states"] == states_per_param * section["parameters"]
 
 
-def test_training_states_follow_the_train_section():
+def test_training_states_scale_the_train_section():
     model = zoo.get_model("llama-2-7b", **SMALL_LLAMA)
     numel = sum(p.numel() for p in model.parameters())
     train = {"gradients": 2 * numel, "optimizer_states": 12 * numel, "activations": 1000,
-             "temporaries": 24}
-    ctx = run("llama-2-7b", ["--fsdp", "4"], train=True, results={"train": train},
-              **SMALL_LLAMA)
-    section = ctx.results["per_rank"]
+             "temporaries": 24, "at_peak": {"activations": 0, "temporaries": 5}}
+    section = measure_only("llama-2-7b", ["--fsdp", "4"], train_section=train, **SMALL_LLAMA)
     rank_numel = section["parameters"] // 4          # float32 shards
     assert section["gradients"] == 2 * rank_numel
     assert section["optimizer_states"] == 12 * rank_numel
     assert section["activations"] == 1024 and section["activations_from"] == "train"
+
+
+@pytest.mark.parametrize("argv,source", [(["--fsdp", "4"], "train"),
+                                         (["--tp", "2"], "train, local program")])
+def test_with_the_train_feature(argv, source):
+    ctx = run("llama-2-7b", argv, train=True, **SMALL_LLAMA)
+    train, section = ctx.results["train"], ctx.results["per_rank"]
+    numel = sum(p.numel() for p in ctx.model.parameters())
+    rank_numel = section["parameters"] // 4
+    assert section["gradients"] == train["gradients"] * rank_numel // numel
+    assert section["optimizer_states"] == train["optimizer_states"] * rank_numel // numel
+    assert section["activations_from"] == source
+    largest = train["activations"] + train["temporaries"]
+    if source == "train":
+        assert section["activations"] == largest
+    else:       # the local program of a TP rank holds less than the whole model's
+        assert 0 < section["activations"] < largest
+    assert all(p.grad is None for p in ctx.model.parameters())
 
 
 def test_tp_local_program_runs_on_shards_and_restores_the_model():

@@ -34,6 +34,10 @@ def prepare(ctx) -> None:
     from ..modes.quantization import DEFAULT_GROUP_SIZE, quantize_
     from ..zoo.summary import stored_nbytes
     args = ctx.args
+    if getattr(args, "train", False):
+        raise SizingError("--quantize with --train: weights-only quantization freezes the "
+                          "weights it packs (inference); training on them (QLoRA-style "
+                          "adapters) is not modelled")
     group = args.group_size or DEFAULT_GROUP_SIZE
     before = {id(p): p for p in _parameters(ctx.model)}
     try:

@@ -12,14 +12,13 @@ NAME = "per_rank"
 
 _PEAK_HELP = (
     "per-rank figures are those of the LARGEST rank: parameters, gradients and optimizer "
-    "states of its shards (gradients and optimizer states only with --train; optimizer states "
-    "as the train section counts them, else adamw = 2 float32 states per parameter element, "
-    "sgd = none); peak = those sharded states + (FSDP, N > 1) the largest FSDP unit (a decoder "
+    "states of its shards (gradients and optimizer states only with --train, with the train "
+    "section's bytes per parameter element: adamw 2 states, sgd with momentum 1); peak = those sharded states + (FSDP, N > 1) the largest FSDP unit (a decoder "
     "layer, or the root's embeddings/head/norm) all-gathered to its full (TP-local) size, its "
     "unsharded gradients too with --train + the activations of one rank (with --tp, of the "
     "local program of a TP rank: the forward with local weight shards and heads / M; with "
-    "--train, the train section's activations + temporaries at its peak, else the inference "
-    "peak). The sum of the three maxima: an upper bound of the step's peak; no communication "
+    "--train, the train section's largest saved activations + largest temporaries, else the "
+    "inference peak). The sum of the three maxima: an upper bound of the step's peak; no communication "
     "buffers, no allocator rounding")
 
 
@@ -134,8 +133,8 @@ def _largest_rank(mesh, tensors, placements) -> int:
 def _training_states(ctx, tensors, shards) -> tuple:
     """(gradient bytes, optimizer-state bytes) of the rank: each trainable (floating, not
     quantized) parameter's local shard times bytes per element -- the train section's, when
-    it ran (same conventions), else the parameter dtype for gradients and 2 float32 states
-    (adamw) or none (sgd) for the optimizer."""
+    it ran (same conventions), else the parameter dtype for gradients and optimizer states
+    (adamw: 2 per element, sgd with momentum: 1)."""
     import subclass_kit as sk
 
     from ..zoo.summary import stored_nbytes
@@ -147,11 +146,12 @@ def _training_states(ctx, tensors, shards) -> tuple:
         rank_numel = sum(local_numel.values())
         return (train["gradients"] * rank_numel // total,
                 train["optimizer_states"] * rank_numel // total)
-    # Without the train section: gradients like the parameters, optimizer states as the
-    # optimizer keeps them, built on the DTensors themselves.
+    # Without the train section: the train feature's conventions, built on the DTensors
+    # themselves: gradients like the parameters; adamw exp_avg and exp_avg_sq, sgd (momentum
+    # 0.9) a momentum buffer, like the parameter (as torch's optimizers keep them).
     grads = sum(stored_nbytes(sk.empty_like(d).to_local()) for n in trainable for d in shards[n])
-    per_param = 2 if getattr(ctx.args, "optimizer", "adamw") == "adamw" else 0
-    states = sum(per_param * stored_nbytes(sk.zeros_like(d, dtype=sk.float32).to_local())
+    per_param = 2 if (getattr(ctx.args, "optimizer", None) or "adamw") == "adamw" else 1
+    states = sum(per_param * stored_nbytes(sk.zeros_like(d).to_local())
                  for n in trainable for d in shards[n])
     return grads, states
 
@@ -205,7 +205,7 @@ def _activations(ctx, mesh, tensors, placements, rank, tp, training) -> tuple:
     train = ctx.results.get("train") if training else None
     if tp == 1:
         if train is not None:
-            return train.get("activations", 0) + train.get("temporaries", 0), "train"
+            return _train_activations(train), "train"
         return ctx.summary.peak_activation_bytes, "inference"
     import subclass_kit as sk
 
@@ -225,8 +225,16 @@ def _activations(ctx, mesh, tensors, placements, rank, tp, training) -> tuple:
                          f"({type(e).__name__}: {e}); per-rank activations are the unsharded "
                          f"program's (an upper bound)")
         if train is not None:
-            return train.get("activations", 0) + train.get("temporaries", 0), "train (unsharded)"
+            return _train_activations(train), "train (unsharded)"
         return ctx.summary.peak_activation_bytes, "inference (unsharded)"
+
+
+def _train_activations(section) -> int:
+    """The largest saved activations (end of the forward) + the largest temporaries of a train
+    section: in steady-state training the sharded states are live all step long, so the
+    rank's peak is bounded by them plus these maxima (the train peak itself may fall in the
+    optimizer step, when no activation is left)."""
+    return section.get("activations", 0) + section.get("temporaries", 0)
 
 
 def _shards_plain(t, mesh, placements, rank):
@@ -242,9 +250,7 @@ def _program_activations(ctx, train) -> tuple:
         from . import train as train_feature
         local_ctx = SizingContext(model=ctx.model, inputs=ctx.inputs, name=ctx.name,
                                   args=ctx.args, config=ctx.config, summary=ctx.summary)
-        section = train_feature.measure(local_ctx)
-        return (section.get("activations", 0) + section.get("temporaries", 0),
-                "train, local program")
+        return _train_activations(train_feature.measure(local_ctx)), "train, local program"
     inputs = ctx.inputs if isinstance(ctx.inputs, (tuple, list)) else (ctx.inputs,)
     return zoo.summarize(ctx.model, inputs, name=ctx.name).peak_activation_bytes, \
         "inference, local program"
