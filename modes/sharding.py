@@ -323,7 +323,7 @@ class DTensor(sk.Tensor):
                 key = (a._device_mesh, a._placements, tuple(a.shape), a._rank)
                 if spec is None:
                     spec = key
-                elif key[:3] != spec[:3] or key[3] != spec[3]:
+                elif key != spec:
                     raise NotImplementedError(
                         f"DTensor: {func} on DTensors of different meshes, placements, shapes "
                         f"or ranks needs a redistribution, which is not implemented")
@@ -331,7 +331,12 @@ class DTensor(sk.Tensor):
                 raise NotImplementedError(f"DTensor: {func} got mixed sk.Tensor and DTensor "
                                           f"arguments; wrap the tensor with distribute_tensor")
         mesh, placements, shape, rank = spec
-        if any(p.is_partial() for p in placements) and func not in _LINEAR_OPS:
+        if any(p.is_partial() for p in placements) and (
+                func not in _LINEAR_OPS or (func.__name__.split(".")[0] in _SUMS
+                                            and not all(isinstance(a, DTensor)
+                                                        for a in args[:2]))):
+            # A pending sum stays one through ops linear in every DTensor argument; adding a
+            # plain number on every rank would add it world-size times.
             raise NotImplementedError(f"DTensor: {func} on a Partial placement would need the "
                                       f"pending reduction first")
         out = func(*sk.pytree.tree_map_only(DTensor, DTensor.to_local, args),
@@ -381,6 +386,7 @@ def _ops(*names) -> set:
     return found
 
 
+_SUMS = {"add", "add_", "sub", "sub_"}
 # Ops linear in every DTensor argument: a Partial (pending sum) stays a Partial through them.
 _LINEAR_OPS = _ops("add", "sub", "neg", "clone", "detach", "alias", "_to_copy", "copy",
                    "zero", "empty_like", "zeros_like")

@@ -190,5 +190,7 @@ def test_unsupported_ops_name_the_op():
     assert isinstance(p + p, DTensor)
     with pytest.raises(NotImplementedError, match="Partial"):
         p * p
+    with pytest.raises(NotImplementedError, match="Partial"):
+        p + 1
     with pytest.raises(ValueError, match="Partial"):
         distribute_tensor(sk.empty(4, device="meta"), mesh, [Partial()])
