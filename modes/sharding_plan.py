@@ -11,10 +11,11 @@ as DTensor placements per parameter (modes/sharding.py), plus the per-rank local
   ``output.dense``) are row-wise: ``Shard(1)`` of the ``[out, in]`` weight, the bias
   replicated; the token embedding and LM head are sharded on the vocabulary (``Shard(0)``);
   everything else (norms, position embeddings, a MoE router) is replicated.
-- **FSDP** (``fully_shard``): every parameter ``Shard(0)`` over the data-parallel ranks; with
-  tensor parallelism too, on a 2-d mesh ``("dp", "tp")`` with placements ``[Shard(0), tp]``.
-  (FSDP2 shards the TP-local tensor, torch's ``_StridedShard``; the two orders give the same
-  sizes whenever the splits are even.)
+- **FSDP** (``fully_shard``): every parameter ``Shard(0)`` over the data-parallel ranks. With
+  tensor parallelism too, FSDP2 shards each rank's TP-local tensor on dim 0 (torch's
+  ``_StridedShard``): ``fsdp_tp_placements`` lays the mesh out as ``("tp", "dp")`` so that
+  DTensor's left-to-right rule applies the TP placement first, then ``Shard(0)``; global rank
+  ``r`` is still ``dp_index * M + tp_index``, as in torch's ``init_device_mesh((N, M))``.
 - **units** (``fsdp_units``): FSDP2's all-gather units when each item of a ``ModuleList``
   (a decoder layer) gets its own ``fully_shard`` and the root module one for the rest.
 
@@ -25,12 +26,14 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
 import subclass_kit as sk
 
-from .sharding import Replicate, Shard
+from .sharding import DeviceMesh, Replicate, Shard
 
-__all__ = ["module_parameters", "tp_placement", "check_tp", "fsdp_units", "local_program",
-           "HEAD_ATTRIBUTES"]
+__all__ = ["module_parameters", "tp_placement", "fsdp_tp_placements", "check_tp", "fsdp_units",
+           "local_program", "HEAD_ATTRIBUTES"]
 
 _COLWISE = {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "w1", "w3", "c_attn", "c_fc",
             "query", "key", "value", "qkv", "fc1", "intermediate", "intermediate.dense"}
@@ -103,6 +106,19 @@ def tp_placement(mod_name: str, module, attr: str, param):
     # [out, in] weights split out (col) or in (row); Conv1D stores [in, out].
     out_dim = 1 if kind == "conv1d" else 0
     return Shard(out_dim if style == "col" else 1 - out_dim)
+
+
+def fsdp_tp_placements(model, dp: int, tp: int) -> tuple:
+    """``(mesh, {parameter name: (tp placement, dp placement)})`` for FSDP over ``dp`` ranks
+    and tensor parallelism over ``tp`` ranks: a ``("tp", "dp")`` mesh of the global ranks
+    ``dp_index * tp + tp_index`` (see the module docstring). A 0-d parameter is replicated."""
+    mesh = DeviceMesh("meta", np.arange(dp * tp).reshape(dp, tp).T,
+                      mesh_dim_names=("tp", "dp"))
+    placements = {}
+    for name, mod_name, module, attr, p in module_parameters(model):
+        tp_pl = tp_placement(mod_name, module, attr, p) if tp > 1 else Replicate()
+        placements[name] = (tp_pl, Shard(0) if dp > 1 and p.ndim else Replicate())
+    return mesh, placements
 
 
 def _head_counts(model, config) -> list:

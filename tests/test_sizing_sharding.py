@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -55,20 +58,21 @@ def megatron(name: str, ndim: int, conv1d: bool):
 
 
 def torch_rank_bytes(torch, model, dp, tp, conv1d=False):
-    """Bytes of parameters per rank of a (dp, tp) mesh, from torch's DTensor local shapes."""
+    """Bytes of parameters per global rank ``dp_index * tp + tp_index``, from torch's DTensor
+    local shapes: the TP placement first, then Shard(0) over dp (FSDP2 on a TP model)."""
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor._utils import _compute_local_shape_and_global_offset
     totals = {}
-    for coord in itertools.product(range(dp), range(tp)):
+    for dp_i, tp_i in itertools.product(range(dp), range(tp)):
         total = 0
         for name, p in model.named_parameters():
             tp_pl = megatron(name, p.ndim, conv1d) if tp > 1 else ("R",)
-            pls = [Shard(0) if dp > 1 else Replicate(),
-                   Shard(tp_pl[1]) if tp_pl[0] == "S" else Replicate()]
-            shape, _ = _compute_local_shape_and_global_offset(list(p.shape), [dp, tp],
-                                                              list(coord), pls)
+            pls = [Shard(tp_pl[1]) if tp_pl[0] == "S" else Replicate(),
+                   Shard(0) if dp > 1 else Replicate()]
+            shape, _ = _compute_local_shape_and_global_offset(list(p.shape), [tp, dp],
+                                                              [tp_i, dp_i], pls)
             total += int(np.prod(shape)) * p.element_size()
-        totals[coord] = total
+        totals[dp_i * tp + tp_i] = total
     return totals
 
 
@@ -80,12 +84,92 @@ def test_llama_per_rank_parameters_match_torch_dtensor(torch, dp, tp):
     expected = torch_rank_bytes(torch, ctx.model, dp, tp)
     assert section["parameters"] == max(expected.values())
     assert section["world_size"] == dp * tp and section["mesh"] == {"dp": dp, "tp": tp}
-    largest = [dp_i * tp + tp_i for (dp_i, tp_i), v in expected.items()
-               if v == max(expected.values())]
-    assert section["rank"] == largest[0]
+    assert section["rank"] == min(r for r, v in expected.items() if v == max(expected.values()))
     assert section["peak"] == (section["parameters"] + section["gradients"] +
                                section["optimizer_states"] + section["gathered"] +
                                section["activations"])
+
+
+# A torch.nn twin of the zoo's llama (same parameter names and shapes), sharded by torch itself:
+# parallelize_module with ColwiseParallel / RowwiseParallel, then fully_shard per decoder layer
+# and on the root, on every rank of a fake process group; prints each rank's local shapes.
+_TORCH_FSDP_TP = textwrap.dedent("""
+    import json, sys
+    import torch, torch.nn as nn, torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+    from torch.distributed.fsdp import fully_shard
+
+    def module(**children):
+        m = nn.Module()
+        for k, v in children.items():
+            setattr(m, k, v)
+        return m
+
+    def build(d, h, kv, i, n, v):
+        hd = d // h
+        lin = lambda a, b: nn.Linear(a, b, bias=False)
+        layers = nn.ModuleList(module(
+            self_attn=module(q_proj=lin(d, h * hd), k_proj=lin(d, kv * hd),
+                             v_proj=lin(d, kv * hd), o_proj=lin(h * hd, d)),
+            mlp=module(gate_proj=lin(d, i), up_proj=lin(d, i), down_proj=lin(i, d)),
+            input_layernorm=nn.RMSNorm(d), post_attention_layernorm=nn.RMSNorm(d))
+            for _ in range(n))
+        return module(model=module(embed_tokens=nn.Embedding(v, d), layers=layers,
+                                   norm=nn.RMSNorm(d)), lm_head=lin(d, v))
+
+    cfg, cases = json.loads(sys.stdin.read())
+    results = []
+    for dp, tp in cases:
+        per_rank = []
+        for rank in range(dp * tp):
+            dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=dp * tp)
+            mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
+            with torch.device("meta"):
+                m = build(**cfg)
+            if tp > 1:
+                plan = {"model.embed_tokens": RowwiseParallel(), "lm_head": ColwiseParallel()}
+                for j in range(cfg["n"]):
+                    for name in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                 "mlp.gate_proj", "mlp.up_proj"):
+                        plan[f"model.layers.{j}.{name}"] = ColwiseParallel()
+                    for name in ("self_attn.o_proj", "mlp.down_proj"):
+                        plan[f"model.layers.{j}.{name}"] = RowwiseParallel()
+                parallelize_module(m, mesh["tp"], plan)
+            if dp > 1:
+                for layer in m.model.layers:
+                    fully_shard(layer, mesh=mesh["dp"])
+                fully_shard(m, mesh=mesh["dp"])
+            per_rank.append({n: list(p.to_local().shape) if hasattr(p, "to_local")
+                             else list(p.shape) for n, p in m.named_parameters()})
+            dist.destroy_process_group()
+        results.append(per_rank)
+    print(json.dumps(results))
+""")
+
+
+def test_local_shapes_match_torch_fsdp2_and_tensor_parallel(torch):
+    from subclass_kit.modes import sharding_plan as plan
+    from subclass_kit.modes.sharding import distribute_tensor
+    cfg = dict(d=256, h=8, kv=4, i=688, n=2, v=1001)
+    cases = [(3, 2), (2, 4), (5, 1), (1, 4), (3, 4)]
+    proc = subprocess.run([sys.executable, "-c", _TORCH_FSDP_TP],
+                          input=json.dumps([cfg, cases]), capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = json.loads(proc.stdout.strip().splitlines()[-1])
+    model = zoo.get_model("llama-2-7b", **SMALL_LLAMA)
+    params = dict(model.named_parameters())
+    for (dp, tp), per_rank in zip(cases, theirs):
+        mesh, placements = plan.fsdp_tp_placements(model, dp, tp)
+        for rank, shapes in enumerate(per_rank):
+            assert set(shapes) == set(params)
+            ours = {n: list(distribute_tensor(p.detach(), mesh, placements[n],
+                                              rank=rank).to_local().shape)
+                    for n, p in params.items()}
+            assert ours == shapes, (dp, tp, rank)
 
 
 def test_gpt2_conv1d_placements_match_torch_dtensor(torch):

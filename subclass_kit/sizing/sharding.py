@@ -1,6 +1,5 @@
 """``--fsdp N`` / ``--tp M``: memory per rank when the model is sharded FSDP2-style over N
-data-parallel ranks and/or split Megatron-style over M tensor-parallel ranks (a ``("dp",
-"tp")`` mesh of N x M ranks). Parameters are placed with ``modes.sharding_plan`` and each rank's
+data-parallel ranks and/or split Megatron-style over M tensor-parallel ranks (N x M ranks). Parameters are placed with ``modes.sharding_plan`` and each rank's
 shard is a ``modes.sharding.DTensor``'s local tensor (torch.chunk splits, as DTensor's), so
 the bytes are those of real local shards. See docs/sizing.md "Sharding"."""
 
@@ -50,20 +49,13 @@ def prepare(ctx) -> None:
 
 
 def measure(ctx) -> dict:
-    import numpy as np
-
     from ..modes import sharding_plan as plan
-    from ..modes.sharding import DeviceMesh, Replicate, Shard
     args = ctx.args
     dp, tp = args.fsdp or 1, args.tp or 1
     params = plan.module_parameters(ctx.model)
     if not params:
         raise SizingError(f"--fsdp/--tp: {ctx.name} has no parameters to shard")
-    mesh = DeviceMesh("meta", np.arange(dp * tp).reshape(dp, tp), mesh_dim_names=("dp", "tp"))
-    placements = {}
-    for name, mod_name, module, attr, p in params:
-        tp_pl = plan.tp_placement(mod_name, module, attr, p) if tp > 1 else Replicate()
-        placements[name] = (Shard(0) if dp > 1 and p.ndim else Replicate(), tp_pl)
+    mesh, placements = plan.fsdp_tp_placements(ctx.model, dp, tp)
     tensors = {name: p for name, *_, p in params}
     rank = _largest_rank(mesh, tensors, placements)
     training = bool(getattr(args, "train", False))
@@ -172,7 +164,7 @@ def _largest_unit(model, mesh, tensors, placements, rank, training) -> tuple:
         for n in names:
             if n not in sizes:
                 sizes[n] = _bytes_at(tensors[n], mesh.shape, coordinate,
-                                     (Replicate(), placements[n][1]))
+                                     (placements[n][0], Replicate()))
         full = sum(sizes[n] for n in names)
         if training:        # the unit's gradients, unsharded until the reduce-scatter
             full += sum(sizes[n] for n in names if _trainable(tensors[n]))
@@ -213,7 +205,7 @@ def _activations(ctx, mesh, tensors, placements, rank, tp, training) -> tuple:
     from ..modes.sharding import Replicate
     local = {}
     for name, t in tensors.items():
-        d = _shards_plain(t, mesh, (Replicate(), placements[name][1]), rank)
+        d = _shards_plain(t, mesh, (placements[name][0], Replicate()), rank)
         local[id(t)] = sk.empty(d, dtype=t.dtype, device="meta")
     try:
         with plan.local_program(ctx.model, local, tp):
