@@ -24,6 +24,14 @@ packed data); every other op dequantizes its QuantizedTensor arguments to their 
 on plain tensors (``F.linear`` → ``t`` + ``mm``/``addmm``), as torchao's fallback does; writes to
 a QuantizedTensor raise NotImplementedError. On meta only shapes exist; on cpu numpy quantizes
 and dequantizes. ``quantize_(model, "int8")`` replaces a model's Linear weights.
+
+    >>> import subclass_kit as sk
+    >>> from subclass_kit.modes.quantization import quantize_weight
+    >>> q = quantize_weight(sk.empty(64, 256, device="meta"), "int4", group_size=128)
+    >>> tuple(q.shape), q.dtype, tuple(q.qdata.shape), q.qdata.dtype, tuple(q.scale.shape)
+    ((64, 256), sk.float32, (64, 128), sk.uint8, (64, 2))
+    >>> tuple(sk.nn.functional.linear(sk.empty(2, 256, device="meta"), q).shape)
+    (2, 64)
 """
 
 from __future__ import annotations

@@ -92,6 +92,18 @@ def test_int8_matches_torch_fake_quantize(torch):
     np.testing.assert_array_equal(qt.dequantize().numpy(), theirs.numpy().reshape(w.shape))
 
 
+@pytest.mark.parametrize("scheme", ["int8", "int4"])
+def test_meta_and_cpu_build_the_same_layout(scheme):
+    cpu = quantize_weight(sk.randn(6, 64, dtype=sk.float16), scheme, 16)
+    meta = quantize_weight(sk.empty(6, 64, dtype=sk.float16, device="meta"), scheme, 16)
+    for name in ("qdata", "scale", "zero_point"):
+        a, b = getattr(cpu, name), getattr(meta, name)
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert (tuple(a.shape), a.dtype) == (tuple(b.shape), b.dtype)
+    assert stored_nbytes(cpu) == stored_nbytes(meta)
+
+
 def test_int4_packs_two_values_per_byte_low_nibble_first():
     w = sk.from_numpy(np.array([[-1.0, 0.0, 0.5, 1.0] * 2], dtype=np.float32))
     qt = quantize_weight(w, "int4", 4)
