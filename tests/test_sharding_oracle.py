@@ -131,6 +131,26 @@ def test_distribute_tensor_cpu_values_are_the_global_slices():
         assert d.to_local().untyped_storage() is not x.untyped_storage()
 
 
+@hypothesis.given(cases())
+def test_shards_tile_the_global_tensor(case):
+    """Every element lies in exactly one rank's shard per replica: the ranks' local tensors,
+    put back at their offsets, rebuild the global tensor (count = ranks / shards)."""
+    shape, mesh_shape, placements = case
+    placements = [Replicate() if isinstance(p, Partial) else p for p in placements]
+    x = sk.arange(int(np.prod(shape)) * 1.0).view(shape)
+    mesh = DeviceMesh("cpu", np.arange(int(np.prod(mesh_shape))).reshape(mesh_shape))
+    hits = np.zeros(shape, dtype=np.int64)
+    for rank in mesh.ranks():
+        d = distribute_tensor(x, mesh, placements, rank=rank)
+        local, offset = d.local_shape_and_offset()
+        where = tuple(slice(o, o + n) for o, n in zip(offset, local))
+        np.testing.assert_array_equal(d.to_local().numpy(), x.numpy()[where])
+        np.testing.assert_array_equal((d * 2 + 1).to_local().numpy(), x.numpy()[where] * 2 + 1)
+        hits[where] += 1
+    shards = int(np.prod([k for k, p in zip(mesh_shape, placements) if isinstance(p, Shard)]))
+    assert (hits == mesh.size() // shards).all()
+
+
 def test_mesh_attributes():
     mesh = DeviceMesh("meta", [[0, 1, 2], [3, 4, 5]], mesh_dim_names=("dp", "tp"))
     assert mesh.shape == (2, 3) and mesh.ndim == 2 and mesh.size() == 6
