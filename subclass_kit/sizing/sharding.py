@@ -119,7 +119,8 @@ def _largest_rank(mesh, tensors, placements) -> int:
                 cache[key] = np.array([int(np.prod(local_shape_and_offset(
                     inner.shape, mesh.shape, c, pl)[0])) for c in coords], dtype=np.int64)
             totals += cache[key] * inner.element_size()
-    return mesh.ranks()[int(np.argmax(totals))]
+    ranks = np.array(mesh.ranks())
+    return int(ranks[totals == totals.max()].min())
 
 
 def _training_states(ctx, tensors, shards) -> tuple:
