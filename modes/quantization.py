@@ -223,27 +223,26 @@ def quantize_weight(weight, scheme: str = "int8", group_size: int = DEFAULT_GROU
     return QuantizedTensor._wrap(qdata, scale, zero, scheme, group_size, dtype)
 
 
+# Module classes whose 2-d ``weight`` is a Linear's, by class name (sk.nn's Linear and
+# subclasses of it, Hugging Face's Conv1D of the zoo, which stores the weight [in, out]).
+_LINEAR_KINDS = {"Linear": False, "Conv1D": True}
+
+
 def _linear_weights(model):
     """``(qualified name, module, transposed)`` of every Linear (and GPT-2 Conv1D, whose weight
     is the transposed [in, out]) module of ``model``."""
-    kinds = {}
-    for modname in ("subclass_kit.nn", "subclass_kit.zoo.nn"):
-        try:
-            mod = __import__(modname, fromlist=["Linear"])
-        except ImportError:        # the zoo is optional here
-            continue
-        for cls_name, transposed in (("Linear", False), ("Conv1D", True)):
-            cls = getattr(mod, cls_name, None)
-            if cls is not None:
-                kinds[cls] = transposed
+    def kind(module):
+        for cls in type(module).__mro__:
+            if cls.__name__ in _LINEAR_KINDS:
+                return _LINEAR_KINDS[cls.__name__]
+        return None
 
     def walk(module, prefix):
         for name, child in module.named_children():
             qual = f"{prefix}{name}"
-            for cls, transposed in kinds.items():
-                if isinstance(child, cls):
-                    yield qual, child, transposed
-                    break
+            transposed = kind(child)
+            if transposed is not None and isinstance(getattr(child, "weight", None), sk.Tensor):
+                yield qual, child, transposed
             yield from walk(child, qual + ".")
     if hasattr(model, "named_children"):
         yield from walk(model, "")

@@ -77,13 +77,13 @@ def module_parameters(model) -> list:
 
 
 def _kind(module) -> str | None:
-    name = type(module).__name__
-    if name == "Conv1D":
-        return "conv1d"
-    if name == "Linear":
-        return "linear"
-    if name == "Embedding":
-        return "embedding"
+    """"linear", "conv1d" (Hugging Face's [in, out] Conv1D), "embedding" or None, by the
+    class names of ``module``'s type and bases (sk.nn's layers, the zoo's Conv1D)."""
+    for cls in type(module).__mro__:
+        kind = {"Linear": "linear", "Conv1D": "conv1d", "Embedding": "embedding"}.get(
+            cls.__name__)
+        if kind is not None:
+            return kind
     return None
 
 
