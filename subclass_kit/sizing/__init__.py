@@ -38,7 +38,7 @@ class SizingError(ValueError):
 
 
 # Module names, in the order they run.
-FEATURES: tuple = ("kv_cache", "train", "flops")
+FEATURES: tuple = ("quantize", "kv_cache", "train", "flops", "sharding")
 
 
 @dataclass

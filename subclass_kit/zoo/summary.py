@@ -3,8 +3,10 @@ parameters, output shapes, per-block rows and activation bytes.
 
 How the numbers are collected:
 
-- **parameters**: ``model.parameters()`` (each tensor once), summing ``numel()`` and
-  ``numel() * element_size()``. A plain callable without ``parameters()`` has none.
+- **parameters**: ``model.parameters()`` (each tensor once), summing ``numel()`` and the bytes
+  each stores (``stored_nbytes``: ``numel() * element_size()``, or for a wrapper subclass such
+  as a quantized weight the bytes of its inner tensors). A plain callable without
+  ``parameters()`` has none.
 - **active parameters** (mixture-of-experts models only, else None): the parameters one token
   uses, counted over the module tree: everything outside the experts plus ``top_k`` experts
   per MoE block (``mixtral.active_parameters``).
@@ -48,7 +50,7 @@ from subclass_kit.nn.module import Module
 from . import nn
 from .mixtral import active_parameters
 
-__all__ = ["Summary", "BlockRow", "summarize", "TOP_LEVEL"]
+__all__ = ["Summary", "BlockRow", "summarize", "stored_nbytes", "TOP_LEVEL"]
 
 TOP_LEVEL = "(top level)"
 _Tensor = sk.Tensor
@@ -160,6 +162,16 @@ class ActivationTally(sk.DispatchMode):
         self._known.clear()
 
 
+def stored_nbytes(t) -> int:
+    """Bytes tensor ``t`` really stores: ``numel() * element_size()`` for a plain tensor; for a
+    traceable wrapper subclass (a quantized weight, a DTensor) the stored bytes of the inner
+    tensors its ``__tensor_flatten__`` names, recursively."""
+    if sk.is_traceable_wrapper_subclass(t):
+        names, _ = t.__tensor_flatten__()
+        return sum(stored_nbytes(getattr(t, name)) for name in names)
+    return t.numel() * t.element_size()
+
+
 def _tensors(x) -> list:
     if isinstance(x, sk.Tensor):
         return [x]
@@ -244,7 +256,7 @@ def summarize(model, inputs, *, name: str | None = None, timeline: bool = False)
     if not isinstance(inputs, (tuple, list)):
         inputs = (inputs,)
     params = _parameters(model)
-    param_bytes = sum(p.numel() * p.element_size() for p in params)
+    param_bytes = sum(stored_nbytes(p) for p in params)
     tally = ActivationTally(timeline=timeline)
     tally.add_external(params, live=False)
     tally.add_external(_tensors(inputs), live=True)
