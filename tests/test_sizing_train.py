@@ -142,10 +142,12 @@ def test_cpu_and_meta_agree():
 @pytest.mark.parametrize("seq,batch", [(32, 2), (17, 1)])
 def test_gpt2_layer_saves_korthikanti_minus_dropout_and_scores(seq, batch):
     """docs/sizing.md: a GPT-2 layer in 16-bit saves s·b·h·(34 + 5·a·s/h) bytes by
-    Korthikanti et al. minus the dropout masks (2·sbh + a·s²·b) and the attention scores
-    (2·a·s²·b), which softmax's backward does not need; plus LayerNorm's mean and rstd, and
-    the (s, s) bool causal mask the decomposed ``scaled_dot_product_attention`` builds and
-    saves in each layer (the zoo's default ``sdpa`` attention)."""
+    Korthikanti et al. minus the dropout masks (2·sbh + a·s²·b), the attention scores
+    (2·a·s²·b), which softmax's backward does not need, and the softmax probabilities
+    (2·a·s²·b), which the fused ``scaled_dot_product_attention`` (the zoo's default ``sdpa``)
+    recomputes in its backward; plus LayerNorm's mean and rstd and the fused attention's
+    float32 logsumexp (b·a·s). Its output is laid out (b, s, a, d), so the merged heads that
+    ``c_proj`` saves are a view of it, not another copy."""
     h, a = 64, 4
 
     def saved(layers):
@@ -156,6 +158,7 @@ def test_gpt2_layer_saves_korthikanti_minus_dropout_and_scores(seq, batch):
     s, b = seq, batch
     korthikanti = s * b * h * 34 + 5 * a * s * s * b
     expected = korthikanti - (2 * s * b * h + a * s * s * b) - 2 * a * s * s * b
+    expected -= 2 * a * s * s * b           # probabilities: recomputed by the fused backward
     expected += 2 * 2 * s * b * 2           # mean and rstd (float16) of the two LayerNorms
-    expected += s * s                       # the causal mask (bool)
+    expected += 4 * b * a * s               # logsumexp (float32) of the fused attention
     assert saved(2) - saved(1) == expected
