@@ -34,11 +34,16 @@ seeding, summing gradients), and its ``module`` is the module whose forward reco
 Not counted: allocator rounding and caching, kernel workspaces, storages of
 wrapper subclasses without data, memory outside ``sk`` ops.
 
+    >>> from subclass_kit.modes import MemTracker
+    >>> model = sk.nn.Linear(4, 2, device="meta")
+    >>> optimizer = sk.optim.SGD(model.parameters(), lr=0.1)
+    >>> x = sk.empty(8, 4, device="meta")
     >>> tracker = MemTracker()
     >>> tracker.track_external(model, optimizer)
     >>> with tracker:
     ...     model(x).sum().backward(); optimizer.step()
-    >>> tracker.peak, tracker.peak_at["phase"], tracker.snapshot("peak")["gradients"]
+    >>> tracker.peak, tracker.peak_at["phase"], tracker.peak_at["node"]
+    (248, 'backward', 'AccumulateGrad')
 """
 
 from __future__ import annotations
@@ -116,7 +121,7 @@ class MemTracker(sk.DispatchMode):
         self._params: list = []
         self._tracked_modules: list = []
         self._saved_hooks = self._outer_hooks = None
-        self._running = self._tasks = self._sequence = None
+        self._current_node = self._task_id = self._sequence = None
 
     # -- registration ---------------------------------------------------------------------
     def track_external(self, *objects) -> None:
@@ -235,9 +240,8 @@ class MemTracker(sk.DispatchMode):
     def _point(self, label: str) -> None:
         if self._in_optimizer:
             phase, where = "optimizer", self._in_optimizer[-1]
-        elif self._tasks:
-            running = self._running
-            node = running[-1] if running else None
+        elif self._task_id() != -1:
+            node = self._current_node()
             phase = "backward"
             where = (node._seq, node.name()) if node is not None else (-1, "engine")
         else:
@@ -259,15 +263,15 @@ class MemTracker(sk.DispatchMode):
         return packed if outer is None else outer[1](packed)
 
     def __enter__(self):
-        from subclass_kit.modes.autograd import engine, graph
-        self._running = engine._RUNNING
+        engine, graph = sk.autograd.engine, sk.autograd.graph
+        self._current_node = engine.current_node
         self._sequence = graph._sequence
         for module in self._tracked_modules:
             for fqn, sub in _named_modules(module):
                 self._handles.append(sub.register_forward_pre_hook(
                     lambda m, args, fqn=fqn: self._enter_module(fqn)))
                 self._handles.append(sub.register_forward_hook(self._leave_module))
-        self._tasks = engine._tasks
+        self._task_id = engine.current_graph_task_id
         for p in self._params:
             if p.requires_grad and p.is_leaf:
                 self._handles.append(p.register_post_accumulate_grad_hook(
