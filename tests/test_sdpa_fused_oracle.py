@@ -5,7 +5,6 @@ logsumexp, gradients, the meta kernel's layouts, and the errors of direct calls.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import subclass_kit as sk
