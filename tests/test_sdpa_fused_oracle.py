@@ -5,7 +5,6 @@ logsumexp, gradients, the meta kernel's layouts, and the errors of direct calls.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import subclass_kit as sk
@@ -50,6 +49,10 @@ CASES = {
     "E_1": ({"q": (2, 3, 5, 1), "k": (2, 3, 7, 1)}, {}),
     "float64": ({"dtype": torch.float64}, {"is_causal": True}),
     "float16": ({"dtype": torch.float16}, {}),
+    "float64_float32_mask": ({"dtype": torch.float64}, {"attn_mask": lambda L, n, s:
+                                                        L.randn(n, s, dtype=L.float32)}),
+    "float16_float32_mask": ({"dtype": torch.float16}, {"attn_mask": lambda L, n, s:
+                                                        L.randn(n, s, dtype=L.float32)}),
 }
 
 
@@ -167,3 +170,21 @@ def test_fused_meta_allocates_no_score_matrix():
     with Allocations() as math:      # dropout keeps it off the fused op
         F.scaled_dot_product_attention(q, q, q, is_causal=True, dropout_p=0.1)
     assert max(math.nbytes) >= b * h * n * n * 4
+
+
+@pytest.mark.parametrize("case", ["mask_f64", "mask_int", "mask_f16", "key_f64", "query_1d"])
+def test_input_validation_errors(case):
+    q, k, v = _qkv()
+    kw = {}
+    if case.startswith("mask"):
+        dtype = {"mask_f64": torch.float64, "mask_int": torch.int64,
+                 "mask_f16": torch.float16}[case]
+        kw["attn_mask"] = torch.zeros(5, 7, dtype=dtype)
+    elif case == "key_f64":
+        k = k.double()
+    else:
+        q = q[0, 0, 0]
+    ours_kw = {n: to_sk(t) for n, t in kw.items()}
+    assert_same_error(lambda: F.scaled_dot_product_attention(to_sk(q), to_sk(k), to_sk(v),
+                                                             **ours_kw),
+                      lambda: TF.scaled_dot_product_attention(q, k, v, **kw))

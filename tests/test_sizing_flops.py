@@ -12,7 +12,6 @@ import os
 
 import pytest
 
-import subclass_kit as sk
 from subclass_kit import sizing, zoo
 from subclass_kit.cli import main
 from subclass_kit.sizing import flops

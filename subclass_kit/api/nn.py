@@ -145,6 +145,29 @@ def _repeat_heads(t, repeats):
 
 
 _FUSED_DTYPES = ("float16", "bfloat16", "float32", "float64")
+# C++ type names in PyTorch's sdpa input checks (``validate_sdpa_input``)
+_CPP_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half",
+             "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+             "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+             "bool": "bool"}
+
+
+def _validate_sdpa(query, key, value, attn_mask) -> None:
+    """PyTorch's ``validate_sdpa_input`` checks of dtypes and ranks (RuntimeError)."""
+    names = [_CPP_TYPE.get(t.dtype.name, t.dtype.name) for t in (query, key, value)]
+    if not (query.dtype is key.dtype is value.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {names[0]} key.dtype: {names[1]} and value.dtype: "
+                           f"{names[2]} instead.")
+    if attn_mask is not None and attn_mask.dtype not in (dt.bool_, dt.float32, query.dtype):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: "
+                           f"{_CPP_TYPE.get(attn_mask.dtype.name, attn_mask.dtype.name)} and  "
+                           f"query.dtype: {names[0]} instead.")
+    if min(query.ndim, key.ndim, value.ndim) < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, "
+                           f"but got query.dim: {query.ndim} key.dim: {key.ndim} and value.dim: "
+                           f"{value.ndim} instead.")
 
 
 def _use_fused(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
@@ -171,7 +194,7 @@ def _use_fused(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
         return False
     if attn_mask is None:
         return True
-    if attn_mask.requires_grad or attn_mask.dtype not in (dt.bool_, dtype):
+    if attn_mask.requires_grad:
         return False
     m = attn_mask.shape
     if attn_mask.ndim not in (2, 4) or m[-2] not in (n, 1) or m[-1] not in (s, 1):
@@ -192,9 +215,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     op, ``_scaled_dot_product_flash_attention_for_cpu`` (a bool mask first becomes an
     additive one, ``where(mask, 0, -inf)``, as PyTorch does), which never materialises the
     ``(L, S)`` scores; else PyTorch's math version (``matmul``, ``mul``, masking,
-    ``_softmax``). Raises RuntimeError for ``attn_mask`` with ``is_causal`` on the math path
-    (the fused op applies both, as PyTorch's does).
+    ``_softmax``). Raises RuntimeError (PyTorch's texts) for query, key and value of
+    different dtypes or of fewer than 2 dims, a mask neither bool, float32 nor the query's
+    dtype, and ``attn_mask`` with ``is_causal`` on the math path (the fused op applies both,
+    as PyTorch's does).
     """
+    _validate_sdpa(query, key, value, attn_mask)
     if _use_fused(query, key, value, attn_mask, dropout_p, enable_gqa):
         if attn_mask is not None and attn_mask.dtype is dt.bool_:
             neg_inf = ops.scalar_tensor(float("-inf"), dtype=query.dtype, device=query.device)

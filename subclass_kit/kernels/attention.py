@@ -54,7 +54,7 @@ def _check(query, key, value, dropout_p, attn_mask):
         raise RuntimeError(f"{_NAME}: Expected data type in FP32, FP64, BF16, FP16, but got "
                            f"{type_name(dtype)} instead.")
     for t in (key, value) + ((attn_mask,) if attn_mask is not None else ()):
-        if t._dtype is not dtype and not (t is attn_mask and t._dtype is dt.bool_):
+        if t._dtype is not dtype and not (t is attn_mask and t._dtype in (dt.bool_, dt.float32)):
             raise RuntimeError(f"expected scalar type {type_name(dtype)} but found "
                                f"{type_name(t._dtype)}")
     b, h, _, e = query._layout.sizes

@@ -93,11 +93,12 @@ def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
     return _register_hook(_global_forward_pre_hooks, hook, False, False)
 
 
-def register_module_forward_hook(hook: Callable) -> RemovableHandle:
-    """``hook(module, args, output)`` runs after the forward of every module, before the
-    module's own forward hooks; a non-None result replaces the output (PyTorch's
+def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False) -> RemovableHandle:
+    """``hook(module, args, output)`` (or ``(module, args, kwargs, output)`` with
+    ``with_kwargs``) runs after the forward of every module, before the module's own forward
+    hooks; a non-None result replaces the output (PyTorch's
     ``torch.nn.modules.module.register_module_forward_hook``)."""
-    return _register_hook(_global_forward_hooks, hook, False, False)
+    return _register_hook(_global_forward_hooks, hook, False, with_kwargs)
 
 
 class Module:
