@@ -69,18 +69,34 @@ class OpOverload:
     """
 
     def __init__(self, schema: OpSchema, namespace: str = ""):
-        self.schema = schema
-        self.name = schema.name
-        self.overload = schema.overload or "default"
+        self._init_table(schema.name, schema.overload or "default", namespace)
+        self._derive(schema)
+
+    def _init_table(self, name: str, overload: str, namespace: str):
+        """The fields that exist before the schema is parsed (Note [Lazy schemas] in
+        ``_builtin_ops.py``): names, the
+        kernel table and what kernel modules set at import."""
+        self.name = name
+        self.overload = overload
         self.namespace = namespace
         self._kernels: dict = {}
         self.decomposition = None
+        self.tags: set = set()
+        # Optional predicate over the call's arguments: bump mutated args only when it holds
+        # (``resize_`` bumps only when the size changes, SEMANTICS.md §2.2).
+        self.bump_if = None
+        # Custom ops (sk.library): their kernels may call other ops, so they run "below"
+        # (Note [Version counters]) and the dispatcher tracks their view outputs.
+        self._custom = False
+
+    def _derive(self, schema: OpSchema):
+        """The schema and the facts the call paths read from it, as instance attributes."""
+        self.schema = schema
         self.is_view = schema.is_view
         self.is_inplace = schema.is_inplace
         self.is_out = schema.is_out
         self.mutated_args = schema.mutated_args
         self.is_mutable = schema.is_mutable
-        self.tags: set = set()
         # Where to find mutated tensors: positional index or keyword name.
         self._mutated = tuple((i, a.name) for i, a in enumerate(schema.arguments) if a.is_write)
         self._list_positions = tuple(i for i, a in enumerate(schema.arguments)
@@ -128,12 +144,6 @@ class OpOverload:
         self._kw_required = frozenset(a.name for a in schema.kwarg_only if a.default is None)
         self._arity_kw = tuple(n >= min_pos for n in range(n_pos + 1))
         self._arity_ok = tuple(n >= min_pos and not self._kw_required for n in range(n_pos + 1))
-        # Optional predicate over the call's arguments: bump mutated args only when it holds
-        # (``resize_`` bumps only when the size changes, SEMANTICS.md §2.2).
-        self.bump_if = None
-        # Custom ops (sk.library): their kernels may call other ops, so they run "below"
-        # (Note [Version counters]) and the dispatcher tracks their view outputs.
-        self._custom = False
         # Neither mutating nor custom (``custom_op.CustomOp``): the kernel runs with no version
         # layer around it.
         self._plain = not self._mutated
@@ -479,7 +489,12 @@ def define(schema_text: str, cls=OpOverload) -> OpOverload:
         _check_free(space, base, "op name")
     if space is new_space:
         ops._publish(ns_name, space)    # only now: a name error leaves no empty namespace
-    op = cls(schema, namespace)
+    return _add_overload(space, base, cls(schema, namespace))
+
+
+def _add_overload(space, base: str, op: OpOverload) -> OpOverload:
+    """File ``op`` under ``space.<base>``: the packet's first or default overload is the
+    published entry; every overload of the packet names every other as an attribute."""
     packet = space._packets.get(base)
     if packet is None:
         op._overloads = {op.overload: op}
@@ -487,7 +502,7 @@ def define(schema_text: str, cls=OpOverload) -> OpOverload:
     else:
         if op.overload in packet._overloads:
             raise RuntimeError(
-                f"Tried to register an operator ({schema}) with the same name and overload "
+                f"Tried to register an operator ({op.schema}) with the same name and overload "
                 "name multiple times. Each overload's schema should only be registered with a "
                 "single call to def().")
         op._overloads = packet._overloads
@@ -495,12 +510,18 @@ def define(schema_text: str, cls=OpOverload) -> OpOverload:
         if op.overload == "default":
             # The default overload becomes the packet entry; keep the others reachable.
             space._publish(base, op)
-            packet = op
-    for ov_name, ov in op._overloads.items():
-        for holder in op._overloads.values():
-            if ov_name not in holder.__dict__ and not hasattr(type(holder), ov_name):
-                holder.__dict__[ov_name] = ov
+    # The earlier overloads already name each other: add the new one's name to each, and
+    # theirs (and its own) to it.
+    for holder in op._overloads.values():
+        _name_overload(holder, op.overload, op)
+        if holder is not op:
+            _name_overload(op, holder.overload, holder)
     return op
+
+
+def _name_overload(holder, ov_name: str, ov):
+    if ov_name not in holder.__dict__ and not hasattr(type(holder), ov_name):
+        holder.__dict__[ov_name] = ov
 
 
 def _check_free(space, name: str, what: str):
@@ -534,19 +555,7 @@ def get_kernel(op: OpOverload, device: str):
     return kernel
 
 
-def _define_builtin_ops():
-    from . import op_table
-    for text in op_table.ALL + op_table.derived_schemas():
-        op = define(text)
-        if text in op_table.INPLACE_VIEWS:
-            op.tags.add("inplace_view")
-    # Schema exceptions that the debug-assert mode and functionalization read (PyTorch keeps
-    # the same lists in its autograd codegen, SEMANTICS.md §8).
-    for op in ops.set_._overloads.values():
-        op.tags.add("swaps_storage")
-    ops._unsafe_view.tags.add("unsafe_alias")
-    ops.lift_fresh.tags.add("returns_input")
-    ops.detach.tags.add("not_a_view_for_autograd")
+# The built-in ops (Note [Lazy schemas]): imported last, the module uses the names above.
+from ._builtin_ops import define_builtin_ops  # noqa: E402
 
-
-_define_builtin_ops()
+define_builtin_ops()

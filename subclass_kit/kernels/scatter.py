@@ -109,8 +109,12 @@ def copy_op_of(view_op):
 
 def _register_copies():
     for op in list(ops):
-        copy_op = copy_op_of(op) if (op.is_view or op.name == "lift_fresh") else None
+        # The cheap tests first: ``is_view`` parses a schema not parsed yet (Note [Lazy
+        # schemas]), and only ops with a ``<name>_copy`` counterpart need it.
+        copy_op = copy_op_of(op)
         if copy_op is None or op.decomposition is not None or not op._kernels:
+            continue
+        if not (op.is_view or op.name == "lift_fresh"):
             continue
         _both(copy_op, view_copy if copy_op is ops.view_copy else _copy_kernel(op))
 
