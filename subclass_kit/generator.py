@@ -35,14 +35,24 @@ class Generator:
     uint8 tensor`` and ``set_state(tensor) -> self`` (TypeError for a non-uint8 tensor,
     RuntimeError for a wrong size)."""
 
-    __slots__ = ("_np", "_seed", "__weakref__")
+    __slots__ = ("_rng", "_seed", "__weakref__")
 
     def __init__(self, device="cpu"):
         dev = getattr(device, "type", device)
         if dev != "cpu":
             raise RuntimeError(f"{str(dev).upper()} device type not an accelerator.")
         self._seed = _DEFAULT_SEED
-        self._np = np.random.default_rng(_DEFAULT_SEED)
+        self._rng = None
+
+    @property
+    def _np(self):
+        """The numpy Generator, made on first use from the seed: ``import subclass_kit`` does
+        not import ``numpy.random`` (and the ``secrets``/``hashlib`` it pulls in) until a random
+        op or a state read needs it. Drawing starts from the same state either way."""
+        rng = self._rng
+        if rng is None:
+            rng = self._rng = np.random.default_rng(self._seed)
+        return rng
 
     @property
     def device(self):
@@ -56,7 +66,7 @@ class Generator:
         if not -2 ** 63 <= seed <= _MASK:
             raise ValueError("Overflow when unpacking long long")
         self._seed = seed & _MASK
-        self._np = np.random.default_rng(self._seed)
+        self._rng = None            # seeded from ``_seed`` on first use (``_np``)
         return self
 
     def seed(self) -> int:
@@ -92,7 +102,7 @@ class Generator:
                         "state": {"state": int.from_bytes(raw[0:16], "little"),
                                   "inc": int.from_bytes(raw[16:32], "little")},
                         "has_uint32": raw[32], "uinteger": int.from_bytes(raw[33:37], "little")}
-        self._np = np.random.Generator(bitgen)
+        self._rng = np.random.Generator(bitgen)
         self._seed = int.from_bytes(raw[37:45], "little")
         return self
 

@@ -20,9 +20,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 
 __all__ = ["AliasInfo", "Argument", "Return", "OpSchema", "parse_schema"]
+
+
+class cached_property:
+    """``functools.cached_property`` without its per-class lock (Python 3.11 takes an RLock on
+    every first read, a visible share of deriving an op's facts). The values are pure functions
+    of an immutable schema, so two threads computing one at once store equal values."""
+
+    def __init__(self, fn):
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
 
 
 @dataclass(frozen=True)
@@ -405,22 +422,11 @@ def _parse(text: str) -> OpSchema:
         if part == "*":
             kwarg_only = True
             continue
-        try:
-            type_str, alias, rest = _parse_type(part)
-        except _At as e:
-            raise e.shifted(at) from None
-        default = None
-        if "=" in rest:
-            rest, default = (s.strip() for s in rest.split("=", 1))
-            if not default:
-                raise _At("empty default", at + part.rfind("="), "=")
-            try:
-                _check_default(type_str, default)
-            except ValueError as e:
-                raise _At(str(e), at + part.rfind(default), default) from None
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest) or rest in _LEXER_KEYWORDS:
-            # PyTorch's lexer reads these (``as``, ``def``, ``None``) as keywords
-            raise _At("bad argument name", at + _find_after_type(part, rest), rest)
+        arg = _ARGUMENTS.get((part, kwarg_only))
+        if arg is None:
+            arg = _parse_argument(part, at, kwarg_only)
+            _ARGUMENTS[(part, kwarg_only)] = arg
+        rest, default = arg.name, arg.default
         if (default is None and not kwarg_only and args and args[-1].default is not None
                 and not args[-1].kwarg_only):
             raise _At(f"non-default argument {rest!r} follows a default argument",
@@ -428,7 +434,7 @@ def _parse(text: str) -> OpSchema:
         if any(a.name == rest for a in args):
             raise _At(f"duplicate argument name {rest!r}", at + _find_after_type(part, rest),
                       rest)
-        args.append(Argument(rest, type_str, alias, default, kwarg_only))
+        args.append(arg)
     ret_base = m.start(4)
     ret_text = ret_text.strip()
     returns_tuple = ret_text.startswith("(")
@@ -443,16 +449,51 @@ def _parse(text: str) -> OpSchema:
         raise e.shifted(ret_base) from None
     returns = []
     for part, offset in ret_parts:
-        at = ret_base + offset
-        try:
-            type_str, alias, rest = _parse_type(part)
-        except _At as e:
-            raise e.shifted(at) from None
-        if rest and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest):
-            raise _At("bad return", at + _find_after_type(part, rest), rest)
-        returns.append(Return(type_str, alias, rest))
+        ret = _RETURNS.get(part)
+        if ret is None:
+            ret = _RETURNS[part] = _parse_return(part, ret_base + offset)
+        returns.append(ret)
     return OpSchema(name, overload or "", tuple(args), tuple(returns),
                     returns_tuple and len(returns) != 1 or (returns_tuple and not returns))
+
+
+# Parsed arguments and returns by their text: the built-in schemas repeat a few hundred
+# distinct pieces (``Tensor self``, ``*, Tensor(a!) out``...). The objects are immutable, so
+# schemas share them.
+_ARGUMENTS: dict = {}
+_RETURNS: dict = {}
+
+
+def _parse_argument(part: str, at: int, kwarg_only: bool) -> Argument:
+    """One argument's text (not ``*``); raises ``_At`` (offsets into the schema, ``at`` being
+    where ``part`` starts). The checks that need the other arguments stay in ``_parse``."""
+    try:
+        type_str, alias, rest = _parse_type(part)
+    except _At as e:
+        raise e.shifted(at) from None
+    default = None
+    if "=" in rest:
+        rest, default = (s.strip() for s in rest.split("=", 1))
+        if not default:
+            raise _At("empty default", at + part.rfind("="), "=")
+        try:
+            _check_default(type_str, default)
+        except ValueError as e:
+            raise _At(str(e), at + part.rfind(default), default) from None
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest) or rest in _LEXER_KEYWORDS:
+        # PyTorch's lexer reads these (``as``, ``def``, ``None``) as keywords
+        raise _At("bad argument name", at + _find_after_type(part, rest), rest)
+    return Argument(rest, type_str, alias, default, kwarg_only)
+
+
+def _parse_return(part: str, at: int) -> Return:
+    try:
+        type_str, alias, rest = _parse_type(part)
+    except _At as e:
+        raise e.shifted(at) from None
+    if rest and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest):
+        raise _At("bad return", at + _find_after_type(part, rest), rest)
+    return Return(type_str, alias, rest)
 
 
 def _find_after_type(part: str, rest: str) -> int:
