@@ -24,7 +24,6 @@ import inspect
 import json
 import os
 import sys
-import traceback
 
 import subclass_kit as sk
 
@@ -168,6 +167,7 @@ def main(argv=None) -> int:
             print(f"subclass-kit shapes: error: {usage}", file=sys.stderr)
             return 2
         print(f"subclass-kit shapes: error: {e} raised:", file=sys.stderr)
+        import traceback    # error paths only: the import costs ~5 ms of every run
         traceback.print_exception(e.__cause__, file=sys.stderr)
         return 1
     ctx = sizing.SizingContext(model=model, inputs=inputs, name=name, args=args,
@@ -186,6 +186,7 @@ def main(argv=None) -> int:
             print(f"subclass-kit shapes: error: {usage}", file=sys.stderr)
             return 2
         print(f"subclass-kit shapes: error: the forward of {name} raised:", file=sys.stderr)
+        import traceback
         traceback.print_exc(file=sys.stderr)
         return 1
     if args.json:
