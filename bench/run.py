@@ -35,7 +35,7 @@ from harness import IMPLS, Skip  # noqa: E402
 
 # Benchmark family modules, in the order they run.
 FAMILIES = ["eager", "inference", "debug_assert", "gpt2_meta", "meta_mode", "functionalize",
-            "autograd", "training", "import_time"]
+            "autograd", "training", "import_time", "cli_process"]
 
 
 def load_cases(out=sys.stdout) -> list:

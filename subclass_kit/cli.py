@@ -24,7 +24,6 @@ import importlib.util
 import inspect
 import os
 import sys
-import traceback
 import warnings
 
 import subclass_kit as sk
@@ -249,6 +248,7 @@ def _shapes(args):
         if usage is not None:
             raise usage from None
         print(f"subclass-kit shapes: error: {e} raised:", file=sys.stderr)
+        import traceback    # error paths only: the import costs ~5 ms of every run
         traceback.print_exception(e.__cause__, file=sys.stderr)
         return 1, None
     ctx = sizing.SizingContext(model=model, inputs=inputs, name=name, args=args, config=config)
@@ -267,6 +267,7 @@ def _shapes(args):
         if usage is not None:
             raise usage from None
         print(f"subclass-kit shapes: error: the forward of {name} raised:", file=sys.stderr)
+        import traceback
         traceback.print_exc(file=sys.stderr)
         return 1, None
     if args.plot:

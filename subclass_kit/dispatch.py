@@ -191,9 +191,12 @@ def dispatch(op, args, kwargs, types=None):
     if kwargs and op._kw_defaults:
         kwargs = _drop_keywords(op, kwargs)
     if types is None:
-        types = None if kwargs else single_type(args, DISPATCH_TYPES)
-        if types is None:
-            types = _overloaded_types(op, args, kwargs)
+        if not DISPATCH_TYPES:      # no class overrides __tensor_dispatch__ (the common case)
+            types = ()
+        else:
+            types = None if kwargs else single_type(args, DISPATCH_TYPES)
+            if types is None:
+                types = _overloaded_types(op, args, kwargs)
     stack = st["dispatch_modes"]
     tried = None
     if stack:

@@ -264,10 +264,14 @@ class OpOverload:
             return dispatch(self, args, kwargs)
         if self._plain:
             # _resolve_kernel's first branch, inlined: one frame less on the hot path.
-            try:
-                kernel = self._kernels[args[self._device_arg]._storage.device.type]
-            except (AttributeError, IndexError, TypeError, KeyError):
+            # (Factories have no tensor argument: no exception to catch for them.)
+            if self._device_arg is None:
                 kernel = self._find_kernel(args, kwargs)
+            else:
+                try:
+                    kernel = self._kernels[args[self._device_arg]._storage.device.type]
+                except (AttributeError, IndexError, TypeError, KeyError):
+                    kernel = self._find_kernel(args, kwargs)
             out = kernel(*args, **kwargs) if kwargs else kernel(*args)
             if self._view_name is not None:
                 _record_view_op(self, out)

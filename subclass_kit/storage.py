@@ -73,7 +73,11 @@ class device:
     _instances: dict = {}
 
     def __new__(cls, spec="cpu"):
-        if isinstance(spec, device):
+        if spec.__class__ is str:
+            inst = cls._instances.get(spec)     # "cpu" / "meta" once made: the common call
+            if inst is not None:
+                return inst
+        elif isinstance(spec, device):
             return spec
         if not isinstance(spec, str):
             raise TypeError(f"device() expects a string like 'cpu' or 'meta', got "

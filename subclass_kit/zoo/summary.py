@@ -131,7 +131,11 @@ class ActivationTally(sk.DispatchMode):
 
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **kwargs) if kwargs else func(*args)
-        if isinstance(out, _Tensor):
+        if out.__class__ is _Tensor:
+            # The common case inline: a plain tensor, often a view of a known storage.
+            if id(out._storage) not in self._known:
+                self._register(out._storage)
+        elif isinstance(out, _Tensor):
             self._register(out.untyped_storage())
         elif isinstance(out, (tuple, list)):
             for t in out:
