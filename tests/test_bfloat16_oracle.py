@@ -30,17 +30,12 @@ import subclass_kit as sk  # noqa: E402
 
 # Ops whose bfloat16 results differ from torch's, with the reason (xfail, strict; a fix XPASSes
 # and must be removed from here). docs/differences.md, "bfloat16", explains each group.
-_SIGNED_ZERO = ("torch's bfloat16 kernel returns the other signed zero (-0.0 vs 0.0) on a tie "
-                "or a zero result; values are otherwise equal")
 _TAIL = ("torch rounds sqrt to bfloat16 before the reciprocal in the scalar tail of its loop "
          "(the last numel % 32 elements: all of a small sample), once in its vectorised body; "
          "ours rounds once, as the body (test_vectorised_body_rounds_once)")
 _REDUCED = ("torch's bfloat16 softmax / log-sum-exp / product / BCE kernels round partial "
             "results differently; ours compute in float32 and round once (1-ulp differences)")
 KNOWN_VALUES: dict = {
-    **{f"{op}.{ov}": _SIGNED_ZERO for op, ovs in {
-        "cumsum": ("default", "out"), "logcumsumexp": ("default", "out"),
-        "nll_loss_backward": ("default",)}.items() for ov in ovs},
     **{f"{op}.{ov}": _TAIL for op, ovs in {
         "rsqrt": ("default", "out"), "rsqrt_": ("default",)}.items() for ov in ovs},
     **{name: _REDUCED for name in (

@@ -122,7 +122,9 @@ def _nll_backward_fill(outs, spec, grad_output, self, target, weight, reduction,
     elif reduction == MEAN:
         g = g / total_weight._array()
     grad = np.zeros((len(safe), self._layout.sizes[-1]), outs[0].dtype)
-    grad[np.arange(len(safe)), safe] = -w * g
+    # Ignored samples stay +0.0 (PyTorch writes only the others; -0 * g would give -0.0).
+    keep = target._array().reshape(-1) != ignore_index
+    grad[np.arange(len(safe))[keep], safe[keep]] = np.broadcast_to(-w * g, w.shape)[keep]
     _store(outs[0], grad.reshape(outs[0].shape))
 
 

@@ -172,7 +172,11 @@ def _cumulative_compute(np_fn):
         arr = arr.astype(out, copy=False)
         if arr.ndim == 0:
             return arr
-        return np_fn(arr, axis=wrap_dim(dim, arr.ndim), dtype=_acc(out))
+        res = np_fn(arr, axis=wrap_dim(dim, arr.ndim), dtype=_acc(out))
+        if np_fn is np.cumsum and res.dtype.kind == "f":
+            # PyTorch's running sum starts from +0.0, so no partial sum is -0.0
+            res += 0.0
+        return res
     return compute
 
 
