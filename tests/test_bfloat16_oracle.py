@@ -38,16 +38,11 @@ _SOFTMAX = ("torch's bfloat16 softmax over a dim that is not the last rounds exp
             "not in them; ours divides the float32 exp (1-ulp differences)")
 _PROD = ("torch accumulates a bfloat16 product in bfloat16 (rounding after each product, "
          "in the order of its vectorised loop); ours multiplies in float32 and rounds once")
-_BCE = ("torch's bfloat16 binary cross entropy rounds intermediate terms; ours computes in "
-        "float32 and rounds once (1-ulp differences)")
 KNOWN_VALUES: dict = {
     **{f"{op}.{ov}": _TAIL for op, ovs in {
         "rsqrt": ("default", "out"), "rsqrt_": ("default",)}.items() for ov in ovs},
     **{name: _SOFTMAX for name in ("_softmax.default", "softmax.int")},
     **{name: _PROD for name in ("prod.dim_int", "prod.int_out")},
-    **{name: _BCE for name in ("binary_cross_entropy.default",
-                               "binary_cross_entropy_backward.default",
-                               "binary_cross_entropy_with_logits.default")},
     **{name: ("sample artefact: for a Python number the oracle runs torch's mul/div "
               "Scalar_out, whose generated out= wrapper wants out's dtype to be the result's "
               "(float32 here); ours is the Tensor overload with a wrapped number, which casts "
