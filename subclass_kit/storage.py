@@ -29,9 +29,12 @@ Note [Storage dtype and compute dtype]
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 _new = object.__new__
+_LOW_HALF = 0 if sys.byteorder == "little" else 1   # the uint16 holding a float32's low bits
 
 __all__ = ["device", "Storage", "round_bfloat16_bits", "round_to_bfloat16"]
 
@@ -192,8 +195,10 @@ class Storage:
             # miss their cached numpy view and write the words back before reading them.
             self._buffer = self._buffer.view()
         else:
+            # Values still bfloat16 (lower halves all zero: one pass, no temporary) are kept.
             bits = shadow.view(np.uint32)
-            np.copyto(bits, round_bfloat16_bits(bits).astype(np.uint32) << 16)
+            if bits.view(np.uint16)[_LOW_HALF::2].any():
+                np.copyto(bits, round_bfloat16_bits(bits).astype(np.uint32) << 16)
         return shadow
 
     def _data(self, shadow: bool) -> np.ndarray:
