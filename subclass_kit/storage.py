@@ -24,7 +24,12 @@ Note [Storage dtype and compute dtype]
     exactly as if each store had rounded. Anything reading the bytes themselves (``_bytes()``,
     a tensor of another dtype over the same storage, ``resize_``) first writes the rounded
     words back and drops the shadow (``_drop_shadow``). While a shadow exists the float32
-    array, not the words, holds the values, and the storage takes 6 bytes per element.
+    array, not the words, holds the values, and the storage takes 6 bytes per element. A read
+    of a shadow holding only bfloat16 values (lower halves zero) skips the rounding.
+    Where PyTorch's bfloat16 kernel rounds intermediate results too (``logit``, ``xlogy``,
+    the binary cross entropies, ``logsumexp``...), that kernel calls ``round_to_bfloat16``
+    (pointwise ops through ``_Info.bfloat16_fn``); Python numbers are rounded to bfloat16
+    before the op except by ``mul`` / ``div`` (``_Info.exact_numbers``), as PyTorch's.
 """
 
 from __future__ import annotations
