@@ -50,7 +50,8 @@ import subclass_kit as sk
 
 __all__ = ["Graph", "Node", "Ref", "make_graph"]
 
-_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
+_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int8": "i8",
+          "int16": "i16",
           "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "b8"}
 _MEMORY_FORMAT = type(sk.contiguous_format)
 

@@ -40,7 +40,8 @@ import subclass_kit as sk
 __all__ = ["LoggingMode", "OpRecord", "TensorInfo"]
 
 # PyTorch's short dtype spellings (as in FX's readable printouts).
-_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
+_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int8": "i8",
+          "int16": "i16",
           "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "b8"}
 
 

@@ -24,14 +24,22 @@ Note [Storage dtype and compute dtype]
     exactly as if each store had rounded. Anything reading the bytes themselves (``_bytes()``,
     a tensor of another dtype over the same storage, ``resize_``) first writes the rounded
     words back and drops the shadow (``_drop_shadow``). While a shadow exists the float32
-    array, not the words, holds the values, and the storage takes 6 bytes per element.
+    array, not the words, holds the values, and the storage takes 6 bytes per element. A read
+    of a shadow holding only bfloat16 values (lower halves zero) skips the rounding.
+    Where PyTorch's bfloat16 kernel rounds intermediate results too (``logit``, ``xlogy``,
+    the binary cross entropies, ``logsumexp``...), that kernel calls ``round_to_bfloat16``
+    (pointwise ops through ``_Info.bfloat16_fn``); Python numbers are rounded to bfloat16
+    before the op except by ``mul`` / ``div`` (``_Info.exact_numbers``), as PyTorch's.
 """
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 _new = object.__new__
+_LOW_HALF = 0 if sys.byteorder == "little" else 1   # the uint16 holding a float32's low bits
 
 __all__ = ["device", "Storage", "round_bfloat16_bits", "round_to_bfloat16"]
 
@@ -196,8 +204,10 @@ class Storage:
             # miss their cached numpy view and write the words back before reading them.
             self._buffer = self._buffer.view()
         else:
+            # Values still bfloat16 (lower halves all zero: one pass, no temporary) are kept.
             bits = shadow.view(np.uint32)
-            np.copyto(bits, round_bfloat16_bits(bits).astype(np.uint32) << 16)
+            if bits.view(np.uint16)[_LOW_HALF::2].any():
+                np.copyto(bits, round_bfloat16_bits(bits).astype(np.uint32) << 16)
         return shadow
 
     def _data(self, shadow: bool) -> np.ndarray:

@@ -254,8 +254,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 @public_api
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x * rsqrt(mean(x^2 over the trailing normalized_shape dims) + eps) * weight``,
-    computed in float32 for float16 and bfloat16 input (PyTorch's composite: ``pow, mean, add_, rsqrt,
-    mul``). ``eps`` defaults to the machine epsilon of the compute dtype."""
+    computed in float32 for float16 and bfloat16 input (PyTorch's composite: ``pow, mean,
+    add_, rsqrt, mul``). ``eps`` defaults to the machine epsilon of the compute dtype."""
     if isinstance(normalized_shape, int):
         raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of "
                         "ints, not int")

@@ -546,4 +546,5 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return self
 
 
-_CHECKED_NAME = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
+_CHECKED_NAME = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                 "float64": "double"}

@@ -30,7 +30,8 @@ from ._common import (
 )
 
 # C++ spellings of scalar types, as ``c10::ScalarType`` prints through ``caffe2::TypeMeta``.
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16",
               "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
               "uint8": "unsigned char", "bool": "bool"}
 

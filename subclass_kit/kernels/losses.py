@@ -18,6 +18,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..layout import broadcast_shapes, contiguous_strides
 from ..registry import ops
+from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule
 from ._iter_layout import layout_of
 
@@ -122,7 +123,9 @@ def _nll_backward_fill(outs, spec, grad_output, self, target, weight, reduction,
     elif reduction == MEAN:
         g = g / total_weight._array()
     grad = np.zeros((len(safe), self._layout.sizes[-1]), outs[0].dtype)
-    grad[np.arange(len(safe)), safe] = -w * g
+    # Ignored samples stay +0.0 (PyTorch writes only the others; -0 * g would give -0.0).
+    keep = target._array().reshape(-1) != ignore_index
+    grad[np.arange(len(safe))[keep], safe[keep]] = np.broadcast_to(-w * g, w.shape)[keep]
     _store(outs[0], grad.reshape(outs[0].shape))
 
 
@@ -164,17 +167,29 @@ def _bce_rule(self, target, weight=None, reduction=MEAN):
     return _pointwise_spec(tensors, reduction)
 
 
+def _rounding(spec):
+    """bfloat16: PyTorch's binary cross entropy kernels compute in ``BFloat16`` arithmetic
+    (every operation rounds), so ours round where theirs do; other dtypes: no-op."""
+    return round_to_bfloat16 if spec.dtype is dt.bfloat16 else _same
+
+
+def _same(a):
+    return a
+
+
 def _bce_fill(outs, spec, self, target, weight=None, reduction=MEAN):
     x, y = self._array(), target._array()
     if ((x < 0) | (x > 1)).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
     if ((y < 0) | (y > 1)).any():
         raise RuntimeError("all elements of target should be between 0 and 1")
+    r = _rounding(spec)
     with np.errstate(all="ignore"):
         # PyTorch clamps the logs at -100 so that x = 0 or 1 gives a finite loss.
-        loss = -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
+        loss = r(r(r(y - 1) * np.maximum(r(np.log1p(-x)), -100))
+                 - r(y * np.maximum(r(np.log(x)), -100)))
         if weight is not None:
-            loss = loss * weight._array()
+            loss = r(loss * weight._array())
         _store(outs[0], _reduced(loss.astype(outs[0].dtype), reduction))
 
 
@@ -184,12 +199,14 @@ def _bce_backward_rule(grad_output, self, target, weight=None, reduction=MEAN):
 
 def _bce_backward_fill(outs, spec, grad_output, self, target, weight=None, reduction=MEAN):
     x, y = self._array(), target._array()
+    r = _rounding(spec)
     with np.errstate(all="ignore"):
-        grad = grad_output._array() * (x - y) / np.maximum((1 - x) * x, _BCE_EPS)
+        grad = r(r(grad_output._array() * r(x - y))
+                 / np.maximum(r(r(1 - x) * x), r(_BCE_EPS)))
         if weight is not None:
-            grad = grad * weight._array()
+            grad = r(grad * weight._array())
         if reduction == MEAN:
-            grad = grad / max(x.size, 1)
+            grad = r(grad / max(x.size, 1))
         _store(outs[0], grad)
 
 
@@ -201,15 +218,15 @@ def _bce_logits_rule(self, target, weight=None, pos_weight=None, reduction=MEAN)
 
 def _bce_logits_fill(outs, spec, self, target, weight=None, pos_weight=None, reduction=MEAN):
     x, y = self._array(), target._array()
+    r = _rounding(spec)     # PyTorch's composite: log_sigmoid, mul, add_, sub_, mul_
     with np.errstate(all="ignore"):
-        log_sigmoid = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+        log_sigmoid = r(np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))))
         if pos_weight is not None:
-            log_weight = (pos_weight._array() - 1) * y + 1
-            loss = (1 - y) * x - log_weight * log_sigmoid
-        else:
-            loss = (1 - y) * x - log_sigmoid
+            log_weight = r(r(r(pos_weight._array() - 1) * y) + 1)
+            log_sigmoid = r(log_weight * log_sigmoid)
+        loss = r(r(r(1 - y) * x) - log_sigmoid)
         if weight is not None:
-            loss = loss * weight._array()
+            loss = r(loss * weight._array())
         _store(outs[0], _reduced(loss.astype(outs[0].dtype), reduction))
 
 

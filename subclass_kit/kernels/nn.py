@@ -16,6 +16,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..layout import contiguous_strides, format_size, wrap_dim
 from ..registry import ops
+from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule, type_name, type_string
 
 
@@ -67,7 +68,13 @@ def _log_softmax_fill(outs, spec, self, dim, half_to_float):
         return
     with np.errstate(all="ignore"):
         shifted, d = _shifted(self, dim)
-        res = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+        total = np.sum(np.exp(shifted), axis=d, keepdims=True)
+        if spec.dtype is dt.bfloat16 and d == shifted.ndim - 1:
+            # PyTorch's bfloat16 last-dim kernel keeps the sum and its log in bfloat16 buffers
+            total = round_to_bfloat16(np.log(round_to_bfloat16(total)))
+        else:
+            total = np.log(total)
+        res = shifted - total
     np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
 
 

@@ -264,7 +264,8 @@ def _logcumsumexp_compute(dest, arr, spec, self, dim):
     a = arr.astype(_acc(arr.dtype), copy=False)
     if a.ndim == 0:
         return a
-    return np.logaddexp.accumulate(a, axis=wrap_dim(dim, a.ndim))
+    # + 0.0: PyTorch's running log-sum-exp of a -0.0 is 0.0 (max + log1p(exp(min - max)))
+    return np.logaddexp.accumulate(a, axis=wrap_dim(dim, a.ndim)) + 0.0
 
 
 _register(ops.logcumsumexp.default, _logcumsumexp_rule, _logcumsumexp_compute)

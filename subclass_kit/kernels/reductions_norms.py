@@ -18,6 +18,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..layout import contiguous_strides, wrap_dim
 from ..registry import ops
+from ..storage import round_to_bfloat16
 from ._common import Spec, type_name
 from .reductions import (
     _acc,
@@ -44,6 +45,10 @@ def _logsumexp_rule(self, dim, keepdim=False):
     return _spec(self, dims, keepdim, out)
 
 
+def _same(a):
+    return a
+
+
 def _logsumexp_compute(dest, arr, spec, self, dim, keepdim=False):
     acc = _acc(spec.dtype.numpy)
     a = arr.astype(acc, copy=False)
@@ -53,7 +58,15 @@ def _logsumexp_compute(dest, arr, spec, self, dim, keepdim=False):
         return np.log(np.sum(np.exp(a), axis=axis, keepdims=keepdim))
     m = np.max(a, axis=axis, keepdims=True)
     m = np.where(np.isinf(m), 0, m).astype(acc)
-    res = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    if dt.bfloat16 in (self._dtype, spec.dtype):
+        # PyTorch composes it of ops: sub and exp in the input's dtype, then sum, log and add
+        # into the result tensor; each one in bfloat16 rounds.
+        r_in = round_to_bfloat16 if self._dtype is dt.bfloat16 else _same
+        r_out = round_to_bfloat16 if spec.dtype is dt.bfloat16 else _same
+        total = r_out(np.sum(r_in(np.exp(r_in(a - m))), axis=axis, keepdims=True))
+        res = r_out(r_out(np.log(total)) + m)
+    else:
+        res = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
     return res if keepdim else np.squeeze(res, axis) if axis else res
 
 
@@ -172,7 +185,11 @@ def _cumulative_compute(np_fn):
         arr = arr.astype(out, copy=False)
         if arr.ndim == 0:
             return arr
-        return np_fn(arr, axis=wrap_dim(dim, arr.ndim), dtype=_acc(out))
+        res = np_fn(arr, axis=wrap_dim(dim, arr.ndim), dtype=_acc(out))
+        if np_fn is np.cumsum and res.dtype.kind == "f":
+            # PyTorch's running sum starts from +0.0, so no partial sum is -0.0
+            res += 0.0
+        return res
     return compute
 
 
