@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..registry import ops
+from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule, type_name
 from .factories import _preserved_strides
 
@@ -35,6 +36,16 @@ _NAME = "scaled_dot_product_attention_flash_attention"
 
 def _reduced(dtype) -> bool:
     return dtype.itemsize == 2        # float16 / bfloat16: float32 logsumexp and math
+
+
+def _rounder(dtype):
+    """What PyTorch's flash kernel does to the unnormalised probabilities before ``p @ v``:
+    a reduced dtype stores them in that dtype (its gemm takes two operands of one type)."""
+    if dtype is dt.bfloat16:
+        return round_to_bfloat16
+    if dtype is dt.float16:
+        return lambda p: p.astype(np.float16).astype(np.float32)
+    return None
 
 
 def _transposed_strides(b, h, s, e) -> tuple:
@@ -85,6 +96,10 @@ def _backward_rule(grad_out, query, key, value, out, logsumexp, dropout_p, is_ca
     if grad_out._layout.sizes != query._layout.sizes[:3] + value._layout.sizes[3:]:
         raise RuntimeError(f"{_NAME}: grad_out {list(grad_out.shape)} does not match the "
                            f"output's shape")
+    accumulate = dt.float32 if _reduced(query._dtype) else query._dtype
+    if logsumexp._dtype is not accumulate:      # the forward's logsumexp: float32 for 16-bit
+        raise RuntimeError(f"expected scalar type {type_name(accumulate)} but found "
+                           f"{type_name(logsumexp._dtype)}")
     return tuple(Spec(t._layout.sizes, _transposed_strides(*t._layout.sizes), t._dtype, device)
                  for t in (query, key, value))
 
@@ -135,6 +150,7 @@ def _forward_fill(outs, spec, query, key, value, dropout_p=0.0, is_causal=False,
     scale = 1.0 / math.sqrt(e) if scale is None else scale
     mask = _mask_array(attn_mask, q.dtype)
     group = h // k.shape[1] if k.shape[1] else 1
+    rounded = _rounder(query._dtype)
     if out.size == 0:
         return
     with np.errstate(all="ignore"):
@@ -151,7 +167,10 @@ def _forward_fill(outs, spec, query, key, value, dropout_p=0.0, is_causal=False,
             total = np.sum(p, axis=-1, keepdims=True)
             np.copyto(lse[i, hs], np.where(dead, 0.0, np.log(total) + top)[..., 0],
                       casting="unsafe")
-            o = np.matmul(p / np.where(dead, 1.0, total), v[i, kv])
+            # PyTorch's order: (p @ v) / sum, with p in the input dtype for 16-bit inputs
+            # (one key block; longer keys are processed in blocks there, rescaled online).
+            o = np.matmul(p if rounded is None else rounded(p), v[i, kv])
+            o /= np.where(dead, 1.0, total)
             np.copyto(out[i, hs], o, casting="unsafe")
 
 
