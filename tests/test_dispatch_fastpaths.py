@@ -400,7 +400,7 @@ def test_written_out_constructors_match_make_tensor(inference):
     assert fields(fast)[1] == fields(strided)[1] == fields(ref)[1]
     assert fields(meta)[1] == fields(ref_meta)[1]
     assert set(Storage.__slots__) == {"_buffer", "_nbytes", "device", "_resizable",
-                                      "_dataless", "__weakref__"}
+                                      "_dataless", "_shadow", "__weakref__"}
     for t in (fast, strided, meta, wrapper):
         assert t.is_inference() == inference
         assert (t._vc is None) == inference
