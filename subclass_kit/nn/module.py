@@ -27,6 +27,9 @@ __all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
 _global_forward_pre_hooks: dict = OrderedDict()
 _global_forward_hooks: dict = OrderedDict()
 
+# Where __getattr__ finds parameters, buffers and child modules, in its lookup order.
+_STORES = ("_parameters", "_buffers", "_modules")
+
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` returns (PyTorch's ``_IncompatibleKeys``, same repr)."""
 
@@ -168,7 +171,7 @@ class Module:
     # -- attributes -------------------------------------------------------------------------
     def __getattr__(self, name: str):
         d = self.__dict__
-        for store in ("_parameters", "_buffers", "_modules"):
+        for store in _STORES:
             if store in d and name in d[store]:
                 return d[store][name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
@@ -176,7 +179,11 @@ class Module:
     def __setattr__(self, name: str, value) -> None:
         d = self.__dict__
         params = d.get("_parameters")
-        if isinstance(value, Parameter):
+        if not isinstance(value, (Tensor, Module)) and name not in (params or ()) \
+                and name not in (d.get("_modules") or ()) and name not in (d.get("_buffers") or ()):
+            # The common case first (a config value, a flag): no store is involved.
+            object.__setattr__(self, name, value)
+        elif isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
             self._drop(name)
@@ -209,7 +216,7 @@ class Module:
     def _drop(self, name: str) -> None:
         d = self.__dict__
         d.pop(name, None)
-        for store in ("_parameters", "_buffers", "_modules"):
+        for store in _STORES:
             d[store].pop(name, None)
         d["_non_persistent_buffers_set"].discard(name)
 
@@ -233,7 +240,18 @@ class Module:
             raise KeyError(f'{kind} name can\'t contain "."')
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self.__dict__[ok_store]:
+        d = self.__dict__
+        if name in d[ok_store]:
+            return
+        # hasattr(self, name) without the cost of a failing __getattr__ (an f-string
+        # AttributeError per new name while a model builds): the instance dict and the stores
+        # decide unless the class defines the name (a property may still say no: ask it).
+        if hasattr(type(self), name):
+            taken = hasattr(self, name)
+        else:
+            taken = (name in d or name in d["_parameters"] or name in d["_buffers"]
+                     or name in d["_modules"])
+        if taken:
             raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -305,16 +323,20 @@ class Module:
         a module reachable twice is yielded once unless ``remove_duplicate=False``."""
         if memo is None:
             memo = set()
-        if remove_duplicate:
-            if id(self) in memo:
-                return
-            memo.add(id(self))
-        yield prefix, self
-        for name, module in self._modules.items():
-            if module is None:
-                continue
-            sub = prefix + ("." if prefix else "") + name
-            yield from module.named_modules(memo, sub, remove_duplicate)
+        # Depth first with an explicit stack (children pushed in reverse so they pop in
+        # definition order): a recursive ``yield from`` passes every item up through one
+        # generator frame per level, which dominates on deep trees such as an 80-layer model.
+        stack = [(prefix, self)]
+        while stack:
+            prefix, module = stack.pop()
+            if remove_duplicate:
+                if id(module) in memo:
+                    continue
+                memo.add(id(module))
+            yield prefix, module
+            dot = prefix + "." if prefix else ""
+            stack.extend([(dot + name, child) for name, child in
+                          reversed(module._modules.items()) if child is not None])
 
     def modules(self) -> Iterator:
         for _, m in self.named_modules():
