@@ -27,9 +27,6 @@ __all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
 _global_forward_pre_hooks: dict = OrderedDict()
 _global_forward_hooks: dict = OrderedDict()
 
-# Where __getattr__ finds parameters, buffers and child modules, in its lookup order.
-_STORES = ("_parameters", "_buffers", "_modules")
-
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` returns (PyTorch's ``_IncompatibleKeys``, same repr)."""
 
@@ -171,7 +168,7 @@ class Module:
     # -- attributes -------------------------------------------------------------------------
     def __getattr__(self, name: str):
         d = self.__dict__
-        for store in _STORES:
+        for store in ("_parameters", "_buffers", "_modules"):
             if store in d and name in d[store]:
                 return d[store][name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
@@ -179,10 +176,9 @@ class Module:
     def __setattr__(self, name: str, value) -> None:
         d = self.__dict__
         params = d.get("_parameters")
-        if not isinstance(value, (Tensor, Module)) and name not in (params or ()) \
-                and name not in (d.get("_modules") or ()) and name not in (d.get("_buffers") or ()):
-            # The common case first (a config value, a flag): no store is involved.
-            object.__setattr__(self, name, value)
+        if not isinstance(value, (Tensor, Module)) and name not in (params or ()) and name \
+                not in (d.get("_modules") or ()) and name not in (d.get("_buffers") or ()):
+            object.__setattr__(self, name, value)       # the common case: no store involved
         elif isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
@@ -216,7 +212,7 @@ class Module:
     def _drop(self, name: str) -> None:
         d = self.__dict__
         d.pop(name, None)
-        for store in _STORES:
+        for store in ("_parameters", "_buffers", "_modules"):
             d[store].pop(name, None)
         d["_non_persistent_buffers_set"].discard(name)
 
@@ -240,18 +236,10 @@ class Module:
             raise KeyError(f'{kind} name can\'t contain "."')
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
-        d = self.__dict__
-        if name in d[ok_store]:
-            return
-        # hasattr(self, name) without the cost of a failing __getattr__ (an f-string
-        # AttributeError per new name while a model builds): the instance dict and the stores
-        # decide unless the class defines the name (a property may still say no: ask it).
-        if hasattr(type(self), name):
-            taken = hasattr(self, name)
-        else:
-            taken = (name in d or name in d["_parameters"] or name in d["_buffers"]
-                     or name in d["_modules"])
-        if taken:
+        d = self.__dict__     # hasattr(self, name) minus a costly failing __getattr__ per name:
+        taken = hasattr(self, name) if hasattr(type(self), name) else name in d or any(
+            name in d[store] for store in ("_parameters", "_buffers", "_modules"))
+        if taken and name not in d[ok_store]:
             raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -323,10 +311,7 @@ class Module:
         a module reachable twice is yielded once unless ``remove_duplicate=False``."""
         if memo is None:
             memo = set()
-        # Depth first with an explicit stack (children pushed in reverse so they pop in
-        # definition order): a recursive ``yield from`` passes every item up through one
-        # generator frame per level, which dominates on deep trees such as an 80-layer model.
-        stack = [(prefix, self)]
+        stack = [(prefix, self)]    # depth first, no recursive ``yield from`` (a cost per level)
         while stack:
             prefix, module = stack.pop()
             if remove_duplicate:
@@ -335,12 +320,11 @@ class Module:
                 memo.add(id(module))
             yield prefix, module
             dot = prefix + "." if prefix else ""
-            stack.extend([(dot + name, child) for name, child in
-                          reversed(module._modules.items()) if child is not None])
+            stack.extend(reversed([(dot + n, c) for n, c in module._modules.items()
+                                   if c is not None]))
 
     def modules(self) -> Iterator:
-        for _, m in self.named_modules():
-            yield m
+        return (m for _, m in self.named_modules())
 
     def named_children(self) -> Iterator:
         seen = set()
@@ -350,8 +334,7 @@ class Module:
                 yield name, module
 
     def children(self) -> Iterator:
-        for _, m in self.named_children():
-            yield m
+        return (m for _, m in self.named_children())
 
     def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool):
         seen = set()
@@ -368,11 +351,10 @@ class Module:
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator:
         """``(dotted name, Parameter)`` pairs, shared parameters once (PyTorch's order)."""
-        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator:
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator:
