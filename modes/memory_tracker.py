@@ -234,10 +234,7 @@ class MemTracker(sk.DispatchMode):
                     s = t._storage
                     if id(s) not in records and not s._dataless:
                         self._register(s, id(s), _TEMP)
-        self._point(func.name)
-        return out
-
-    def _point(self, label: str) -> None:
+        # The timeline point after the op (inline: this runs once per op of a training step).
         if self._in_optimizer:
             phase, where = "optimizer", self._in_optimizer[-1]
         elif self._task_id() != -1:
@@ -245,13 +242,16 @@ class MemTracker(sk.DispatchMode):
             phase = "backward"
             where = (node._seq, node.name()) if node is not None else (-1, "engine")
         else:
-            phase, where = "forward", self._calls[self._modules[-1]][0] if self._modules else ""
-        point = [label, where, phase, *self._current]
+            modules = self._modules
+            phase, where = "forward", self._calls[modules[-1]][0] if modules else ""
+        current = self._current
+        point = [func.name, where, phase, *current]
         self._points.append(point)
-        total = sum(self._current)
+        total = sum(current)
         if total > self._peak:
             self._peak = total
             self._peak_point = point
+        return out
 
     def _on_saved(self, t):
         self._classify(t, _ACT)

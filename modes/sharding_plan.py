@@ -57,10 +57,16 @@ def _direct_parameters(module):
 
 
 def _modules(model, prefix=""):
-    yield prefix.rstrip("."), model
-    if hasattr(model, "named_children"):
-        for name, child in model.named_children():
-            yield from _modules(child, f"{prefix}{name}.")
+    """``(dotted name, module)`` for ``model`` and its descendants, depth first in definition
+    order. An explicit stack, not recursive generators: fsdp_units walks every layer's
+    subtree (an MoE model has hundreds), and each level of ``yield from`` costs per item."""
+    stack = [(prefix, model)]
+    while stack:
+        prefix, module = stack.pop()
+        yield prefix.rstrip("."), module
+        if hasattr(module, "named_children"):
+            stack.extend(reversed([(f"{prefix}{name}.", child)
+                                   for name, child in module.named_children()]))
 
 
 def module_parameters(model) -> list:

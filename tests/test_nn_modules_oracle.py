@@ -285,6 +285,44 @@ def test_tied_weights_reported_once():
     assert list(m.state_dict()) == ["emb.weight", "head.weight"]
 
 
+def _names_taken_and_walks(lib, zeros):
+    """Which names ``register_parameter`` refuses (instance attributes, methods, properties
+    that answer or raise AttributeError, existing buffers) and the ``named_modules`` orders of
+    a tree holding one module twice and an empty ``ModuleList``, in ``lib``."""
+    class M(lib.Module):
+        @property
+        def absent(self):
+            raise AttributeError("absent")
+
+        @property
+        def present(self):
+            return 1
+
+        def __init__(self):
+            super().__init__()
+            self.x = 3
+            self.register_buffer("b", zeros())
+
+    m, out = M(), []
+    for name in ("x", "absent", "present", "new", "training", "forward", "b"):
+        try:
+            m.register_parameter(name, lib.Parameter(zeros()))
+            out.append((name, "registered"))
+        except KeyError as e:
+            out.append((name, str(e)))
+    shared = lib.Linear(2, 2)
+    seq = lib.Sequential(shared, lib.Sequential(shared, lib.ReLU()), lib.ModuleList())
+    for kwargs in ({}, {"remove_duplicate": False}, {"prefix": "p"}):
+        out.append([n for n, _ in seq.named_modules(**kwargs)])
+    out.append((len(list(seq.modules())), len(list(seq.parameters()))))
+    return out
+
+
+def test_name_checks_and_module_walks_match_torch():
+    assert _names_taken_and_walks(nn, lambda: sk.zeros(2)) == \
+        _names_taken_and_walks(tnn, lambda: torch.zeros(2))
+
+
 @pytest.mark.parametrize("name", ["linear", "conv2d", "sigmoid", "tanh", "relu", "leaky_relu",
                                   "selu"])
 def test_init_gain(name):

@@ -176,7 +176,10 @@ class Module:
     def __setattr__(self, name: str, value) -> None:
         d = self.__dict__
         params = d.get("_parameters")
-        if isinstance(value, Parameter):
+        if not isinstance(value, (Tensor, Module)) and name not in (params or ()) and name \
+                not in (d.get("_modules") or ()) and name not in (d.get("_buffers") or ()):
+            object.__setattr__(self, name, value)       # the common case: no store involved
+        elif isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
             self._drop(name)
@@ -233,7 +236,10 @@ class Module:
             raise KeyError(f'{kind} name can\'t contain "."')
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self.__dict__[ok_store]:
+        d = self.__dict__     # hasattr(self, name) minus a costly failing __getattr__ per name:
+        taken = hasattr(self, name) if hasattr(type(self), name) else name in d or any(
+            name in d[store] for store in ("_parameters", "_buffers", "_modules"))
+        if taken and name not in d[ok_store]:
             raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -305,20 +311,20 @@ class Module:
         a module reachable twice is yielded once unless ``remove_duplicate=False``."""
         if memo is None:
             memo = set()
-        if remove_duplicate:
-            if id(self) in memo:
-                return
-            memo.add(id(self))
-        yield prefix, self
-        for name, module in self._modules.items():
-            if module is None:
-                continue
-            sub = prefix + ("." if prefix else "") + name
-            yield from module.named_modules(memo, sub, remove_duplicate)
+        stack = [(prefix, self)]    # depth first, no recursive ``yield from`` (a cost per level)
+        while stack:
+            prefix, module = stack.pop()
+            if remove_duplicate:
+                if id(module) in memo:
+                    continue
+                memo.add(id(module))
+            yield prefix, module
+            dot = prefix + "." if prefix else ""
+            stack.extend(reversed([(dot + n, c) for n, c in module._modules.items()
+                                   if c is not None]))
 
     def modules(self) -> Iterator:
-        for _, m in self.named_modules():
-            yield m
+        return (m for _, m in self.named_modules())
 
     def named_children(self) -> Iterator:
         seen = set()
@@ -328,8 +334,7 @@ class Module:
                 yield name, module
 
     def children(self) -> Iterator:
-        for _, m in self.named_children():
-            yield m
+        return (m for _, m in self.named_children())
 
     def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool):
         seen = set()
@@ -346,11 +351,10 @@ class Module:
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator:
         """``(dotted name, Parameter)`` pairs, shared parameters once (PyTorch's order)."""
-        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator:
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator:

@@ -65,14 +65,18 @@ def load_config(path_or_dict, **overrides):
 
 
 def _model_class(cfg):
-    from . import bert, gpt2, llama, vit
+    # Only the architecture asked for is imported (each module costs import time).
     if cfg.model_type == "gpt2":
-        return gpt2.GPT2LMHeadModel
+        from .gpt2 import GPT2LMHeadModel
+        return GPT2LMHeadModel
     if cfg.model_type == "bert":
-        return bert.BertModel
+        from .bert import BertModel
+        return BertModel
     if cfg.model_type == "vit":
-        return vit.ViTForImageClassification
-    return llama.CLASSES[cfg.model_type]
+        from .vit import ViTForImageClassification
+        return ViTForImageClassification
+    from .llama import CLASSES
+    return CLASSES[cfg.model_type]
 
 
 def build(cfg, *, dtype=None, device="meta") -> sk.nn.Module:
