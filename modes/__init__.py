@@ -1,22 +1,48 @@
-"""Modes built only on subclass_kit's public extension API."""
-from .debug_assert import DebugAssertError as DebugAssertError
-from .debug_assert import DebugAssertMode as DebugAssertMode
-from .explain import explain as explain
-from .graph import Graph as Graph
-from .graph import make_graph as make_graph
-from .inference import InferenceMode as InferenceMode
-from .logging_mode import LoggingMode as LoggingMode
-from .meta_mode import DynamicOutputShapeError as DynamicOutputShapeError
-from .meta_mode import MetaMode as MetaMode
-from .meta_mode import infer_shapes as infer_shapes
-from .op_usage import OpUsageMode as OpUsageMode
-from .functionalization import FunctionalizeMode as FunctionalizeMode
-from .functionalization import FunctionalTensorWrapper as FunctionalTensorWrapper
-from .functionalization import from_functional as from_functional
-from .functionalization import functionalize as functionalize
-from .functionalization import to_functional as to_functional
-from .flop_counter import FlopCounterMode as FlopCounterMode
-from .flop_counter import register_flop_formula as register_flop_formula
-from .module_tracker import ModuleTracker as ModuleTracker
-from .memory_tracker import MemTracker as MemTracker
-from .autocast import AutocastMode as AutocastMode
+"""Modes built only on subclass_kit's public extension API.
+
+Each name loads its module on first use (PEP 562), so the modes a program does not use cost
+nothing: the autograd engine, imported at the first tensor that requires grad, and
+``sk.inference_mode`` pull in only their own modules.
+"""
+
+import importlib
+
+# public name -> the module defining it
+_NAMES = {
+    "DebugAssertError": ".debug_assert",
+    "DebugAssertMode": ".debug_assert",
+    "explain": ".explain",
+    "Graph": ".graph",
+    "make_graph": ".graph",
+    "InferenceMode": ".inference",
+    "LoggingMode": ".logging_mode",
+    "DynamicOutputShapeError": ".meta_mode",
+    "MetaMode": ".meta_mode",
+    "infer_shapes": ".meta_mode",
+    "OpUsageMode": ".op_usage",
+    "FunctionalizeMode": ".functionalization",
+    "FunctionalTensorWrapper": ".functionalization",
+    "from_functional": ".functionalization",
+    "functionalize": ".functionalization",
+    "to_functional": ".functionalization",
+    "FlopCounterMode": ".flop_counter",
+    "register_flop_formula": ".flop_counter",
+    "ModuleTracker": ".module_tracker",
+    "MemTracker": ".memory_tracker",
+    "AutocastMode": ".autocast",
+}
+
+__all__ = list(_NAMES)
+
+
+def __getattr__(name):
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_NAMES))

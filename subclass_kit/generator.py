@@ -113,11 +113,17 @@ class Generator:
 default_generator = Generator()
 
 
-def numpy_generator(generator):
-    """The numpy Generator behind ``generator`` (the default one for None). Raises TypeError
-    for anything else, as PyTorch's parser for a ``Generator?`` argument."""
+def checked_generator(generator):
+    """``generator`` (the default one for None). Raises TypeError for anything else, as
+    PyTorch's parser for a ``Generator?`` argument. Its numpy Generator is made only when
+    values are drawn (``._np``): a meta tensor draws none."""
     if generator is None:
-        return default_generator._np
+        return default_generator
     if isinstance(generator, Generator):
-        return generator._np
+        return generator
     raise TypeError(f"expected a sk.Generator, got {type(generator).__name__}")
+
+
+def numpy_generator(generator):
+    """The numpy Generator behind ``generator`` (see ``checked_generator``)."""
+    return checked_generator(generator)._np

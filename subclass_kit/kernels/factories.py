@@ -31,7 +31,7 @@ from ._common import (
 from ._iter_layout import alloc, iter_strides
 from ._scalars import checked_scalar
 
-from ..generator import default_generator, numpy_generator
+from ..generator import checked_generator, default_generator
 
 
 def manual_seed(seed: int):
@@ -157,7 +157,7 @@ def eye(n, m, *, dtype=None, device=None, requires_grad=None):
 
 def _random(kind):
     def kernel(size, *, generator=None, dtype=None, device=None, requires_grad=None):
-        rng = numpy_generator(generator)
+        rng = checked_generator(generator)
         t = _factory(size, dtype, device)
         if not t._dtype.is_floating_point:
             kernel_name = "check_uniform_bounds" if kind == "rand" else "normal_kernel_cpu"
@@ -165,7 +165,7 @@ def _random(kind):
                                       f"'{type_name(t._dtype)}'")
         if t._storage.device is not META:
             shape = t._layout.sizes
-            vals = rng.random(shape) if kind == "rand" else rng.standard_normal(shape)
+            vals = rng._np.random(shape) if kind == "rand" else rng._np.standard_normal(shape)
             t._array()[...] = vals
         return _finish(t, requires_grad)
     return kernel
@@ -183,13 +183,13 @@ for _op, _kind in ((ops.rand.generator, "rand"), (ops.randn.generator, "randn"))
 @both_devices(ops.randint.low_generator)
 @both_devices(ops.randint.low)
 def randint(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=None):
-    rng = numpy_generator(generator)
+    rng = checked_generator(generator)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
     t = _factory(size, dt.int64 if dtype is None else dtype, device)
     if t._storage.device is not META:
-        t._array()[...] = rng.integers(low, high, t._layout.sizes)
+        t._array()[...] = rng._np.integers(low, high, t._layout.sizes)
     return t
 
 
@@ -497,7 +497,7 @@ def new_ones(self, size, *, dtype=None, device=None, requires_grad=None):
 
 # -- in-place random fills: PyTorch's checks in its order, then numpy's generator --------------
 def _random_generator(generator):
-    return numpy_generator(generator)
+    return checked_generator(generator)
 
 
 def _random_fill_target(self, kernel_name):
@@ -527,7 +527,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     check_no_internal_overlap(self)
     if self._storage.device is not META:
         shape = self._layout.sizes
-        self._array()[...] = from_ + (to - from_) * rng.random(shape)
+        self._array()[...] = from_ + (to - from_) * rng._np.random(shape)
     return self
 
 
@@ -542,7 +542,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     check_no_internal_overlap(self)
     if self._storage.device is not META:
         shape = self._layout.sizes
-        self._array()[...] = mean + std * rng.standard_normal(shape)
+        self._array()[...] = mean + std * rng._np.standard_normal(shape)
     return self
 
 
