@@ -247,8 +247,9 @@ class OpOverload:
             args, kwargs = self._bind(args, kwargs)         # raises
         if self.decomposition is not None:
             return self.decomposition(*args, **kwargs)
-        if flags.autograd is not None and not tls.autograd_off:
-            return flags.autograd(self, args, kwargs)       # Note [Autograd layer]
+        if flags.autograd is not None and tls.grad_enabled and not tls.autograd_off:
+            # Note [Autograd layer]; with grad mode off it would only run the op below itself
+            return flags.autograd(self, args, kwargs)
         if flags.interceptors:
             st = tls.__dict__       # one thread-local lookup for both reads
             if st["dispatch_modes"] or st["trace"] is not None:
