@@ -15,8 +15,8 @@ import subclass_kit as sk
 from subclass_kit._state import tls as _tls
 
 from . import formulas as F
-from .graph import (INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, grad_accumulator,
-                    gradient_edge)
+from .graph import (INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _sequence,
+                    grad_accumulator, gradient_edge)
 
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
@@ -29,7 +29,8 @@ class FormulaNode(Node):
     formula's ``ctx`` and returns one gradient per edge (``Tensor[]`` inputs flattened)."""
 
     def __init__(self, formula, values, saved, metas, results, out_metas, needs, edges, widths):
-        super().__init__(edges)
+        self._next = tuple(edges)       # Node.__init__, inlined: one node per recorded op
+        self._seq = next(_sequence)
         self._formula = formula
         self._values = values           # argument name -> value (not saved: plain values)
         self._saved = saved             # argument name -> SavedTensor (or list of them)
@@ -390,7 +391,8 @@ def _record(op, formula, args, kwargs):
     grad_outs = outs
     if formula.outputs:         # output_differentiability: the others stay without grad
         grad_outs = [o if keep else None for o, keep in zip(outs, formula.outputs)]
-    out_metas = [meta_of(o) if _differentiable(o) else None for o in grad_outs]
+    out_metas = [meta_of(o) if o.__class__ is _Tensor and o._dtype.is_floating_point
+                 else (meta_of(o) if _differentiable(o) else None) for o in grad_outs]
     plan = _PLANS.get(op) or _plan(op, formula)
     cls = plan[1] or node_class(F.call_node_name(plan[0], formula, bound))
     node = cls(formula, values, saved, metas, None, out_metas, tuple(needs), edges, widths)
