@@ -49,7 +49,7 @@ def retain_grad(t) -> None:
     if t.is_leaf or t.__dict__.get("_retains_grad"):
         return
     fn = t.grad_fn
-    fn._retain[t._output_nr] = t
+    fn._own("_retain", {})[t._output_nr] = t
     t.__dict__["_retains_grad"] = True
 
 
@@ -58,7 +58,7 @@ def register_hook(t, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     fn = t.grad_fn
     node = fn if fn is not None else grad_accumulator(t)
-    hooks = node._tensor_pre_hooks.setdefault(t._output_nr if fn is not None else 0, [])
+    hooks = node._own("_tensor_pre_hooks", {}).setdefault(t._output_nr if fn is not None else 0, [])
     hooks.append(hook)
     return RemovableHandle(hooks, hook)
 

@@ -195,7 +195,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
         while ready:
             _, _, node = heapq.heappop(ready)
             buf = buffers.pop(node, None) or [None] * node._num_inputs
-            buf = _pre_hooks(node, buf)
+            if node._tensor_pre_hooks or node._retain or node._pre_hooks:
+                buf = _pre_hooks(node, buf)
             if targets is not None:
                 for nr in range(len(buf)):
                     for k in targets.get((node, nr), ()):
@@ -204,7 +205,12 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                     not accumulate and isinstance(node, AccumulateGrad))):
                 out = [None] * len(node._next)
             else:
-                if any(g is not None for g in buf):
+                for g in buf:
+                    if g is not None:
+                        break
+                else:
+                    g = None
+                if g is not None:
                     _RUNNING.append(node)
                     try:
                         out = node.apply(buf)
@@ -212,8 +218,9 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                         _RUNNING.pop()
                 else:
                     out = [None] * len(node._next)
-                for hook in node._hooks:
-                    hook(tuple(out), tuple(buf))
+                if node._hooks:
+                    for hook in node._hooks:
+                        hook(tuple(out), tuple(buf))
                 if not retain_graph:
                     node.release()
             for e, g in zip(node._next, out):

@@ -72,18 +72,50 @@ class Formula:
     save_for: tuple = ()
 
 
-@dataclass(frozen=True)
 class TensorMeta:
-    """What a node keeps of a tensor it does not save: enough to shape a gradient."""
-    shape: tuple
-    dtype: object
-    device: object
-    stride: tuple
-    offset: int = 0         # storage offset (``as_strided``'s backward places the gradient)
+    """What a node keeps of a tensor it does not save: enough to shape a gradient.
+
+    A slotted class rather than a frozen dataclass: one is made per tensor argument and output
+    of every recorded op, and a frozen dataclass's ``__init__`` costs five ``object.__setattr__``
+    calls."""
+
+    __slots__ = ("shape", "dtype", "device", "stride", "offset")
+
+    def __init__(self, shape, dtype, device, stride, offset: int = 0):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.device = device
+        self.stride = tuple(stride)
+        self.offset = offset    # storage offset (``as_strided``'s backward places the gradient)
 
     @classmethod
     def of(cls, t) -> "TensorMeta":
-        return cls(tuple(t.shape), t.dtype, t.device, tuple(t.stride()), t.storage_offset())
+        m = _new(cls)
+        if t.__class__ is _Tensor:      # the common case: read the layout directly
+            m.shape, m.stride, m.offset = t._layout
+            m.device = t._storage.device
+        else:                           # a subclass may override the accessors
+            m.shape, m.stride, m.offset = tuple(t.shape), tuple(t.stride()), t.storage_offset()
+            m.device = t.device
+        m.dtype = t.dtype
+        return m
+
+    def _key(self):
+        return (self.shape, self.dtype, self.device, self.stride, self.offset)
+
+    def __eq__(self, other):
+        return isinstance(other, TensorMeta) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return ("TensorMeta(shape={!r}, dtype={!r}, device={!r}, stride={!r}, offset={!r})"
+                .format(*self._key()))
+
+
+_new = object.__new__
+_Tensor = sk.Tensor
 
 
 FORMULAS: dict[str, Formula] = {}
@@ -255,7 +287,13 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw, validate: bool = Tr
                             for j, (gi, m) in enumerate(zip(g, meta))])
             index += len(meta)
             continue
-        out.append(None if g is None or meta is None else _fit(g, meta, formula, index, validate))
+        if g is None or meta is None:
+            out.append(None)
+        elif (g.__class__ is _Tensor and g._layout.sizes == meta.shape
+              and g._dtype is meta.dtype):
+            out.append(g)               # the common case: nothing to reduce or cast
+        else:
+            out.append(_fit(g, meta, formula, index, validate))
         index += meta is not None
     return out
 

@@ -49,15 +49,27 @@ class Node:
 
     _name = "Node"
     _num_inputs = 1     # gradients it receives (outputs of the forward op)
+    # Hooks are rare: the containers are class-level empty ones until a hook is registered
+    # (``_own``), so recording a node costs no allocations for them.
+    _pre_hooks = ()             # hook(grad_outputs) -> new grad_outputs or None
+    _hooks = ()                 # hook(grad_inputs, grad_outputs)
+    _tensor_pre_hooks: dict = {}    # output_nr -> [hook(grad)]  (never mutated at class level)
+    _retain: dict = {}          # output_nr -> tensor whose .grad keeps the gradient
 
     def __init__(self, next_edges=()):
         self._next = tuple(next_edges)
         self._seq = next(_sequence)
-        self._pre_hooks = []        # hook(grad_outputs) -> new grad_outputs or None
-        self._hooks = []            # hook(grad_inputs, grad_outputs)
-        self._tensor_pre_hooks = {}     # output_nr -> [hook(grad)]
-        self._retain = {}           # output_nr -> tensor whose .grad keeps the gradient
-        self.metadata = {}
+
+    def _own(self, name: str, empty):
+        """This node's own hook container ``name`` (made from ``empty`` on first use)."""
+        box = self.__dict__.get(name)
+        if box is None:
+            box = self.__dict__[name] = empty
+        return box
+
+    @property
+    def metadata(self) -> dict:
+        return self._own("metadata", {})
 
     def name(self) -> str:
         return self._name
@@ -67,12 +79,14 @@ class Node:
         return tuple((None, 0) if e is None else e for e in self._next)
 
     def register_hook(self, fn):
-        self._hooks.append(fn)
-        return RemovableHandle(self._hooks, fn)
+        hooks = self._own("_hooks", [])
+        hooks.append(fn)
+        return RemovableHandle(hooks, fn)
 
     def register_prehook(self, fn):
-        self._pre_hooks.append(fn)
-        return RemovableHandle(self._pre_hooks, fn)
+        hooks = self._own("_pre_hooks", [])
+        hooks.append(fn)
+        return RemovableHandle(hooks, fn)
 
     def apply(self, grads: list) -> list:
         raise NotImplementedError

@@ -12,26 +12,28 @@ view's own ``grad_fn`` is regenerated lazily, as ``AsStridedBackward0``, the nex
 from __future__ import annotations
 
 import subclass_kit as sk
+from subclass_kit._state import tls as _tls
 
 from . import formulas as F
-from .graph import INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, gradient_edge
+from .graph import (INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _sequence,
+                    grad_accumulator, gradient_edge)
 
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
 _redispatch = sk.redispatch_below_autograd
 _Tensor = sk.Tensor
-_grad_enabled = sk.is_grad_enabled
-_inference = sk.is_inference_mode_enabled
 
 
 class FormulaNode(Node):
     """The node of a derivative-table formula: ``apply`` unpacks the saved tensors, builds the
     formula's ``ctx`` and returns one gradient per edge (``Tensor[]`` inputs flattened)."""
 
-    def __init__(self, formula, values, metas, results, out_metas, needs, edges, widths):
-        super().__init__(edges)
+    def __init__(self, formula, values, saved, metas, results, out_metas, needs, edges, widths):
+        self._next = tuple(edges)       # Node.__init__, inlined: one node per recorded op
+        self._seq = next(_sequence)
         self._formula = formula
-        self._values = values           # argument name -> value (SavedTensor for saved ones)
+        self._values = values           # argument name -> value (not saved: plain values)
+        self._saved = saved             # argument name -> SavedTensor (or list of them)
         self._metas = metas
         self._results = results         # SavedTensors of the outputs, or None
         self._out_metas = out_metas     # TensorMeta per output, None for non-differentiable
@@ -40,17 +42,29 @@ class FormulaNode(Node):
         self._num_inputs = len(out_metas)
 
     def apply(self, grads):
-        grads = list(grads) + [None] * (len(self._out_metas) - len(grads))
-        for i, (g, m) in enumerate(zip(grads, self._out_metas)):
-            if g is None and m is not None:
-                grads[i] = sk.zeros(m.shape, dtype=m.dtype, device=m.device)
-        values = {k: _unpack(v) for k, v in self._values.items()}
-        results = tuple(_unpack(r) for r in self._results) if self._results is not None \
-            else (None,) * len(self._out_metas)
+        out_metas = self._out_metas
+        n = len(out_metas)
+        if n != 1 or grads[0] is None:
+            grads = list(grads) + [None] * (n - len(grads))
+            for i, (g, m) in enumerate(zip(grads, out_metas)):
+                if g is None and m is not None:
+                    grads[i] = sk.zeros(m.shape, dtype=m.dtype, device=m.device)
+        values = self._values
+        if self._saved:
+            values = dict(values)
+            for k, v in self._saved.items():
+                values[k] = v.unpack() if v.__class__ is SavedTensor else _unpack(v)
+        results = self._results
+        results = tuple(_unpack(r) for r in results) if results is not None else (None,) * n
         ctx = F.FormulaContext(values, self._metas, results, self._needs)
-        raw = self._formula.fn(ctx, *grads)
+        formula = self._formula
+        raw = formula.fn(ctx, *grads)
+        finished = F.finish_grads(formula, ctx, raw)
+        widths = self._widths
+        if widths is None:              # no Tensor[] input: one gradient per edge already
+            return finished
         out = []
-        for width, g in zip(self._widths, F.finish_grads(self._formula, ctx, raw)):
+        for width, g in zip(widths, finished):
             if width is None:
                 out.append(g)
             else:
@@ -58,7 +72,7 @@ class FormulaNode(Node):
         return out
 
     def release(self):
-        for v in self._values.values():
+        for v in self._saved.values():
             for s in (v if isinstance(v, list) else (v,)):
                 if isinstance(s, SavedTensor):
                     s.free()
@@ -70,8 +84,10 @@ class FormulaNode(Node):
         # PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions).
         if name.startswith("_saved_"):
             key = name[7:]
+            if key in self.__dict__.get("_saved", {}):
+                return _unpack(self._saved[key])
             if key in self.__dict__.get("_values", {}):
-                return _unpack(self._values[key])
+                return self._values[key]
             if key == "result" and self.__dict__.get("_results"):
                 r = self._results
                 return _unpack(r[0]) if len(r) == 1 else tuple(_unpack(x) for x in r)
@@ -242,8 +258,16 @@ class AutogradLayer:
         return formula
 
     def __call__(self, op, args, kwargs):
-        if not _grad_enabled() or _inference() or op.is_out:
-            return _redispatch(op, args, kwargs)
+        st = _tls
+        if not st.grad_enabled or st.inference or op.is_out:
+            # ``redispatch_below_autograd`` inlined: this is the path of every op under
+            # ``no_grad``, ``inference_mode`` and in the backward. The layer only runs while
+            # ``autograd_off`` is False, so that is the value to restore.
+            st.autograd_off = True
+            try:
+                return op(*args, **kwargs)
+            finally:
+                st.autograd_off = False
         for a in args:
             if a.__class__ is _Tensor:      # the common case, inline
                 if a._requires_grad or (a._base is not None and a._base._requires_grad):
@@ -286,44 +310,80 @@ def _record_missing(op, args, kwargs):
     return out
 
 
+def _edge(v):
+    """``gradient_edge`` of a tensor that requires grad; a plain non-view tensor inline."""
+    if v.__class__ is _Tensor and v._base is None:
+        fn = v._grad_fn
+        if fn is not None:
+            return (fn, v._output_nr)
+        return (grad_accumulator(v), 0)
+    return gradient_edge(v)
+
+
+def _needs_grad(v) -> bool:
+    if v.__class__ is _Tensor:
+        return v._requires_grad or (v._base is not None and v._base._requires_grad)
+    return isinstance(v, _Tensor) and v.requires_grad
+
+
+_PLANS: dict = {}       # op -> (overload key, node class or None when it depends on the call)
+
+
+def _plan(op, formula):
+    key = f"{op.name}.{op.overload}"
+    if key in F.NODE_NAMES or formula.numbers:
+        cls = None
+    else:
+        cls = node_class(formula.node)
+    plan = _PLANS[op] = (key, cls)
+    return plan
+
+
 def _record(op, formula, args, kwargs):
     bound = F.bind(op, args, kwargs)
     inplace = op.is_inplace
     self_arg = bound.get("self") if inplace else None
     rebase = (inplace and self_arg is not None and self_arg._base is not None
               and "inplace_view" not in op.tags)
-    needs, edges, widths = [], [], []
-    for name in formula.inputs:
+    needs, edges = [], []
+    widths = None
+    for i, name in enumerate(formula.inputs):
         v = bound.get(name)
         if isinstance(v, (list, tuple)):
-            widths.append(len(v))
-            flags = [isinstance(x, _Tensor) and x.requires_grad for x in v]
+            if widths is None:
+                widths = [None] * len(formula.inputs)
+            widths[i] = len(v)
+            flags = [_needs_grad(x) for x in v]
             needs.append(any(flags))
-            edges.extend(gradient_edge(x) if f else None for x, f in zip(v, flags))
+            edges.extend(_edge(x) if f else None for x, f in zip(v, flags))
         else:
-            widths.append(None)
-            rg = isinstance(v, _Tensor) and v.requires_grad
+            rg = _needs_grad(v)
             needs.append(rg)
             if rg and rebase and v is self_arg:
                 edges.append(None)      # CopySlices takes the base's edge instead
             else:
-                edges.append(gradient_edge(v) if rg else None)
-    if not any(needs):
+                edges.append(_edge(v) if rg else None)
+    if True not in needs:
         return _redispatch(op, args, kwargs)
-    metas, values = {}, {}
+    metas, values, saved = {}, {}, {}
     save = formula.save
     if formula.save_for:
         save = set(save)
         for name, users in formula.save_for:
             if not any(needs[i] for i in users):
                 save.discard(name)
+    meta_of = F.TensorMeta.of
     for name, v in bound.items():
-        m = F.TensorMeta.of(v) if isinstance(v, _Tensor) else (
-            F._meta(v) if isinstance(v, (list, tuple)) else None)
+        if isinstance(v, _Tensor):
+            metas[name] = meta_of(v)
+            if name in save:
+                saved[name] = _save(v, inplace and name == "self")
+            continue
+        m = F._meta(v) if isinstance(v, (list, tuple)) else None
         if m is not None:
             metas[name] = m
         if name in save:
-            values[name] = _save(v, inplace and name == "self")
+            saved[name] = _save(v, inplace and name == "self")
         elif m is None:
             values[name] = v
     out = _redispatch(op, args, kwargs)
@@ -331,9 +391,11 @@ def _record(op, formula, args, kwargs):
     grad_outs = outs
     if formula.outputs:         # output_differentiability: the others stay without grad
         grad_outs = [o if keep else None for o, keep in zip(outs, formula.outputs)]
-    out_metas = [F.TensorMeta.of(o) if _differentiable(o) else None for o in grad_outs]
-    cls = node_class(F.call_node_name(f"{op.name}.{op.overload}", formula, bound))
-    node = cls(formula, values, metas, None, out_metas, tuple(needs), edges, widths)
+    out_metas = [meta_of(o) if o.__class__ is _Tensor and o._dtype.is_floating_point
+                 else (meta_of(o) if _differentiable(o) else None) for o in grad_outs]
+    plan = _PLANS.get(op) or _plan(op, formula)
+    cls = plan[1] or node_class(F.call_node_name(plan[0], formula, bound))
+    node = cls(formula, values, saved, metas, None, out_metas, tuple(needs), edges, widths)
     if "result" in formula.save:
         node._results = [SavedTensor(o, is_output=True, node=node) for o in outs]
     elif formula.save and formula.save[-1].startswith("result"):
