@@ -157,7 +157,16 @@ def _scalar_for(dtype, value):
 
 def _addmm_fill(outs, spec, self, mat1, mat2, *, beta=1, alpha=1):
     beta, alpha = _scalar_for(spec.dtype, beta), _scalar_for(spec.dtype, alpha)
-    prod = np.matmul(_compute_array(mat1), _compute_array(mat2))
+    out = outs[0]
+    a, b = _compute_array(mat1), _compute_array(mat2)
+    if (alpha == 1 and beta == 1 and out.dtype == a.dtype == b.dtype and out.flags.c_contiguous
+            and not any(np.may_share_memory(out, t) for t in (a, b, self._array()))):
+        # The common Linear call: the product written straight into the output, then the
+        # bias added in place (the same two roundings as below, no temporaries).
+        np.matmul(a, b, out=out)
+        np.add(out, _compute_array(self), out=out)
+        return
+    prod = np.matmul(a, b)
     if alpha != 1:
         prod = prod * np.asarray(alpha, prod.dtype)
     if beta != 0:
