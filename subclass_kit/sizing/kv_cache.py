@@ -39,21 +39,11 @@ _ENCODER_ONLY = ("bert", "vit")
 
 
 def add_arguments(parser) -> None:
+    from ..cli import _positive_int
     parser.add_argument(
-        "--kv-cache", metavar="CONTEXT", type=_context, dest="kv_cache",
+        "--kv-cache", metavar="CONTEXT", type=_positive_int, dest="kv_cache",
         help="also report the key/value cache bytes for CONTEXT tokens of --batch sequences "
              "(GQA, head_dim and sliding windows from the config, in the model dtype)")
-
-
-def _context(text: str) -> int:
-    import argparse
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def wanted(args) -> bool:
