@@ -12,7 +12,6 @@ view's own ``grad_fn`` is regenerated lazily, as ``AsStridedBackward0``, the nex
 from __future__ import annotations
 
 import subclass_kit as sk
-from subclass_kit._state import tls as _tls
 
 from . import formulas as F
 from .graph import (INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _sequence,
@@ -22,6 +21,8 @@ __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "
 
 _redispatch = sk.redispatch_below_autograd
 _Tensor = sk.Tensor
+_grad_enabled = sk.is_grad_enabled
+_inference = sk.is_inference_mode_enabled
 
 
 class FormulaNode(Node):
@@ -258,16 +259,9 @@ class AutogradLayer:
         return formula
 
     def __call__(self, op, args, kwargs):
-        st = _tls
-        if not st.grad_enabled or st.inference or op.is_out:
-            # ``redispatch_below_autograd`` inlined: this is the path of every op under
-            # ``no_grad``, ``inference_mode`` and in the backward. The layer only runs while
-            # ``autograd_off`` is False, so that is the value to restore.
-            st.autograd_off = True
-            try:
-                return op(*args, **kwargs)
-            finally:
-                st.autograd_off = False
+        # (With grad mode off the core does not call the layer at all: Note [Autograd layer].)
+        if not _grad_enabled() or _inference() or op.is_out:
+            return _redispatch(op, args, kwargs)
         for a in args:
             if a.__class__ is _Tensor:      # the common case, inline
                 if a._requires_grad or (a._base is not None and a._base._requires_grad):
