@@ -280,8 +280,7 @@ class MemTracker(sk.DispatchMode):
             self._wrap_optimizer(opt)
         # Hooks active outside the tracker still pack what is saved (the tracker only looks):
         # the storage's weak reference tells whether the packed form keeps it alive.
-        stack = graph._HookState.stack
-        self._outer_hooks = stack[-1] if stack else None
+        self._outer_hooks = graph.top_saved_tensors_hooks()
         self._saved_hooks = graph.saved_tensors_hooks(self._on_saved, self._on_unpack)
         self._saved_hooks.__enter__()
         return super().__enter__()

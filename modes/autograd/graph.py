@@ -14,7 +14,8 @@ import weakref
 
 import subclass_kit as sk
 
-__all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks", "gradient_edge",
+__all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
+           "top_saved_tensors_hooks", "gradient_edge",
            "RemovableHandle"]
 
 _sequence = itertools.count()
@@ -109,6 +110,13 @@ def forward_name(node) -> str:
 class _HookState:
     """The active ``saved_tensors_hooks`` (innermost last)."""
     stack: list = []
+
+
+def top_saved_tensors_hooks():
+    """The innermost active ``(pack, unpack)`` pair of ``saved_tensors_hooks``, or None (what
+    PyTorch's ``torch._C._autograd._top_saved_tensors_default_hooks`` answers): lets a hook
+    that wraps saving (checkpointing, ``modes.MemTracker``) still call the one outside it."""
+    return _HookState.stack[-1] if _HookState.stack else None
 
 
 class saved_tensors_hooks:

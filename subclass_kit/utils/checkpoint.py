@@ -48,7 +48,7 @@ class _Frame:
 
     def recompute(self):
         import subclass_kit as sk
-        from subclass_kit.modes.autograd.graph import saved_tensors_hooks
+        saved_tensors_hooks = sk.autograd.graph.saved_tensors_hooks   # loads the autograd mode
         args = [self.unpack(a) if is_t else a for a, is_t in zip(self.args, self.tensor_args)]
         position = [0]
 
@@ -104,7 +104,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
     saves different tensors the second time.
     """
     import subclass_kit as sk
-    from subclass_kit.modes.autograd.graph import _HookState, saved_tensors_hooks
+    graph = sk.autograd.graph       # the autograd mode, loaded on first use (never at import)
 
     if use_reentrant is None:
         warnings.warn(
@@ -114,7 +114,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
     elif use_reentrant:
         raise NotImplementedError("sk.utils.checkpoint: use_reentrant=True is not implemented; "
                                   "pass use_reentrant=False")
-    outer = _HookState.stack[-1] if _HookState.stack else (_identity, _identity)
+    outer = graph.top_saved_tensors_hooks() or (_identity, _identity)
     frame = _Frame(function, args, kwargs, outer,
                    sk.get_rng_state() if preserve_rng_state else None)
 
@@ -122,5 +122,5 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
         frame.count += 1
         return frame.count - 1
 
-    with saved_tensors_hooks(pack, frame.get):
+    with graph.saved_tensors_hooks(pack, frame.get):
         return function(*args, **kwargs)
