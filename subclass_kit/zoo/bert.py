@@ -10,12 +10,12 @@ no padding mask (every token attends to every token). Dropout is omitted (infere
 from __future__ import annotations
 
 import subclass_kit as sk
-from subclass_kit.nn.containers import ModuleList
 from subclass_kit.nn.layers import Embedding, LayerNorm, Linear
 from subclass_kit.nn.module import Module
 
 from . import nn
 from .config import BertConfig
+from .encoder import Encoder, Intermediate, SelfAttention
 
 __all__ = ["BertModel"]
 
@@ -37,22 +37,6 @@ class BertEmbeddings(Module):
         return self.LayerNorm(x)
 
 
-class BertSelfAttention(Module):
-    def __init__(self, cfg: BertConfig, kw: dict):
-        super().__init__()
-        d = cfg.hidden_size
-        self.query = Linear(d, d, **kw)
-        self.key = Linear(d, d, **kw)
-        self.value = Linear(d, d, **kw)
-        self.heads = cfg.num_attention_heads
-        self.attn_implementation = cfg.attn_implementation
-
-    def forward(self, x):
-        h = self.heads
-        q, k, v = (nn.split_heads(p(x), h) for p in (self.query, self.key, self.value))
-        return nn.merge_heads(nn.attention(q, k, v, implementation=self.attn_implementation))
-
-
 class BertSelfOutput(Module):
     """``LayerNorm(dense(x) + residual)`` (also ``BertOutput``'s shape, with other sizes)."""
 
@@ -68,44 +52,23 @@ class BertSelfOutput(Module):
 class BertAttention(Module):
     def __init__(self, cfg: BertConfig, kw: dict):
         super().__init__()
-        self.self = BertSelfAttention(cfg, kw)
+        self.self = SelfAttention(cfg, kw)
         self.output = BertSelfOutput(cfg.hidden_size, cfg, kw)
 
     def forward(self, x):
         return self.output(self.self(x), x)
 
 
-class BertIntermediate(Module):
-    def __init__(self, cfg: BertConfig, kw: dict):
-        super().__init__()
-        self.dense = Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
-        self.intermediate_act_fn = nn.activation(cfg.hidden_act)
-
-    def forward(self, x):
-        return self.intermediate_act_fn(self.dense(x))
-
-
 class BertLayer(Module):
     def __init__(self, cfg: BertConfig, kw: dict):
         super().__init__()
         self.attention = BertAttention(cfg, kw)
-        self.intermediate = BertIntermediate(cfg, kw)
+        self.intermediate = Intermediate(cfg, kw)
         self.output = BertSelfOutput(cfg.intermediate_size, cfg, kw)
 
     def forward(self, x):
         x = self.attention(x)
         return self.output(self.intermediate(x), x)
-
-
-class BertEncoder(Module):
-    def __init__(self, cfg: BertConfig, kw: dict):
-        super().__init__()
-        self.layer = ModuleList(BertLayer(cfg, kw) for _ in range(cfg.num_hidden_layers))
-
-    def forward(self, x):
-        for layer in self.layer:
-            x = layer(x)
-        return x
 
 
 class BertPooler(Module):
@@ -128,7 +91,7 @@ class BertModel(nn.PreTrainedModel):
         kw = {"device": device, "dtype": dtype}
         self.config = cfg
         self.embeddings = BertEmbeddings(cfg, kw)
-        self.encoder = BertEncoder(cfg, kw)
+        self.encoder = Encoder(BertLayer, cfg, kw)
         self.pooler = BertPooler(cfg, kw)
 
     def forward(self, ids):

@@ -13,13 +13,13 @@ layers, a final LayerNorm and a linear classifier on the class token (``num_labe
 from __future__ import annotations
 
 import subclass_kit as sk
-from subclass_kit.nn.containers import ModuleList
 from subclass_kit.nn.layers import LayerNorm, Linear
 from subclass_kit.nn.module import Module
 from subclass_kit.nn.parameter import Parameter
 
 from . import nn
 from .config import ViTConfig
+from .encoder import Encoder, Intermediate, SelfAttention
 
 __all__ = ["ViTForImageClassification", "ViTModel"]
 
@@ -78,22 +78,6 @@ class ViTEmbeddings(Module):
         return sk.cat([cls, x], dim=1) + self.position_embeddings
 
 
-class ViTSelfAttention(Module):
-    def __init__(self, cfg: ViTConfig, kw: dict):
-        super().__init__()
-        d = cfg.hidden_size
-        self.query = Linear(d, d, bias=cfg.qkv_bias, **kw)
-        self.key = Linear(d, d, bias=cfg.qkv_bias, **kw)
-        self.value = Linear(d, d, bias=cfg.qkv_bias, **kw)
-        self.heads = cfg.num_attention_heads
-        self.attn_implementation = cfg.attn_implementation
-
-    def forward(self, x):
-        h = self.heads
-        q, k, v = (nn.split_heads(p(x), h) for p in (self.query, self.key, self.value))
-        return nn.merge_heads(nn.attention(q, k, v, implementation=self.attn_implementation))
-
-
 class ViTSelfOutput(Module):
     def __init__(self, cfg: ViTConfig, kw: dict):
         super().__init__()
@@ -106,21 +90,11 @@ class ViTSelfOutput(Module):
 class ViTAttention(Module):
     def __init__(self, cfg: ViTConfig, kw: dict):
         super().__init__()
-        self.attention = ViTSelfAttention(cfg, kw)
+        self.attention = SelfAttention(cfg, kw, bias=cfg.qkv_bias)
         self.output = ViTSelfOutput(cfg, kw)
 
     def forward(self, x):
         return self.output(self.attention(x))
-
-
-class ViTIntermediate(Module):
-    def __init__(self, cfg: ViTConfig, kw: dict):
-        super().__init__()
-        self.dense = Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
-        self.intermediate_act_fn = nn.activation(cfg.hidden_act)
-
-    def forward(self, x):
-        return self.intermediate_act_fn(self.dense(x))
 
 
 class ViTOutput(Module):
@@ -139,7 +113,7 @@ class ViTLayer(Module):
         super().__init__()
         d, eps = cfg.hidden_size, cfg.layer_norm_eps
         self.attention = ViTAttention(cfg, kw)
-        self.intermediate = ViTIntermediate(cfg, kw)
+        self.intermediate = Intermediate(cfg, kw)
         self.output = ViTOutput(cfg, kw)
         self.layernorm_before = LayerNorm(d, eps=eps, **kw)
         self.layernorm_after = LayerNorm(d, eps=eps, **kw)
@@ -149,24 +123,13 @@ class ViTLayer(Module):
         return self.output(self.intermediate(self.layernorm_after(x)), x)
 
 
-class ViTEncoder(Module):
-    def __init__(self, cfg: ViTConfig, kw: dict):
-        super().__init__()
-        self.layer = ModuleList(ViTLayer(cfg, kw) for _ in range(cfg.num_hidden_layers))
-
-    def forward(self, x):
-        for layer in self.layer:
-            x = layer(x)
-        return x
-
-
 class ViTModel(Module):
     """Images -> hidden states (batch, 1 + patches, hidden) (no pooler, as in the classifier)."""
 
     def __init__(self, cfg: ViTConfig, kw: dict):
         super().__init__()
         self.embeddings = ViTEmbeddings(cfg, kw)
-        self.encoder = ViTEncoder(cfg, kw)
+        self.encoder = Encoder(ViTLayer, cfg, kw)
         self.layernorm = LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
 
     def forward(self, images):
