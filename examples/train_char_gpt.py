@@ -23,28 +23,52 @@ TEXT = pathlib.Path(__file__).parent / "data" / "sonnets.txt"
 
 
 def make_gpt(nn, F, vocab: int, width: int = 64, heads: int = 4, layers: int = 2,
-             block: int = 32):
+             block: int = 32, *, kv_heads: int | None = None, eager: bool = False,
+             dropout: float = 0.0):
     """A GPT-2-style decoder (pre-norm blocks, causal attention, GELU MLP) from ``nn`` and
     ``F`` (``sk.nn`` and ``sk.nn.functional``, or torch's): token ids (B, T) -> logits
-    (B, T, vocab)."""
+    (B, T, vocab). ``model(idx, checkpoint=fn)`` runs each block as ``fn(block, x, mask)``
+    (``sk.utils.checkpoint.checkpoint`` / ``torch.utils.checkpoint.checkpoint`` style).
+
+    The tests build their twins from this one definition, with:
+
+    - ``kv_heads``: key/value heads, fewer than ``heads`` for grouped-query attention
+      (default: one per head);
+    - ``eager``: attention as explicit scores, a causal mask, softmax and ``@ v`` instead of
+      one ``F.scaled_dot_product_attention`` (PyTorch's fused CPU kernel saves other tensors
+      for the backward than these ops do);
+    - ``dropout``: on the attention weights and the MLP output while training.
+    """
+    kv_heads = kv_heads or heads
+    head_dim = width // heads
+    kv_width = kv_heads * head_dim
 
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
             self.ln_1 = nn.LayerNorm(width)
-            self.qkv = nn.Linear(width, 3 * width)
+            self.qkv = nn.Linear(width, width + 2 * kv_width)
             self.proj = nn.Linear(width, width)
             self.ln_2 = nn.LayerNorm(width)
             self.fc = nn.Linear(width, 4 * width)
             self.fc_proj = nn.Linear(4 * width, width)
+            self.drop = nn.Dropout(dropout)
 
-        def forward(self, x):
+        def forward(self, x, mask=None):
             b, t, _ = x.shape
-            q, k, v = self.qkv(self.ln_1(x)).split(width, dim=2)
-            q, k, v = (z.view(b, t, heads, width // heads).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            q, k, v = self.qkv(self.ln_1(x)).split([width, kv_width, kv_width], dim=2)
+            q = q.view(b, t, heads, head_dim).transpose(1, 2)
+            k, v = (z.view(b, t, kv_heads, head_dim).transpose(1, 2) for z in (k, v))
+            if eager:
+                k, v = (z.repeat_interleave(heads // kv_heads, dim=1) for z in (k, v))
+                s = (q @ k.transpose(-2, -1)) * (1.0 / head_dim ** 0.5)
+                y = self.drop(F.softmax(s.masked_fill(mask, float("-inf")), dim=-1)) @ v
+            else:
+                y = F.scaled_dot_product_attention(
+                    q, k, v, dropout_p=dropout if self.training else 0.0, is_causal=True,
+                    enable_gqa=kv_heads != heads)
             x = x + self.proj(y.transpose(1, 2).reshape(b, t, width))
-            return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x))))
+            return x + self.drop(self.fc_proj(F.gelu(self.fc(self.ln_2(x)))))
 
     class GPT(nn.Module):
         def __init__(self):
@@ -55,10 +79,13 @@ def make_gpt(nn, F, vocab: int, width: int = 64, heads: int = 4, layers: int = 2
             self.ln_f = nn.LayerNorm(width)
             self.head = nn.Linear(width, vocab, bias=False)
 
-        def forward(self, idx):
-            x = self.wte(idx) + self.wpe.weight[: idx.shape[1]]
+        def forward(self, idx, checkpoint=None):
+            t = idx.shape[1]
+            # True above the diagonal: the future keys a query may not see (eager only)
+            mask = idx.new_ones(t, t).triu(1).bool() if eager else None
+            x = self.wte(idx) + self.wpe.weight[:t]
             for blk in self.blocks:
-                x = blk(x)
+                x = blk(x, mask) if checkpoint is None else checkpoint(blk, x, mask)
             return self.head(self.ln_f(x))
 
     return GPT()

@@ -22,8 +22,8 @@ from oracle import to_sk  # noqa: E402
 
 def _twins(**kw):
     torch.manual_seed(0)
-    theirs = make_twin(torch.nn, torch.nn.functional, torch, **kw).double()
-    ours = make_twin(sk.nn, sk.nn.functional, sk, **kw).to(sk.float64)
+    theirs = make_twin(torch.nn, torch.nn.functional, **kw).double()
+    ours = make_twin(sk.nn, sk.nn.functional, **kw).to(sk.float64)
     ours.load_state_dict({k: to_sk(v) for k, v in theirs.state_dict().items()})
     return ours, theirs
 
@@ -114,7 +114,7 @@ def test_checkpointed_layers_save_only_their_inputs():
     x = sk.zeros((4, 16), dtype=sk.int64, device="meta")
     found = {}
     for layers, ckpt in ((0, False), (3, False), (3, True)):
-        model = make_twin(sk.nn, sk.nn.functional, sk, layers=layers).to_empty(device="meta")
+        model = make_twin(sk.nn, sk.nn.functional, layers=layers).to_empty(device="meta")
         tracker = MemTracker()
         tracker.track_external(model, x)
         with tracker:

@@ -62,10 +62,10 @@ def _sk_step(model, x, opt=None, device="cpu", after_forward=None):
 @pytest.mark.parametrize("layers,width,seq", [(1, 16, 8), (2, 32, 16), (3, 64, 5)])
 def test_saved_activations_are_torchs(layers, width, seq):
     x = _ids(seq=seq)
-    theirs, _ = _torch_saved_bytes(make_twin(torch.nn, torch.nn.functional, torch,
+    theirs, _ = _torch_saved_bytes(make_twin(torch.nn, torch.nn.functional,
                                              layers=layers, width=width), torch.tensor(x))
     found = {}
-    _sk_step(make_twin(sk.nn, sk.nn.functional, sk, layers=layers, width=width), sk.tensor(x),
+    _sk_step(make_twin(sk.nn, sk.nn.functional, layers=layers, width=width), sk.tensor(x),
              after_forward=lambda tr: found.update(tr.snapshot()))
     # the input ids are saved (by the embeddings) in both; torch's pack sees them too
     assert found["activations"] == theirs
@@ -79,11 +79,11 @@ def test_saved_activations_property(layers, heads, head_dim, seq, batch):
     width = heads * head_dim
     x = _ids(batch, seq, seed=seq)
     kw = dict(layers=layers, width=width, heads=heads, block=seq)
-    theirs, _ = _torch_saved_bytes(make_twin(torch.nn, torch.nn.functional, torch, **kw),
+    theirs, _ = _torch_saved_bytes(make_twin(torch.nn, torch.nn.functional, **kw),
                                    torch.tensor(x))
     found = {}
     for device in ("cpu", "meta"):
-        model = make_twin(sk.nn, sk.nn.functional, sk, **kw)
+        model = make_twin(sk.nn, sk.nn.functional, **kw)
         if device == "meta":
             model = model.to_empty(device="meta")
         ids = sk.tensor(x).to(device)
@@ -99,7 +99,7 @@ def test_parameters_gradients_states_are_torch_memtrackers(optimizer):
     x = _ids()
     make = {"adamw": lambda o, ps: o.AdamW(ps),
             "sgd": lambda o, ps: o.SGD(ps, lr=0.1, momentum=0.9)}[optimizer]
-    tm = make_twin(torch.nn, torch.nn.functional, torch)
+    tm = make_twin(torch.nn, torch.nn.functional)
     topt = make(torch.optim, tm.parameters())
     tx = torch.tensor(x)
     tt = TorchMemTracker()
@@ -108,7 +108,7 @@ def test_parameters_gradients_states_are_torch_memtrackers(optimizer):
         torch.nn.functional.cross_entropy(tm(tx).view(-1, VOCAB), tx.view(-1)).backward()
         topt.step()
         theirs = tt.get_tracker_snapshot()[torch.device("cpu")]
-    m = make_twin(sk.nn, sk.nn.functional, sk)
+    m = make_twin(sk.nn, sk.nn.functional)
     sx = sk.tensor(x)       # alive, as the torch input is
     ours = _sk_step(m, sx, make(sk.optim, m.parameters())).snapshot()
     assert ours["parameters"] == theirs[R.PARAM]
@@ -119,7 +119,7 @@ def test_parameters_gradients_states_are_torch_memtrackers(optimizer):
 
 def _run(device, checkpoint=False, optimizer=True):
     sk.manual_seed(0)
-    m = make_twin(sk.nn, sk.nn.functional, sk, layers=2, width=32)
+    m = make_twin(sk.nn, sk.nn.functional, layers=2, width=32)
     if device == "meta":
         m = m.to_empty(device="meta")
     opt = sk.optim.AdamW(m.parameters()) if optimizer else None
@@ -144,7 +144,7 @@ def test_meta_and_cpu_give_the_same_numbers(checkpoint):
 
 def test_categories_over_the_step():
     tr = _run("meta")
-    m = make_twin(sk.nn, sk.nn.functional, sk, layers=2, width=32)
+    m = make_twin(sk.nn, sk.nn.functional, layers=2, width=32)
     nbytes = sum(p.numel() * p.element_size() for p in m.parameters())
     n = len(list(m.parameters()))
     assert tr.maxima["parameters"] == nbytes
@@ -192,7 +192,7 @@ def test_track_external_rejects_other_objects():
 
 
 def test_tracker_leaves_model_and_optimizer_as_they_were():
-    m = make_twin(sk.nn, sk.nn.functional, sk)
+    m = make_twin(sk.nn, sk.nn.functional)
     opt = sk.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
     _sk_step(m, sk.tensor(_ids()), opt)
     assert "step" not in opt.__dict__
@@ -207,7 +207,7 @@ def test_outer_saved_tensors_hooks_still_pack():
 
     def run(track):
         sk.manual_seed(0)
-        model = make_twin(sk.nn, sk.nn.functional, sk)
+        model = make_twin(sk.nn, sk.nn.functional)
         packed = []
 
         def pack(t):
