@@ -27,6 +27,16 @@ ATTN_IMPLEMENTATIONS = ("sdpa", "eager")
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
 
 
+def _field(default=None, *, required=False, convert=None):
+    """A config field read from ``config.json``: its Hugging Face default (the class
+    attribute's value), whether the file must give it (``required``: True, or the
+    ``model_type`` names that need it) and ``convert``, applied to a value that is not None
+    (JSON has lists where the config keeps tuples). The dataclasses are the one table
+    ``parse`` reads: name, type, default, required."""
+    return dataclasses.field(default=default,
+                             metadata={"required": required, "convert": convert})
+
+
 @dataclass(frozen=True)
 class DecoderConfig:
     """``LlamaConfig`` / ``MistralConfig`` / ``MixtralConfig`` / ``Qwen2Config`` /
@@ -48,13 +58,13 @@ class DecoderConfig:
     """
 
     model_type: str = "llama"
-    hidden_size: int = 4096
-    intermediate_size: int = 11008
-    num_hidden_layers: int = 32
-    num_attention_heads: int = 32
+    hidden_size: int = _field(4096, required=True)
+    intermediate_size: int = _field(11008, required=True)
+    num_hidden_layers: int = _field(32, required=True)
+    num_attention_heads: int = _field(32, required=True)
     num_key_value_heads: int = 32
     head_dim: int = 128
-    vocab_size: int = 32000
+    vocab_size: int = _field(32000, required=True)
     max_position_embeddings: int = 2048
     rms_norm_eps: float = 1e-6
     rope_theta: float = 10000.0
@@ -66,9 +76,9 @@ class DecoderConfig:
     sliding_window: int | None = None
     use_sliding_window: bool = False
     max_window_layers: int | None = None
-    layer_types: tuple | None = None
-    num_local_experts: int | None = None
-    num_experts_per_tok: int | None = None
+    layer_types: tuple | None = _field(convert=tuple)
+    num_local_experts: int | None = _field(required=("mixtral",))
+    num_experts_per_tok: int | None = _field(required=("mixtral",))
     torch_dtype: str | None = None
     attn_implementation: str = "sdpa"
     name_or_path: str = ""
@@ -101,11 +111,11 @@ class GPT2Config:
     "gelu_new" is the tanh GELU."""
 
     model_type: str = "gpt2"
-    n_layer: int = 12
-    n_head: int = 12
-    n_embd: int = 768
+    n_layer: int = _field(12, required=True)
+    n_head: int = _field(12, required=True)
+    n_embd: int = _field(768, required=True)
     n_inner: int | None = None
-    vocab_size: int = 50257
+    vocab_size: int = _field(50257, required=True)
     n_positions: int = 1024
     layer_norm_epsilon: float = 1e-5
     activation_function: str = "gelu_new"
@@ -120,11 +130,11 @@ class BertConfig:
     """``BertConfig`` fields (``BertModel`` with its pooler is built)."""
 
     model_type: str = "bert"
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
-    vocab_size: int = 30522
+    hidden_size: int = _field(768, required=True)
+    num_hidden_layers: int = _field(12, required=True)
+    num_attention_heads: int = _field(12, required=True)
+    intermediate_size: int = _field(3072, required=True)
+    vocab_size: int = _field(30522, required=True)
     max_position_embeddings: int = 512
     type_vocab_size: int = 2
     layer_norm_eps: float = 1e-12
@@ -140,13 +150,13 @@ class ViTConfig:
     ``id2label``, default 2 as Hugging Face) sizes the classifier, 0 means none."""
 
     model_type: str = "vit"
-    image_size: int = 224
-    patch_size: int = 16
+    image_size: int = _field(224, required=True)
+    patch_size: int = _field(16, required=True)
     num_channels: int = 3
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
+    hidden_size: int = _field(768, required=True)
+    num_hidden_layers: int = _field(12, required=True)
+    num_attention_heads: int = _field(12, required=True)
+    intermediate_size: int = _field(3072, required=True)
     num_labels: int = 2
     layer_norm_eps: float = 1e-12
     hidden_act: str = "gelu"
@@ -156,27 +166,20 @@ class ViTConfig:
     name_or_path: str = ""
 
 
-# model_type -> (config class, required fields, defaults that differ from the class's)
-_DECODER_REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers",
-                     "num_attention_heads", "vocab_size")
+# model_type -> (config class, its defaults that differ from the class's: Hugging Face's
+# MistralConfig, MixtralConfig... defaults where they are not LlamaConfig's)
 MODEL_TYPES = {
-    "llama": (DecoderConfig, _DECODER_REQUIRED, {}),
-    "mistral": (DecoderConfig, _DECODER_REQUIRED,
-                {"max_position_embeddings": 4096 * 32, "sliding_window": 4096}),
-    "mixtral": (DecoderConfig, _DECODER_REQUIRED + ("num_local_experts", "num_experts_per_tok"),
-                {"max_position_embeddings": 4096 * 32, "rms_norm_eps": 1e-5,
-                 "rope_theta": 1e6}),
-    "qwen2": (DecoderConfig, _DECODER_REQUIRED,
-              {"max_position_embeddings": 32768, "sliding_window": 4096,
-               "max_window_layers": 28}),
-    "gemma": (DecoderConfig, _DECODER_REQUIRED,
-              {"max_position_embeddings": 8192, "tie_word_embeddings": True, "head_dim": 256,
-               "hidden_act": "gelu_pytorch_tanh"}),
-    "gpt2": (GPT2Config, ("n_embd", "n_layer", "n_head", "vocab_size"), {}),
-    "bert": (BertConfig, ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                          "intermediate_size", "vocab_size"), {}),
-    "vit": (ViTConfig, ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                        "intermediate_size", "image_size", "patch_size"), {}),
+    "llama": (DecoderConfig, {}),
+    "mistral": (DecoderConfig, {"max_position_embeddings": 4096 * 32, "sliding_window": 4096}),
+    "mixtral": (DecoderConfig, {"max_position_embeddings": 4096 * 32, "rms_norm_eps": 1e-5,
+                                "rope_theta": 1e6}),
+    "qwen2": (DecoderConfig, {"max_position_embeddings": 32768, "sliding_window": 4096,
+                              "max_window_layers": 28}),
+    "gemma": (DecoderConfig, {"max_position_embeddings": 8192, "tie_word_embeddings": True,
+                              "head_dim": 256, "hidden_act": "gelu_pytorch_tanh"}),
+    "gpt2": (GPT2Config, {}),
+    "bert": (BertConfig, {}),
+    "vit": (ViTConfig, {}),
 }
 
 _DTYPES = {"float32": "float32", "float": "float32", "float16": "float16", "half": "float16",
@@ -206,8 +209,9 @@ def parse(raw: dict, source: str = "config", overrides: dict | None = None):
     if model_type not in MODEL_TYPES:
         _fail(source, f"unsupported model_type {model_type!r}; supported: "
               + ", ".join(sorted(MODEL_TYPES)))
-    cls, required, defaults = MODEL_TYPES[model_type]
-    names = {f.name for f in dataclasses.fields(cls)}
+    cls, defaults = MODEL_TYPES[model_type]
+    fields = dataclasses.fields(cls)
+    names = {f.name for f in fields}
     for key in overrides or {}:
         if key not in names:
             raise TypeError(f"{cls.__name__} ({model_type!r}) has no field {key!r}; fields: "
@@ -221,16 +225,21 @@ def parse(raw: dict, source: str = "config", overrides: dict | None = None):
     if model_type == "vit" and "num_labels" not in raw and isinstance(raw.get("id2label"), dict):
         raw["num_labels"] = len(raw["id2label"])
     raw.update(overrides or {})
+    required = [f.name for f in fields if f.metadata.get("required") is True
+                or model_type in (f.metadata.get("required") or ())]
     for key in required:
         if raw.get(key) is None:
             _fail(source, f"required config field {key!r} is missing (model_type "
                           f"{model_type!r} needs: {', '.join(required)})")
     values = {**defaults, **{k: v for k, v in raw.items() if k in names}}
     values["model_type"] = model_type
+    for f in fields:
+        convert = f.metadata.get("convert")
+        if convert is not None and values.get(f.name) is not None:
+            values[f.name] = convert(values[f.name])
     if cls is DecoderConfig:
         _resolve_heads(values, source)
         if values.get("layer_types") is not None:
-            values["layer_types"] = tuple(values["layer_types"])
             if len(values["layer_types"]) != values["num_hidden_layers"]:
                 _fail(source, f"layer_types has {len(values['layer_types'])} entries for "
                               f"{values['num_hidden_layers']} layers")
