@@ -25,17 +25,10 @@ import subclass_kit as sk
 __all__ = ["ModuleTracker"]
 
 
-def _grad_tensors(value, found: list) -> list:
-    if isinstance(value, sk.Tensor):
-        if value.requires_grad:
-            found.append(value)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _grad_tensors(v, found)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _grad_tensors(v, found)
-    return found
+def _grad_tensors(value) -> list:
+    # PyTorch's tracker flattens the arguments the same way (``tree_flatten``)
+    return [t for t in sk.pytree.tree_leaves(value)
+            if isinstance(t, sk.Tensor) and t.requires_grad]
 
 
 def _engine():
@@ -121,14 +114,14 @@ class ModuleTracker:
     def _pre_hook(self, mod, args):
         name = self._name(mod)
         self.parents.add(name)
-        tensors = _grad_tensors(args, [])
+        tensors = _grad_tensors(args)
         if tensors:
             self._hooks.append(_MultiGradHook(tensors, self._leave(name)))
 
     def _post_hook(self, mod, args, output):
         name = self._name(mod)
         self.parents.discard(name)
-        tensors = _grad_tensors(output, [])
+        tensors = _grad_tensors(output)
         if tensors:
             self._hooks.append(_MultiGradHook(tensors, self._enter(name, True)))
 

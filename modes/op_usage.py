@@ -50,17 +50,6 @@ class OpUse:
     devices: set = field(default_factory=set)
 
 
-def _tensors(value, found: list):
-    if isinstance(value, sk.Tensor):
-        found.append(value)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _tensors(v, found)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _tensors(v, found)
-
-
 class OpUsageMode(sk.DispatchMode):
     """Count ops and collect their dtypes/devices (see the module docstring).
 
@@ -74,10 +63,8 @@ class OpUsageMode(sk.DispatchMode):
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        found: list = []
-        _tensors(args, found)
-        _tensors(kwargs, found)
-        _tensors(out, found)
+        found = [t for t in sk.pytree.tree_leaves((args, kwargs, out))
+                 if isinstance(t, sk.Tensor)]
         use = self.ops.get(repr(func))
         if use is None:
             use = self.ops[repr(func)] = OpUse()

@@ -267,13 +267,11 @@ class Layout(NamedTuple):
                 expected *= size
         return True
 
-    def is_channels_last(self) -> bool:
-        """Whether the layout is NHWC-dense (``is_contiguous(memory_format=channels_last)``).
-        No shortcut for empty tensors, as in PyTorch: (0,2,3,4) contiguous is not NHWC."""
-        if len(self.sizes) != 4:
-            return False
+    def _is_dense_in_order(self, dims) -> bool:
+        """Whether ``dims`` (innermost first) are packed densely: every dim of size != 1 has
+        stride == product of the sizes before it in ``dims``."""
         expected = 1
-        for d in (1, 3, 2, 0):
+        for d in dims:
             size, stride = self.sizes[d], self.strides[d]
             if size != 1:
                 if stride != expected:
@@ -281,18 +279,14 @@ class Layout(NamedTuple):
                 expected *= size
         return True
 
+    def is_channels_last(self) -> bool:
+        """Whether the layout is NHWC-dense (``is_contiguous(memory_format=channels_last)``).
+        No shortcut for empty tensors, as in PyTorch: (0,2,3,4) contiguous is not NHWC."""
+        return len(self.sizes) == 4 and self._is_dense_in_order((1, 3, 2, 0))
+
     def is_channels_last_3d(self) -> bool:
         """Whether a 5-d layout is NDHWC-dense (``channels_last_3d``)."""
-        if len(self.sizes) != 5:
-            return False
-        expected = 1
-        for d in (1, 4, 3, 2, 0):
-            size, stride = self.sizes[d], self.strides[d]
-            if size != 1:
-                if stride != expected:
-                    return False
-                expected *= size
-        return True
+        return len(self.sizes) == 5 and self._is_dense_in_order((1, 4, 3, 2, 0))
 
     def is_non_overlapping_and_dense(self) -> bool:
         """True when the elements tile a contiguous block in some dim order (any permutation).

@@ -208,28 +208,30 @@ def _softmax_backward_rule_for(name):
     return rule
 
 
-def _softmax_backward_fill(outs, spec, grad_output, output, dim, input_dtype):
-    if outs[0].size == 0:
-        return
-    g, y = _opmath(grad_output._array()), _opmath(output._array())
-    d = wrap_dim(dim, y.ndim)
-    if y.ndim == 0:
-        g, y = g.reshape(1), y.reshape(1)
-    with np.errstate(all="ignore"):
-        res = y * (g - np.sum(g * y, axis=d, keepdims=True))
-    np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
+def _softmax_grad(g, y, d):
+    # y = softmax(x): dx = y * (g - sum(g * y))
+    return y * (g - np.sum(g * y, axis=d, keepdims=True))
 
 
-def _log_softmax_backward_fill(outs, spec, grad_output, output, dim, input_dtype):
-    if outs[0].size == 0:
-        return
-    g, y = _opmath(grad_output._array()), _opmath(output._array())
-    d = wrap_dim(dim, y.ndim)
-    if y.ndim == 0:
-        g, y = g.reshape(1), y.reshape(1)
-    with np.errstate(all="ignore"):
-        res = g - np.exp(y) * np.sum(g, axis=d, keepdims=True)
-    np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
+def _log_softmax_grad(g, y, d):
+    # y = log_softmax(x): dx = g - exp(y) * sum(g)
+    return g - np.exp(y) * np.sum(g, axis=d, keepdims=True)
+
+
+def _softmax_backward_fill_for(grad_input):
+    """The fill of ``_softmax_backward_data`` / ``_log_softmax_backward_data``:
+    ``grad_input(g, y, dim)`` on the grad and the forward output in opmath (0-d as 1-d)."""
+    def fill(outs, spec, grad_output, output, dim, input_dtype):
+        if outs[0].size == 0:
+            return
+        g, y = _opmath(grad_output._array()), _opmath(output._array())
+        d = wrap_dim(dim, y.ndim)
+        if y.ndim == 0:
+            g, y = g.reshape(1), y.reshape(1)
+        with np.errstate(all="ignore"):
+            res = grad_input(g, y, d)
+        np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
+    return fill
 
 
 def _embedding_backward_rule(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
@@ -268,9 +270,9 @@ def _embedding_backward_fill(outs, spec, grad_output, indices, num_weights, padd
 
 
 register_rule(ops._softmax_backward_data, _softmax_backward_rule_for("softmax"),
-              _softmax_backward_fill)
+              _softmax_backward_fill_for(_softmax_grad))
 register_rule(ops._log_softmax_backward_data, _softmax_backward_rule_for("log_softmax"),
-              _log_softmax_backward_fill)
+              _softmax_backward_fill_for(_log_softmax_grad))
 register_rule(ops.embedding_dense_backward, _embedding_backward_rule, _embedding_backward_fill)
 register_rule(ops._softmax, _softmax_rule_for("softmax"), _softmax_fill)
 register_rule(ops._log_softmax, _softmax_rule_for("log_softmax"), _log_softmax_fill)
