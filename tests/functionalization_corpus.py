@@ -610,4 +610,44 @@ def writes_through_rearranged_views(L, x):
     return x, z * 1
 
 
+# -- as_strided of intermediates laid out otherwise than contiguously -------------------------------
+# ``as_strided`` addresses the storage, so its values depend on how eager mode lays the
+# intermediate out; without views the ``*_copy`` ops return contiguous tensors (Note [as_strided
+# addresses the eager storage], modes/functionalization/wrapper.py).
+@program((3, 4))
+def as_strided_of_a_transposed_view(L, x):
+    return x.t().as_strided((2, 2), (4, 1), 1) * 1
+
+
+@program((3, 4))
+def as_strided_of_a_slice_of_an_intermediate(L, x):
+    y = x * 2
+    return y[:, 1:].as_strided((2, 3), (3, 1), 2) + 0, y[1:].t().as_strided((3,), (5,), 0) * 1
+
+
+@program((3, 4))
+def as_strided_of_a_transposed_intermediate(L, x):
+    y = (x + 1).t()
+    return y.as_strided((2, 2), (4, 1), 1) + 0
+
+
+@program((3, 4))
+def writes_through_as_strided_of_a_computed_transposed_base(L, x):
+    z = x.t() * 1                           # eager strides (1, 4): a base laid out transposed
+    w = z.as_strided((2, 2), (4, 1), 1)
+    w.add_(100)
+    w[1].mul_(-1)
+    x[:, 1:].add_(z[1:].as_strided((3, 3), (1, 3), 0))
+    return z + 0, w * 2, x
+
+
+@program((3, 4))
+def writes_through_as_strided_of_a_transposed_clone(L, x):
+    z = x[:, 1:].t().clone()                # strides (1, 3) in eager mode
+    z.as_strided((3,), (2,), 1).mul_(-1)
+    z.as_strided((2, 2), (1, 3), 2).sub_(5)
+    z.t_()                                  # a metadata mutation: read through it only
+    return z * 1, z.as_strided((9,), (1,), 0) * 1, z.as_strided((2, 2), (3, 1), 1) * 1
+
+
 PROGRAM_NAMES = sorted(CORPUS)

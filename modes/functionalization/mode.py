@@ -26,7 +26,7 @@ from __future__ import annotations
 import subclass_kit as sk
 
 from .view_meta import ViewMeta, copy_variant
-from .wrapper import FunctionalTensorWrapper, wrap_fresh, wrap_view
+from .wrapper import FunctionalTensorWrapper, replay, wrap_fresh, wrap_view
 
 __all__ = ["FunctionalizeMode", "NON_FUNCTIONAL_MUTATION", "cannot_functionalize"]
 
@@ -124,7 +124,10 @@ class FunctionalizeMode(sk.DispatchMode):
                     return self._inplace_view(func, args, kwargs)
                 return self._mutation(func, args, kwargs)
             uargs, ukwargs = _unwrap_all(args, kwargs)
-            return _wrap_out(func(*uargs, **ukwargs))
+            out = _wrap_out(func(*uargs, **ukwargs))
+            if not self.reapply_views and _any(_differs_from_eager, (args, kwargs)):
+                _set_eager_layouts(out, func, args, kwargs)
+            return out
         lowered = _FACTORY_LOWERINGS.get(func)
         if lowered is not None:
             return _wrap_out(lowered(*args, **kwargs))   # modes below see the lower op
@@ -150,10 +153,14 @@ class FunctionalizeMode(sk.DispatchMode):
             res = [wrap_view(o, src, m) for o, m in zip(outs, metas)]
             for w in res:
                 _track_view(func, src, w, True)
+            if not r:
+                _set_eager_layouts(res, func, args, kwargs)
             return res
         meta = ViewMeta(func, rest, kwargs, reapply=r)
-        w = wrap_view(meta.forward(value), src, meta)
+        w = wrap_view(replay(src.fstorage, (meta,), value), src, meta)
         _track_view(func, src, w, False)
+        if not r:
+            _set_eager_layouts(w, func, args, kwargs)
         return w
 
     def _inplace_view(self, func, args, kwargs):
@@ -170,8 +177,10 @@ class FunctionalizeMode(sk.DispatchMode):
         view_op = func.functional_variant
         meta = ViewMeta(view_op, args[1:], kwargs, reapply=self.reapply_views)
         _meta_check(func, args, kwargs)
+        eager = None if self.reapply_views else _eager_layouts(view_op, args, kwargs)
         self_.view_metas = self_.view_metas + (meta,)
-        self_.set_value(meta.forward(self_.current()))
+        self_.set_value(replay(self_.fstorage, (meta,), self_.current()))
+        self_.set_eager_layout(eager[0] if eager else self_._layout)
         self_.has_metadata_mutation = True
         _bump(self_)
         return self_
@@ -202,7 +211,8 @@ class FunctionalizeMode(sk.DispatchMode):
                                                      self_.storage_offset()), {},
                             reapply=self.reapply_views)
             self_.view_metas = self_.view_metas + (meta,)
-            self_.set_value(meta.forward(value))
+            self_.set_value(replay(self_.fstorage, (meta,), value))
+            self_.set_eager_layout(self_._layout)
             self_.has_metadata_mutation = True
             _bump(self_)
         return self_
@@ -215,6 +225,7 @@ class FunctionalizeMode(sk.DispatchMode):
         value = source.current()
         self_.view_metas, self_.generation = source.view_metas, source.generation
         self_.set_value(value)
+        self_.eager_layout = source.eager_layout
         self_.was_storage_changed = self_.has_metadata_mutation = True
         _bump(self_)
         return self_
@@ -299,6 +310,44 @@ def _track_view(func, src, w, multi):
         w._vc = src._vc
         return
     w._set_view_of(src, multi_output=multi)
+
+
+def _differs_from_eager(x) -> bool:
+    return x.__class__ is FTW and x.eager_layout != x._layout
+
+
+# Room for any layout a stand-in is given: meta storage holds no data.
+_META_NUMEL = 2 ** 40
+
+
+def _eager_layouts(func, args, kwargs):
+    """The layouts eager mode gives the tensors ``func`` returns: ``func`` run on meta
+    stand-ins laid out as the wrappers' ``eager_layout`` (plain tensors: their own layout).
+    None when ``func`` fails on meta (the result keeps its value's layout then)."""
+    def stand_in(x):
+        lay = x.eager_layout if x.__class__ is FTW else x._layout
+        whole = sk.empty(_META_NUMEL, dtype=x.dtype, device="meta")
+        return whole.as_strided(lay.sizes, lay.strides, lay.offset)
+    with sk.no_dispatch():
+        try:
+            margs = sk.pytree.tree_map_only(sk.Tensor, stand_in, args)
+            mkwargs = sk.pytree.tree_map_only(sk.Tensor, stand_in, kwargs)
+            out = func(*margs, **mkwargs)
+        except (RuntimeError, NotImplementedError, ValueError, TypeError, IndexError):
+            return None
+    return [t._layout for t in sk.pytree.tree_leaves(out) if isinstance(t, sk.Tensor)]
+
+
+def _set_eager_layouts(out, func, args, kwargs):
+    """Give the wrappers ``func`` returned the layouts eager mode gives them (Note [as_strided
+    addresses the eager storage], wrapper.py); without views only."""
+    layouts = _eager_layouts(func, args, kwargs)
+    if layouts is None:
+        return
+    wrappers = [w for w in sk.pytree.tree_leaves(out) if isinstance(w, sk.Tensor)]
+    for w, lay in zip(wrappers, layouts):
+        if w.__class__ is FTW and lay.sizes == w._layout.sizes:
+            w.set_eager_layout(lay)
 
 
 def _meta_check(func, args, kwargs):

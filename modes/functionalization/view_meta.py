@@ -68,13 +68,16 @@ class ViewMeta:
     """One recorded view step: ``op(base, *args, **kwargs)`` (output ``out_index`` for
     multi-output views). See the module docstring."""
 
-    __slots__ = ("args", "exact_inverse", "is_as_strided", "kwargs", "op", "out_index",
-                 "reapply", "scatters", "writes_through")
+    __slots__ = ("addresses_storage", "args", "exact_inverse", "is_as_strided", "kwargs", "op",
+                 "out_index", "reapply", "scatters", "writes_through")
 
     def __init__(self, op, args, kwargs, out_index=None, reapply=True):
         self.op, self.args, self.kwargs = op, tuple(args), dict(kwargs or {})
         self.out_index, self.reapply = out_index, reapply
         self.is_as_strided = op is ops.as_strided.default
+        # replayed from the base in its eager layout, not from the previous step's ``*_copy``
+        # (Note [as_strided addresses the eager storage], wrapper.py)
+        self.addresses_storage = self.is_as_strided and not reapply
         # What FunctionalStorage's in-place updates need (wrapper.py): whether ``reverse`` is a
         # ``*_scatter`` (a copy of ``base``, same geometry, the view's region replaced); whether
         # it is the inverse view giving back ``base``'s exact geometry from a view of it; whether

@@ -28,7 +28,7 @@ import numpy as np
 import subclass_kit as sk
 
 __all__ = ["FunctionalStorage", "FunctionalTensorWrapper", "from_functional",
-           "is_functional", "to_functional"]
+           "is_functional", "replay", "storage_image", "to_functional"]
 
 _AS_STRIDED_BANNED = (
     "During torch.compile, encountered a mutation on a view chain of length {n}, where view {i} "
@@ -51,11 +51,17 @@ DATA_PTR = (
 class FunctionalStorage:
     """The shared state of an alias family (see the module docstring)."""
 
-    __slots__ = ("base", "frozen", "generation", "holders", "private", "storage", "updates",
-                 "written", "__weakref__")
+    __slots__ = ("base", "eager", "frozen", "generation", "holders", "image", "private",
+                 "storage", "updates", "written", "__weakref__")
 
     def __init__(self, base, storage):
         self.base = base
+        # The layout eager mode gives the base (sizes, strides, offset in its storage), which
+        # ``as_strided`` addresses; ``base``'s own layout differs when ``*_copy`` views (which
+        # are contiguous) led to it. ``image``: ``(base, the base laid out that way)``, cached.
+        # See Note [as_strided addresses the eager storage].
+        self.eager = base._layout
+        self.image = None
         self.updates: list = []
         self.generation = 0
         self.frozen = False
@@ -120,7 +126,8 @@ class FunctionalStorage:
                     np.copyto(region.numpy(), value.numpy(), casting="unsafe")
                 self.written = (metas, region)
                 continue
-            tmps = [base]
+            # an as_strided step comes first (add_update): it writes into the eager layout
+            tmps = [storage_image(self, base) if metas[0].addresses_storage else base]
             for m in metas[:-1]:
                 tmps.append(m.forward(tmps[-1]))
             t = value
@@ -154,6 +161,8 @@ def _writes_through(metas) -> bool:
     through. Values and the base's sizes, strides and offset are then the same."""
     region = False
     for m in metas:
+        if m.addresses_storage:
+            return False        # its region is in the eager layout, not the base's
         if region:
             if not m.writes_through:
                 return False
@@ -162,6 +171,48 @@ def _writes_through(metas) -> bool:
         elif not m.exact_inverse:
             return False
     return region
+
+
+# Note [as_strided addresses the eager storage]
+# ``as_strided`` reads its input's storage, not its input: its result depends on the layout of
+# the tensor that owns the storage. With ``remove="mutations_and_views"`` views are replayed
+# with ``*_copy`` ops, which return contiguous tensors, so a base computed from them (``x.t() *
+# 1``) can be laid out otherwise than in eager mode, and ``as_strided_copy`` of a ``*_copy``
+# result reads another storage altogether. So each wrapper keeps ``eager_layout`` (the layout
+# eager mode gives it: view ops and ops on inputs whose layout differs are replayed on meta
+# stand-ins, mode.py), each storage the base's (``FunctionalStorage.eager``), and an
+# ``as_strided`` step without views is replayed, whatever steps precede it, from the base laid
+# out in its eager layout (``storage_image``), its inverse ``as_strided_scatter`` written into
+# that image. PyTorch replays ``as_strided_copy`` on the previous step's ``*_copy`` result and
+# gets other values than eager mode (docs/differences.md). With views kept, values have the
+# eager layouts already.
+
+
+def storage_image(fs: FunctionalStorage, base=None):
+    """``base`` (default ``fs.base``) laid out in the base's eager layout: ``base`` itself when
+    its layout is that one, else a copy with those strides (``empty_strided`` + ``copy``,
+    functional ops), made once per base value."""
+    base = fs.base if base is None else base
+    eager = fs.eager
+    lay = base._layout
+    if lay == eager or eager.sizes != lay.sizes or eager.offset != lay.offset:
+        return base
+    cached = fs.image
+    if cached is not None and cached[0] is base:
+        return cached[1]
+    empty = sk.ops.empty_strided.default(list(eager.sizes), list(eager.strides),
+                                         dtype=base.dtype, device=base.device)
+    image = sk.ops.copy.default(empty, base)
+    fs.image = (base, image)
+    return image
+
+
+def replay(fs: FunctionalStorage, metas, t=None):
+    """The tensor ``metas`` reach from ``t`` (default: the storage's base)."""
+    t = fs.base if t is None else t
+    for m in metas:
+        t = m.forward(storage_image(fs) if m.addresses_storage else t)
+    return t
 
 
 def _unobserved() -> bool:
@@ -220,9 +271,7 @@ class FunctionalTensorWrapper(sk.Tensor):
                 and all(m.reapply for m in self.view_metas)):
             t = written[1]          # the real view the update was just written through
         else:
-            t = fs.base
-            for m in self.view_metas:
-                t = m.forward(t)
+            t = replay(fs, self.view_metas)
         self.set_value(t)
         self.generation = fs.generation
         if self.view_metas:
@@ -245,10 +294,20 @@ class FunctionalTensorWrapper(sk.Tensor):
 
     def replace(self, value):
         """PyTorch's ``replace_``: a mutation result becomes this tensor's value (cast back to
-        its dtype if the op promoted)."""
+        its dtype if the op promoted). An in-place op keeps the eager layout; an ``out=`` op
+        that resized gives the value's."""
         if value.dtype != self.dtype:
             value = sk.ops._to_copy.default(value, dtype=self.dtype)
         self.set_value(value)
+        if value._layout.sizes != self.eager_layout.sizes:
+            self.set_eager_layout(value._layout)
+
+    def set_eager_layout(self, layout):
+        """The layout eager mode gives this tensor (Note [as_strided addresses the eager
+        storage]); the storage's too when this wrapper is its base."""
+        self.eager_layout = layout
+        if not self.view_metas:
+            self.fstorage.eager = layout
 
     @property
     def has_data_mutation(self) -> bool:
@@ -275,7 +334,7 @@ def _new_wrapper(value, fstorage, metas, generation) -> FunctionalTensorWrapper:
         w = sk.make_wrapper_subclass(FunctionalTensorWrapper, (), None, 0,
                                      dtype=value.dtype, device=value.device)
         w._storage = fstorage.storage
-    w._layout = lay
+    w._layout = w.eager_layout = lay
     w.value = value
     w.fstorage = fstorage
     w.view_metas = metas

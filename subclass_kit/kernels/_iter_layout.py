@@ -21,7 +21,7 @@ from .._state import tls
 from ..storage import CPU, Storage
 from ..tensor import Tensor, make_tensor
 
-__all__ = ["alloc", "contig", "layout_of", "layout_of_pairs", "iter_strides"]
+__all__ = ["alloc", "contig", "layout_of", "layout_of_pairs", "iter_perm", "iter_strides"]
 
 _CONTIG: dict = {}
 
@@ -106,6 +106,24 @@ def iter_strides(shape, layouts) -> tuple:
     ndim = len(shape)
     if ndim <= 1:
         return contig(shape)
+    perm = iter_perm(shape, layouts)
+    if perm == list(range(ndim - 1, -1, -1)):
+        return contig(shape)
+    strides = [0] * ndim
+    acc = 1
+    for d in perm:
+        strides[d] = acc
+        acc *= shape[d]
+    return tuple(strides)
+
+
+def iter_perm(shape, layouts) -> list:
+    """TensorIterator's ``reorder_dimensions``: the dims of ``shape`` fastest first, sorted by
+    the strides of ``layouts`` (``(sizes, strides)`` per operand, outputs first; broadcast dims
+    ignored, equal strides to the smaller size first, an insertion sort that stops at the first
+    operand deciding). It is also the order TensorIterator's loops visit elements in: the last
+    dim of the result varies slowest."""
+    ndim = len(shape)
     rows = []
     for sizes, strides in layouts:
         lead = ndim - len(sizes)
@@ -135,14 +153,7 @@ def iter_strides(shape, layouts) -> tuple:
                 dim1 = dim0
             elif cmp < 0:
                 break
-    if perm == list(range(ndim - 1, -1, -1)):
-        return contig(shape)
-    strides = [0] * ndim
-    acc = 1
-    for d in perm:
-        strides[d] = acc
-        acc *= shape[d]
-    return tuple(strides)
+    return perm
 
 
 def _cast_strides(layout):

@@ -29,6 +29,7 @@ from ._common import (
     type_name,
 )
 from ._iter_layout import alloc, iter_strides
+from ._loop_order import write_in_loop_order
 from ._scalars import checked_scalar
 
 from ..generator import checked_generator, default_generator
@@ -316,12 +317,19 @@ def _copy_check(self, src):
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if src is self or (src._storage is self._storage and src._layout == self._layout
+                       and src._dtype is self._dtype):
+        return self     # PyTorch's copy_impl returns before any check: nothing to write
     _copy_check(self, src)
     check_no_internal_overlap(self)
     check_no_partial_overlap(self, (src,))
-    if self._storage.device is not META:
+    if self._storage.device is not META and not write_in_loop_order(self, (src,), _copy_wave):
         np.copyto(self._array(), src._array(), casting="unsafe")
     return self
+
+
+def _copy_wave(result, args):
+    np.copyto(result, args[0]._array(), casting="unsafe")
 
 
 def _copy_rule(self, src, non_blocking=False):

@@ -30,6 +30,7 @@ from . import _pointwise_fns as fns
 from ._common import (Spec, check_no_internal_overlap, check_no_partial_overlap,
                       check_out_device_first, common_device, resize_out, type_name)
 from ._iter_layout import alloc, contig, layout_of, layout_of_pairs
+from ._loop_order import write_in_loop_order
 from ._scalars import cpp_name, quiet, unquiet, wrap_scalar
 
 __all__ = ["alloc", "pointwise_spec"]
@@ -350,6 +351,13 @@ def _register(op, info):
             _register_out(overload, info, fill)
 
 
+def _chunk_fill(fill, spec, kwargs):
+    """``fill`` as ``write_in_loop_order``'s compute: one wave of elements, as a 1-D result."""
+    def compute(result, args):
+        fill([result], spec._replace(sizes=result.shape, strides=(1,)), *args, **kwargs)
+    return compute
+
+
 def _register_inplace(op_, info, fill, fast):
     check = info.check
     fn = info.fn
@@ -389,8 +397,9 @@ def _register_inplace(op_, info, fill, fast):
         if info.post is not None or common in info.unsupported:
             _dispatch_check(info, common, (self,) + args, kwargs)
         if self._storage.device is not META:
-            fill([self._array()], Spec(sizes, strides, out, device, common), self, *args,
-                 **kwargs)
+            spec = Spec(sizes, strides, out, device, common)
+            if not write_in_loop_order(self, (self,) + args, _chunk_fill(fill, spec, kwargs)):
+                fill([self._array()], spec, self, *args, **kwargs)
         return self
 
     register_kernel(op_, "cpu")(kernel)
@@ -428,7 +437,8 @@ def _register_out(op_out, info, fill):
             info.data_check(common, *args, **kwargs)
         resize_out(out, spec, op_out.name)
         check_no_internal_overlap(out)
-        if out._storage.device is not META:
+        if out._storage.device is not META and not write_in_loop_order(
+                out, args, _chunk_fill(fill, spec, kwargs)):
             fill([out._array()], spec, *args, **kwargs)
         return out
 
