@@ -18,6 +18,7 @@ head ``h // (H / H_kv)``, PyTorch's ``repeat_interleave`` order.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -128,8 +129,16 @@ def _scores(q, k, mask, is_causal, scale, i, hs, group):
         sc = sc + m
     if is_causal:
         n, s = sc.shape[-2:]
-        sc = np.where(np.tril(np.ones((n, s), dtype=bool)), sc, -np.inf)
+        sc = np.where(_causal_mask(n, s), sc, -np.inf)
     return sc, kv
+
+
+@functools.lru_cache(maxsize=16)
+def _causal_mask(n: int, s: int) -> np.ndarray:
+    """The (n, s) lower-triangular bool mask of ``is_causal`` (read-only: shared by calls)."""
+    m = np.tril(np.ones((n, s), dtype=bool))
+    m.flags.writeable = False
+    return m
 
 
 def _mask_array(attn_mask, dtype):
