@@ -110,8 +110,13 @@ def _opmath(t) -> np.ndarray:
     return a.astype(np.float32) if _reduced(t._dtype) else a
 
 
-def _blocks(b, h, n, s):
-    """(batch, head range) chunks of at most ``_CHUNK`` score elements (one head at least)."""
+def _blocks(b, h, n, s, mask):
+    """(batch, head range) chunks of at most ``_CHUNK`` score elements (one head at least).
+    With no mask and every score fitting in one chunk, one block of all batches (``batch`` a
+    slice): the same arithmetic per (batch, head) matrix, without a Python round per batch."""
+    if mask is None and b * h * n * s <= _CHUNK:
+        yield slice(None), slice(0, h)
+        return
     per = max(1, _CHUNK // max(1, n * s))
     for i in range(b):
         for j in range(0, h, per):
@@ -119,7 +124,8 @@ def _blocks(b, h, n, s):
 
 
 def _scores(q, k, mask, is_causal, scale, i, hs, group):
-    """``q @ k^T * scale + mask`` for batch ``i``, query heads ``hs``: (heads, L, S)."""
+    """``q @ k^T * scale + mask`` for batch ``i``, query heads ``hs``: (heads, L, S); for a
+    batch slice ``i`` (``_blocks``, only without a mask), (batches, heads, L, S)."""
     kv = np.arange(hs.start, hs.stop) // group
     sc = np.matmul(q[i, hs], np.swapaxes(k[i, kv], -1, -2)) * scale
     if mask is not None:
@@ -163,7 +169,7 @@ def _forward_fill(outs, spec, query, key, value, dropout_p=0.0, is_causal=False,
     if out.size == 0:
         return
     with np.errstate(all="ignore"):
-        for i, hs in _blocks(b, h, n, s):
+        for i, hs in _blocks(b, h, n, s, mask):
             if s == 0:
                 np.copyto(out[i, hs], 0)
                 np.copyto(lse[i, hs], -np.inf)
@@ -198,7 +204,7 @@ def _backward_fill(outs, spec, grad_out, query, key, value, out, logsumexp, drop
     dv = np.zeros(v.shape, dtype=q.dtype)
     dq = np.zeros(q.shape, dtype=q.dtype)
     with np.errstate(all="ignore"):
-        for i, hs in _blocks(b, h, n, s):
+        for i, hs in _blocks(b, h, n, s, mask):
             if s == 0 or n == 0:
                 continue
             sc, kv = _scores(q, k, mask, is_causal, scale, i, hs, group)
@@ -208,8 +214,9 @@ def _backward_fill(outs, spec, grad_out, query, key, value, out, logsumexp, drop
             ds = p * (dp - delta)
             dq[i, hs] = np.matmul(ds, k[i, kv]) * scale
             # key/value heads shared by a group of query heads sum their gradients
-            np.add.at(dv[i], kv, np.matmul(np.swapaxes(p, -1, -2), do[i, hs]))
-            np.add.at(dk[i], kv, np.matmul(np.swapaxes(ds, -1, -2), q[i, hs]) * scale)
+            at = (i, kv)        # batch i (or the batch slice), key/value heads kv
+            np.add.at(dv, at, np.matmul(np.swapaxes(p, -1, -2), do[i, hs]))
+            np.add.at(dk, at, np.matmul(np.swapaxes(ds, -1, -2), q[i, hs]) * scale)
     for dst, src in ((gq, dq), (gk, dk), (gv, dv)):
         np.copyto(dst, src, casting="unsafe")
 
