@@ -221,10 +221,13 @@ def _backward_fill(outs, spec, grad_out, query, key, value, out, logsumexp, drop
                 # does (which costs ~100 ns an element)
                 dv[i, hs] += gv_part
                 dk[i, hs] += gk_part
+            elif isinstance(i, slice):  # every batch in one block: np.add.at per batch
+                for j in range(b):          # (a (slice, kv) index is slower still)
+                    np.add.at(dv[j], kv, gv_part[j])
+                    np.add.at(dk[j], kv, gk_part[j])
             else:
-                at = (i, kv)    # batch i (or the batch slice), key/value heads kv
-                np.add.at(dv, at, gv_part)
-                np.add.at(dk, at, gk_part)
+                np.add.at(dv[i], kv, gv_part)
+                np.add.at(dk[i], kv, gk_part)
     for dst, src in ((gq, dq), (gk, dk), (gv, dv)):
         np.copyto(dst, src, casting="unsafe")
 
