@@ -411,8 +411,7 @@ def _cody(x, ax, z, num, den, t, u):
     # A nan y takes an arbitrary point; the other factors are nan for it.
     with np.errstate(invalid="ignore"):
         k = ys.astype(np.intp)
-    np.clip(k, 0, len(_EXP_GRID) - 1, out=k)
-    np.take(_EXP_GRID, k, out=t)
+    np.take(_EXP_GRID, k, out=t, mode="clip")      # (clip: a nan's index is negative)
     np.divide(ys, 16.0, out=ys)
     with np.errstate(under="ignore"):
         np.add(y, ys, out=u)
@@ -447,7 +446,7 @@ def _blocked(x, dtype, complement: bool):
         else:
             np.subtract(1.0, t, out=t)
             np.copysign(t, block, out=t)
-        np.copyto(t, near, where=small)
+        np.putmask(t, small, near)     # (faster than copyto(where=))
         out[i:i + k] = t
     return out.reshape(x.shape)
 
