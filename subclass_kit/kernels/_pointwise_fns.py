@@ -331,16 +331,6 @@ _Q = (2.56852019228982242e00, 1.87295284992346725e00, 5.27905102951428412e-1,
 _RSQRT_PI = 5.6418958354775628695e-1  # 1/sqrt(pi)
 
 
-def _erf_small(x):
-    z = x * x
-    num = _A[4] * z
-    den = z
-    for i in range(3):
-        num = (num + _A[i]) * z
-        den = (den + _B[i]) * z
-    return x * (num + _A[3]) / (den + _B[3])
-
-
 # Elements per block of ``erf``/``erfc``. Their float64 temporaries are written into six
 # block-sized scratch arrays (``_cody``) allocated once per call: whole-tensor temporaries
 # were fresh allocations each, and a fresh mapping costs a page fault per 4 KiB (on the gelu
