@@ -43,3 +43,30 @@ def test_special_values_and_dtypes():
     got = fns.erf(x32)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, fns.erf(x32.astype(np.float64)).astype(np.float32))
+
+
+def test_large_strided_arrays_match_math_elementwise():
+    # Arrays longer than one evaluation block (``fns._BLOCK``), not contiguous, of several
+    # dims, with every range (small, middle, far, saturated, nan, inf) mixed in each block:
+    # each element is still its own math.erf / math.erfc.
+    rng = np.random.default_rng(7)
+    n = 2 * fns._BLOCK + 37
+    x = rng.standard_normal(2 * n) * rng.choice([0.3, 2.0, 8.0, 40.0], 2 * n)
+    x[rng.integers(0, 2 * n, 20)] = np.nan
+    x[rng.integers(0, 2 * n, 20)] = np.inf
+    x[rng.integers(0, 2 * n, 20)] = -np.inf
+    grid = x.reshape(2, n)[:, ::2]                # strided view
+    for fn, ref in ((fns.erf, math.erf), (fns.erfc, math.erfc)):
+        got = fn(grid)
+        assert got.shape == grid.shape and got.dtype == np.float64
+        for v, g in zip(grid.ravel().tolist(), got.ravel().tolist()):
+            if math.isnan(v):
+                assert math.isnan(g)
+            else:
+                assert _ulps(g, ref(v)) <= 8, (fn.__name__, v, g, ref(v))
+    x32 = grid.astype(np.float32)
+    got32 = fns.erf(x32)
+    assert got32.dtype == np.float32 and got32.shape == x32.shape
+    np.testing.assert_array_equal(got32, fns.erf(x32.astype(np.float64)).astype(np.float32))
+    assert fns.erf(np.zeros((3, 0))).shape == (3, 0)
+    assert fns.erf(np.float64(0.5)).shape == ()

@@ -18,6 +18,7 @@ head ``h // (H / H_kv)``, PyTorch's ``repeat_interleave`` order.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -109,8 +110,13 @@ def _opmath(t) -> np.ndarray:
     return a.astype(np.float32) if _reduced(t._dtype) else a
 
 
-def _blocks(b, h, n, s):
-    """(batch, head range) chunks of at most ``_CHUNK`` score elements (one head at least)."""
+def _blocks(b, h, n, s, mask):
+    """(batch, head range) chunks of at most ``_CHUNK`` score elements (one head at least).
+    With no mask and every score fitting in one chunk, one block of all batches (``batch`` a
+    slice): the same arithmetic per (batch, head) matrix, without a Python round per batch."""
+    if mask is None and b * h * n * s <= _CHUNK:
+        yield slice(None), slice(0, h)
+        return
     per = max(1, _CHUNK // max(1, n * s))
     for i in range(b):
         for j in range(0, h, per):
@@ -118,7 +124,8 @@ def _blocks(b, h, n, s):
 
 
 def _scores(q, k, mask, is_causal, scale, i, hs, group):
-    """``q @ k^T * scale + mask`` for batch ``i``, query heads ``hs``: (heads, L, S)."""
+    """``q @ k^T * scale + mask`` for batch ``i``, query heads ``hs``: (heads, L, S); for a
+    batch slice ``i`` (``_blocks``, only without a mask), (batches, heads, L, S)."""
     kv = np.arange(hs.start, hs.stop) // group
     sc = np.matmul(q[i, hs], np.swapaxes(k[i, kv], -1, -2)) * scale
     if mask is not None:
@@ -128,8 +135,16 @@ def _scores(q, k, mask, is_causal, scale, i, hs, group):
         sc = sc + m
     if is_causal:
         n, s = sc.shape[-2:]
-        sc = np.where(np.tril(np.ones((n, s), dtype=bool)), sc, -np.inf)
+        sc = np.where(_causal_mask(n, s), sc, -np.inf)
     return sc, kv
+
+
+@functools.lru_cache(maxsize=16)
+def _causal_mask(n: int, s: int) -> np.ndarray:
+    """The (n, s) lower-triangular bool mask of ``is_causal`` (read-only: shared by calls)."""
+    m = np.tril(np.ones((n, s), dtype=bool))
+    m.flags.writeable = False
+    return m
 
 
 def _mask_array(attn_mask, dtype):
@@ -154,7 +169,7 @@ def _forward_fill(outs, spec, query, key, value, dropout_p=0.0, is_causal=False,
     if out.size == 0:
         return
     with np.errstate(all="ignore"):
-        for i, hs in _blocks(b, h, n, s):
+        for i, hs in _blocks(b, h, n, s, mask):
             if s == 0:
                 np.copyto(out[i, hs], 0)
                 np.copyto(lse[i, hs], -np.inf)
@@ -189,7 +204,7 @@ def _backward_fill(outs, spec, grad_out, query, key, value, out, logsumexp, drop
     dv = np.zeros(v.shape, dtype=q.dtype)
     dq = np.zeros(q.shape, dtype=q.dtype)
     with np.errstate(all="ignore"):
-        for i, hs in _blocks(b, h, n, s):
+        for i, hs in _blocks(b, h, n, s, mask):
             if s == 0 or n == 0:
                 continue
             sc, kv = _scores(q, k, mask, is_causal, scale, i, hs, group)
@@ -199,8 +214,20 @@ def _backward_fill(outs, spec, grad_out, query, key, value, out, logsumexp, drop
             ds = p * (dp - delta)
             dq[i, hs] = np.matmul(ds, k[i, kv]) * scale
             # key/value heads shared by a group of query heads sum their gradients
-            np.add.at(dv[i], kv, np.matmul(np.swapaxes(p, -1, -2), do[i, hs]))
-            np.add.at(dk[i], kv, np.matmul(np.swapaxes(ds, -1, -2), q[i, hs]) * scale)
+            gv_part = np.matmul(np.swapaxes(p, -1, -2), do[i, hs])
+            gk_part = np.matmul(np.swapaxes(ds, -1, -2), q[i, hs]) * scale
+            if group == 1:
+                # one query head per key/value head: one addition per element, as np.add.at
+                # does (which costs ~100 ns an element)
+                dv[i, hs] += gv_part
+                dk[i, hs] += gk_part
+            elif isinstance(i, slice):  # every batch in one block: np.add.at per batch
+                for j in range(b):          # (a (slice, kv) index is slower still)
+                    np.add.at(dv[j], kv, gv_part[j])
+                    np.add.at(dk[j], kv, gk_part[j])
+            else:
+                np.add.at(dv[i], kv, gv_part)
+                np.add.at(dk[i], kv, gk_part)
     for dst, src in ((gq, dq), (gk, dk), (gv, dv)):
         np.copyto(dst, src, casting="unsafe")
 

@@ -78,9 +78,20 @@ def _gelu(dy, x, *, approximate="none"):
         right = 1 + t
         right_derivative = left * (1 - t * t) * beta * (1 + 3 * kappa * x_sq)
         return dy * (0.5 * right + right_derivative)
-    cdf = 0.5 * (1 + fns.erf(x * _M_SQRT1_2))
-    pdf = np.exp(-0.5 * x * x) * (_M_2_SQRTPI * _M_SQRT1_2 * 0.5)
-    return dy * (cdf + x * pdf)
+    # dy * (cdf + x * pdf), cdf = 0.5 (1 + erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi):
+    # the expression's roundings, in two temporaries instead of ten fresh ones
+    cdf = fns.erf(x * _M_SQRT1_2)
+    np.add(1, cdf, out=cdf)
+    np.multiply(0.5, cdf, out=cdf)
+    pdf = np.multiply(-0.5, x, out=np.empty_like(cdf))
+    np.multiply(pdf, x, out=pdf)
+    np.exp(pdf, out=pdf)
+    np.multiply(pdf, _M_2_SQRTPI * _M_SQRT1_2 * 0.5, out=pdf)
+    np.multiply(x, pdf, out=pdf)
+    np.add(cdf, pdf, out=cdf)
+    if dy.shape != cdf.shape or dy.dtype != cdf.dtype:
+        return dy * cdf         # dy broadcasts over x: a result of its own shape
+    return np.multiply(dy, cdf, out=cdf)
 
 
 def _sigmoid(dy, y):
