@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-from ..api.creation import empty
 from ..grad_mode import no_grad
 from ..nn import functional as F
 from . import init

@@ -273,7 +273,8 @@ def summarize(model, inputs, *, name: str | None = None, timeline: bool = False,
     tally = ActivationTally(timeline=timeline)
     tally.add_external(params, live=False)
     tally.add_external(_tensors(inputs), live=True)
-    replay = BlockReplay(tally) if replay_blocks and not timeline else None
+    replay = BlockReplay(tally) if replay_blocks and not timeline and isinstance(
+        model, Module) else None
     rows, handles = _block_rows(model, params, tally, replay)
     try:
         with sk.no_grad(), tally:
