@@ -69,28 +69,26 @@ def _tensor_key(t):
     if t._storage.device is not _META or t._vc is None or (
             t.__dict__ and set(t.__dict__) - {"_requires_grad"}):
         raise _Unsigned
-    return (t.__class__, tuple(t.shape), t.stride(), t.storage_offset(), t.dtype,
-            t._storage.nbytes(), t._vc[0], t.requires_grad, t._base is None)
+    return (t.__class__, t._layout, t._dtype, t._storage._nbytes, t._vc[0], t.requires_grad,
+            t._base is None)
 
 
-def _module_key(block: Module, top: bool):
-    """The block's structure and state metadata (raises _Unsigned outside the conditions)."""
-    key = []
-    for name, m in block.named_modules(remove_duplicate=False):
-        cls = type(m)
-        if not cls.__module__.startswith("subclass_kit.") or "forward" in m.__dict__:
-            raise _Unsigned
-        if (m._forward_pre_hooks or m._forward_hooks) and not (top and m is block):
-            raise _Unsigned
-        attrs = tuple(sorted((k, _value_key(v)) for k, v in m.__dict__.items()
-                             if k not in _STORES))
-        params = tuple((k, None if p is None else _tensor_key(p))
-                       for k, p in m._parameters.items())
-        buffers = tuple((k, None if b is None else _tensor_key(b))
-                        for k, b in m._buffers.items())
-        key.append((name, cls, m.training, attrs, params, buffers,
-                    tuple(sorted(m._non_persistent_buffers_set))))
-    return tuple(key)
+def _module_key(m: Module, top: bool):
+    """``m``'s structure and state metadata, children included (raises _Unsigned outside the
+    conditions). Attributes in insertion order: a different order only means no replay."""
+    cls = type(m)
+    d = m.__dict__
+    if not cls.__module__.startswith("subclass_kit.") or "forward" in d:
+        raise _Unsigned
+    if (m._forward_pre_hooks or m._forward_hooks) and not top:
+        raise _Unsigned
+    attrs = tuple((k, _value_key(v)) for k, v in d.items() if k not in _STORES)
+    params = tuple((k, None if p is None else _tensor_key(p)) for k, p in m._parameters.items())
+    buffers = tuple((k, None if b is None else _tensor_key(b)) for k, b in m._buffers.items())
+    children = tuple((k, None if c is None else _module_key(c, False))
+                     for k, c in m._modules.items())
+    return (cls, m.training, attrs, params, buffers, tuple(sorted(m._non_persistent_buffers_set)),
+            children)
 
 
 class _Record:
@@ -117,7 +115,7 @@ class BlockReplay:
         if id(block) not in self._module_keys:
             try:
                 self._module_keys[id(block)] = _module_key(block, top=True)
-            except _Unsigned:
+            except (_Unsigned, RecursionError):     # RecursionError: a module inside itself
                 self._module_keys[id(block)] = None
         mkey = self._module_keys[id(block)]
         if mkey is None:
