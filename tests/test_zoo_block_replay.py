@@ -146,6 +146,22 @@ def test_a_block_with_side_effects_is_not_replayed(effect, replays, monkeypatch)
     assert fast == full and not replays
 
 
+def test_a_run_with_a_garbage_collection_is_not_recorded(replays, monkeypatch):
+    import gc
+
+    from subclass_kit.zoo import llama
+    forward = llama.DecoderLayer.forward
+
+    def collecting(self, *args):
+        gc.collect()        # what it frees would depend on when collections run: no record
+        return forward(self, *args)
+
+    monkeypatch.setattr(llama.DecoderLayer, "forward", collecting)
+    model = zoo.get_model("llama-2-7b", num_hidden_layers=3)
+    fast, full = _both(model, model.example_inputs(seq=32))
+    assert fast == full and not replays
+
+
 def test_other_modes_see_every_op(replays):
     class Count(sk.DispatchMode):
         def __init__(self):

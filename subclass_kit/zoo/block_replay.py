@@ -19,7 +19,9 @@ whether an earlier block of the same forward was *the same computation*:
   output's and freed nothing that existed before (the tally's registry of live storages is
   the same before and after, plus the output), its output is a fresh plain tensor (offset 0,
   no ``_base``, no attributes) over a storage of exactly its strided extent, and it did not
-  bump the version of any argument, nor allocate under another block's row.
+  bump the version of any argument, nor allocate under another block's row; and no garbage
+  collection ran during it (so what it freed, reference counting freed: deterministic, not
+  the timing of a collection of reference cycles).
 
 Then the block's ops would allocate and free exactly what the earlier block's did, in the
 same order, relative to the live total at entry; so instead of running them the replay adds
@@ -31,6 +33,8 @@ both on every zoo model). Anything outside these conditions runs normally.
 """
 
 from __future__ import annotations
+
+import gc
 
 import subclass_kit as sk
 
@@ -156,7 +160,8 @@ class BlockReplay:
         tally = self.tally
         self._open[id(block)] = (key, name, tally.live, tally.peak, dict(tally._known),
                                  dict(tally.allocated), [a._vc[0] for a in args
-                                                          if isinstance(a, _Tensor)], args)
+                                                          if isinstance(a, _Tensor)], args,
+                                 _collections())
         tally.peak = tally.live     # the block's own high-water mark, restored in leave
 
     def leave(self, block, out):
@@ -166,10 +171,12 @@ class BlockReplay:
         opened = self._open.pop(id(block), None)
         if opened is None:
             return
-        key, name, live0, peak0, known0, allocated0, versions, args = opened
+        key, name, live0, peak0, known0, allocated0, versions, args, collections = opened
         tally = self.tally
         excursion = tally.peak - live0
         tally.peak = max(peak0, tally.peak)
+        if _collections() != collections:
+            return
         record = self._self_contained(out, name, live0, known0, allocated0, versions, args)
         if record is not None:
             record.excursion = excursion
@@ -219,6 +226,11 @@ class BlockReplay:
         tally.peak = max(tally.peak, live0 + record.excursion)
         self.replayed += 1
         return out
+
+
+def _collections() -> int:
+    """Garbage collections run so far in this process (all generations)."""
+    return sum(g["collections"] for g in gc.get_stats())
 
 
 def _drop_replay(block) -> bool:
