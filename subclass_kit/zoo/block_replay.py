@@ -70,8 +70,9 @@ def _value_key(v):
 def _tensor_key(t):
     if t.__class__ is not _Tensor and t.__class__ is not Parameter:
         raise _Unsigned
+    d = t.__dict__
     if t._storage.device is not _META or t._vc is None or (
-            t.__dict__ and set(t.__dict__) - {"_requires_grad"}):
+            d and (len(d) > 1 or "_requires_grad" not in d)):
         raise _Unsigned
     return (t.__class__, t._layout, t._dtype, t._storage._nbytes, t._vc[0], t.requires_grad,
             t._base is None)
@@ -86,11 +87,13 @@ def _module_key(m: Module, top: bool):
         raise _Unsigned
     if (m._forward_pre_hooks or m._forward_hooks) and not top:
         raise _Unsigned
-    attrs = tuple((k, _value_key(v)) for k, v in d.items() if k not in _STORES)
-    params = tuple((k, None if p is None else _tensor_key(p)) for k, p in m._parameters.items())
-    buffers = tuple((k, None if b is None else _tensor_key(b)) for k, b in m._buffers.items())
-    children = tuple((k, None if c is None else _module_key(c, False))
-                     for k, c in m._modules.items())
+    attrs = tuple([(k, _value_key(v)) for k, v in d.items() if k not in _STORES])
+    params = tuple([(k, None if p is None else _tensor_key(p))
+                    for k, p in m._parameters.items()])
+    buffers = tuple([(k, None if b is None else _tensor_key(b))
+                     for k, b in m._buffers.items()])
+    children = tuple([(k, None if c is None else _module_key(c, False))
+                      for k, c in m._modules.items()])
     return (cls, m.training, attrs, params, buffers, tuple(sorted(m._non_persistent_buffers_set)),
             children)
 
