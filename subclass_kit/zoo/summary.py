@@ -31,6 +31,9 @@ How the numbers are collected:
   sizing timelines (``subclass_kit.sizing.timeline``): phase "forward", the parameters' bytes and
   the live activation bytes (inputs included) at that moment.
   The forward runs under ``sk.no_grad()`` (inference: no autograd graph is recorded).
+- **repeated blocks**: a block that repeats an earlier one exactly is replayed from that
+  block's recorded bytes instead of re-running its ops, with the same numbers (Note [Block
+  replay] in ``block_replay.py``; ``summarize(..., replay_blocks=False)`` runs every op).
 
 Note [Activation tally]
     A storage counts once, when an op first returns it; parameters and inputs are registered
