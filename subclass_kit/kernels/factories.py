@@ -514,6 +514,18 @@ def _random_fill_target(self, kernel_name):
                                   f"'{type_name(self._dtype)}'")
 
 
+_FINFO_MAX: dict = {}
+
+
+def _finfo_max(dtype) -> float:
+    """The largest finite value of a floating ``dtype`` as a float (cached: ``np.finfo`` costs
+    more than the rest of a meta ``uniform_``, which every ``nn.Linear`` init runs)."""
+    hi = _FINFO_MAX.get(dtype)
+    if hi is None:
+        hi = _FINFO_MAX[dtype] = float(np.finfo(dtype.numpy).max)
+    return hi
+
+
 @both_devices(ops.uniform_)
 def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     """PyTorch's ``uniform_impl_`` checks: the dtype ("check_uniform_bounds" not implemented
@@ -521,7 +533,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     in the dtype, then the internal-overlap check of the fill."""
     rng = _random_generator(generator)
     _random_fill_target(self, "check_uniform_bounds")
-    hi = float(np.finfo(self._dtype.numpy).max)
+    hi = _finfo_max(self._dtype)
     for name, v in (("from", from_), ("to", to)):
         if not -hi <= v <= hi:
             raise RuntimeError(f"{name} is out of bounds for {_CHECKED_NAME[self._dtype.name]}")

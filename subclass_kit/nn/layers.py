@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import math
 
-from ..api.creation import empty
 from ..grad_mode import no_grad
 from ..nn import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from .parameter import Parameter, empty_parameter
 
 __all__ = ["Identity", "Linear", "Embedding", "LayerNorm", "RMSNorm", "Dropout", "GELU", "ReLU",
            "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
@@ -43,9 +42,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in_features), device=device, dtype=dtype))
+        self.weight = empty_parameter((out_features, in_features), device, dtype)
         if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
+            self.bias = empty_parameter((out_features,), device, dtype)
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -90,8 +89,8 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device,
-                                          dtype=dtype), requires_grad=not _freeze)
+            self.weight = empty_parameter((num_embeddings, embedding_dim), device, dtype,
+                                          requires_grad=not _freeze)
             self.reset_parameters()
         else:
             self.weight = Parameter(_weight, requires_grad=not _freeze)
@@ -132,9 +131,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            self.weight = empty_parameter(self.normalized_shape, device, dtype)
             if bias:
-                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+                self.bias = empty_parameter(self.normalized_shape, device, dtype)
             else:
                 self.register_parameter("bias", None)
         else:
@@ -167,7 +166,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            self.weight = empty_parameter(self.normalized_shape, device, dtype)
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()

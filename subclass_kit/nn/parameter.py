@@ -8,6 +8,10 @@ level (``__tensor_function__ = disabled_tensor_function``), so ``p * 2`` and ``p
 
 from __future__ import annotations
 
+from .._dtype import dtype as _dtype, get_default_dtype
+from .._state import flags
+from ..layout import contiguous_strides
+from ..storage import META
 from ..subclass import make_subclass
 from ..tensor import Tensor, disabled_tensor_function
 
@@ -61,3 +65,24 @@ class Buffer(Tensor):
 
 def is_parameter(value) -> bool:
     return isinstance(value, Parameter)
+
+
+def empty_parameter(size: tuple, device=None, dtype=None, requires_grad: bool = True) -> Parameter:
+    """``Parameter(sk.empty(size, device=device, dtype=dtype), requires_grad)``: the
+    uninitialised parameter an ``sk.nn`` layer creates before ``reset_parameters`` fills it.
+
+    ``size``: a tuple of ints. Same result and errors as the expression above. On the meta
+    device with no mode or dispatch trace active (nothing could observe the ``empty`` op)
+    and plain non-negative int sizes, the tensor is allocated directly by the kernel's
+    allocator (same contiguous strides, overflow check, version counter and inference state)
+    instead of dispatching ``empty`` and ``detach``: a 70B model creates ~700 parameters, and
+    the two dispatches were a third of building it (``subclass-kit shapes``).
+    """
+    if (not flags.interceptors and (device is META or device == "meta")
+            and (dtype is None or dtype.__class__ is _dtype)
+            and all(s.__class__ is int and s >= 0 for s in size)):
+        from ..kernels._iter_layout import alloc
+        t = alloc(size, contiguous_strides(size), dtype or get_default_dtype(), META)
+        return make_subclass(Parameter, t, requires_grad)
+    from ..api.creation import empty
+    return Parameter(empty(size, device=device, dtype=dtype), requires_grad)

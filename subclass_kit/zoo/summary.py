@@ -31,6 +31,9 @@ How the numbers are collected:
   sizing timelines (``subclass_kit.sizing.timeline``): phase "forward", the parameters' bytes and
   the live activation bytes (inputs included) at that moment.
   The forward runs under ``sk.no_grad()`` (inference: no autograd graph is recorded).
+- **repeated blocks**: a block that repeats an earlier one exactly is replayed from that
+  block's recorded bytes instead of re-running its ops, with the same numbers (Note [Block
+  replay] in ``block_replay.py``; ``summarize(..., replay_blocks=False)`` runs every op).
 
 Note [Activation tally]
     A storage counts once, when an op first returns it; parameters and inputs are registered
@@ -48,6 +51,7 @@ import subclass_kit as sk
 from subclass_kit.nn.module import Module
 
 from . import nn
+from .block_replay import BlockReplay
 from .mixtral import active_parameters
 
 __all__ = ["Summary", "BlockRow", "summarize", "stored_nbytes", "TOP_LEVEL"]
@@ -208,8 +212,9 @@ def _parameters(model) -> list:
     return out
 
 
-def _block_rows(model, params: list, tally: ActivationTally):
-    """Rows and hook handles for each block of ``model`` (none for a plain callable)."""
+def _block_rows(model, params: list, tally: ActivationTally, replay: BlockReplay | None):
+    """Rows and hook handles for each block of ``model`` (none for a plain callable);
+    ``replay``: the Note [Block replay] state, or None to run every block."""
     rows, handles = {}, []
     if not isinstance(model, Module):
         return rows, handles
@@ -222,8 +227,12 @@ def _block_rows(model, params: list, tally: ActivationTally):
         def enter(module, args, name=name):
             outer.append(tally.current)
             tally.current = name
+            if replay is not None:
+                replay.enter(module, name, args)
 
         def leave(module, args, out, row=row):
+            if replay is not None:
+                replay.leave(module, out)
             row.output_shape = _shape_of(out)
             first = _tensors(out)
             row.dtype = first[0].dtype.name if first else None
@@ -249,13 +258,16 @@ def _fresh_numel(module, seen: set) -> int:
     return total
 
 
-def summarize(model, inputs, *, name: str | None = None, timeline: bool = False) -> Summary:
+def summarize(model, inputs, *, name: str | None = None, timeline: bool = False,
+              replay_blocks: bool = True) -> Summary:
     """Run ``model(*inputs)`` under an :class:`ActivationTally` and report what it did.
 
     ``model``: an ``nn.Module`` (per-block rows) or any callable; ``inputs``: a tuple of
     positional arguments or a single tensor; ``timeline``: also record the live bytes after
     every op into ``Summary.timeline`` (one point per op, not downsampled). Works on any
     device; on meta nothing is allocated. Exceptions raised by the forward propagate unchanged.
+    ``replay_blocks``: skip running a block that repeats an earlier one exactly (Note [Block
+    replay] in ``block_replay.py``; same numbers, False runs every op).
     """
     if not isinstance(inputs, (tuple, list)):
         inputs = (inputs,)
@@ -264,13 +276,17 @@ def summarize(model, inputs, *, name: str | None = None, timeline: bool = False)
     tally = ActivationTally(timeline=timeline)
     tally.add_external(params, live=False)
     tally.add_external(_tensors(inputs), live=True)
-    rows, handles = _block_rows(model, params, tally)
+    replay = BlockReplay(tally) if replay_blocks and not timeline and isinstance(
+        model, Module) else None
+    rows, handles = _block_rows(model, params, tally, replay)
     try:
         with sk.no_grad(), tally:
             out = model(*inputs)
     finally:
         for handle in handles:
             handle.remove()
+        if replay is not None:
+            replay.close(block for _, block in nn.blocks(model))
         tally.close()
     for row_name, nbytes in tally.allocated.items():
         row = rows.get(row_name)
