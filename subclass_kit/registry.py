@@ -1,8 +1,8 @@
 """The op registry: ``OpOverload`` objects with parsed schemas, kernel tables, and the fast path.
 
-``sk.ops.<name>`` is the default overload of an op; other overloads hang off it by name
-(``sk.ops.add.out``, ``sk.ops.view.dtype``). Custom ops live in namespaces
-(``sk.ops.mylib.scale``). Calling an op binds its arguments to the schema as PyTorch does
+``sk.ops.<name>`` is an ``OpOverloadPacket`` (PyTorch's structure): its overloads hang off it by
+name (``sk.ops.add.Tensor``, ``sk.ops.view.dtype``), and calling it runs its default (else
+first-defined) overload. Custom ops live in namespaces (``sk.ops.mylib.scale``). Calling an op binds its arguments to the schema as PyTorch does
 (``OpOverload._bind``: schema names work as keywords, bad calls raise RuntimeError), then runs
 the dispatcher (PyTorch's Python key, then the backend kernel):
 
@@ -23,7 +23,7 @@ from .dispatch import (DISPATCH_TYPES, _INFERENCE_INPLACE, _bump, _check_inferen
                        _overloaded_types, _record_view_op, _run_below, check_inplace, dispatch)
 from .schema import OpSchema, parse_schema
 
-__all__ = ["OpOverload", "ops", "define", "register_kernel", "get_kernel", "register_decomposition",
+__all__ = ["OpOverload", "OpOverloadPacket", "ops", "define", "register_kernel", "get_kernel", "register_decomposition",
            "set_autograd_layer", "redispatch_below_autograd"]
 
 
@@ -204,14 +204,9 @@ class OpOverload:
     def default(self):
         return self._overloads.get("default", self)
 
-    @property
-    def overloadpacket(self):
-        """The object ``sk.ops.<name>`` names (PyTorch's ``OpOverload.overloadpacket``). Here
-        that is the op's default (else first-defined) overload itself, not a separate packet
-        object: see docs/differences.md ("An op packet is its default overload")."""
-        return _lookup(self.schema.name)
-
-    _overloadpacket = overloadpacket
+    # ``overloadpacket`` / ``_overloadpacket`` (PyTorch's names): the ``OpOverloadPacket``
+    # ``sk.ops.<name>`` names, set as instance attributes by ``_add_overload`` (a lazy op
+    # answers without parsing its schema).
 
     @property
     def _schema(self):
@@ -223,11 +218,9 @@ class OpOverload:
     def _overloadname(self) -> str:
         return self.overload
 
-    # No ``__getattr__`` (PyTorch's "The underlying op of 'aten.add' has no overload name
-    # 'nosuch'"): defining one makes CPython 3.11 stop specialising *every* attribute read on
-    # ops, which the dispatch paths do per call. An unknown overload raises the plain
-    # AttributeError; overload names are instance attributes, so ``dir(op)`` lists them and
-    # Python's "Did you mean: 'Tensor'?" hint works; ``op.overloads()`` names them all.
+    # No ``__getattr__``: defining one makes CPython 3.11 stop specialising *every* attribute
+    # read on overloads, which the dispatch paths do per call. The packet has one
+    # (``OpOverloadPacket.__getattr__``: the unknown-overload error).
 
     def overloads(self) -> list:
         return list(self._overloads)
@@ -426,8 +419,89 @@ def _missing_kernel(op, device):
         "could be because the operator doesn't exist for this backend.")
 
 
+class OpOverloadPacket:
+    """What ``sk.ops.<name>`` names: the overloads of one op (PyTorch's ``OpOverloadPacket``).
+
+    Its overloads are attributes (``sk.ops.add.Tensor``; ``packet.overloads()`` lists their
+    names, ``default`` exists only when the op has a "default" overload); an unknown name
+    raises AttributeError "The underlying op of 'sk.ops.add' has no overload name 'nosuch'"
+    followed by the overloads. Calling the packet runs its default overload, else the
+    first-defined one (``add`` runs ``add.Tensor``), with that overload's argument binding and
+    errors: PyTorch picks the overload from the arguments' types, see docs/differences.md.
+    ``OpOverload.overloadpacket`` is the packet; a packet never equals an overload
+    (``func == sk.ops.mul`` is False, ``func.overloadpacket is sk.ops.mul`` is True).
+
+    Registration APIs that take an op (``register_kernel``, ``sk.library.impl`` ...) take a
+    packet as its called overload (``overload_of``); the flop-formula table registers a packet
+    for all its overloads, as PyTorch's does. Attributes of an op (``decomposition``,
+    ``tags``, kernels) belong to overloads: setting an attribute on a packet raises
+    AttributeError naming the overloads.
+    """
+
+    def __init__(self, name: str, namespace: str, base: str):
+        d = self.__dict__
+        d["name"] = name                     # "add", "mylib::scale"
+        d["_qualified_op_name"] = name       # (no "aten::" here: built-ins have no namespace)
+        d["__name__"] = base
+        d["_repr"] = f"{namespace or 'sk.ops'}.{base}"
+        d["_overloads"] = {}                 # overload name -> OpOverload, in definition order
+        d["_op"] = None                      # what a call runs (``overload_of``)
+
+    def _add(self, op) -> None:
+        d = self.__dict__
+        self._overloads[op.overload] = op
+        if op.overload not in d and not hasattr(type(self), op.overload):
+            d[op.overload] = op              # a plain attribute read: ``sk.ops.add.Tensor``
+        if self._op is None or op.overload == "default":
+            d["_op"] = op
+
+    def __call__(self, /, *args, **kwargs):
+        return self._op(*args, **kwargs)
+
+    def __getattr__(self, attr):
+        # Only reached for names that are not overloads (those are instance attributes).
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)       # protocol probes (copy, pickle...)
+        raise AttributeError(
+            f"The underlying op of '{self._repr}' has no overload name '{attr}' (its "
+            f"overloads: {', '.join(self._overloads)})", name=attr, obj=self)
+
+    def __setattr__(self, attr, value):
+        raise AttributeError(
+            f"'{self._repr}' is an op packet: set '{attr}' on one of its overloads "
+            f"({', '.join(self._repr + '.' + o for o in self._overloads)})")
+
+    def overloads(self) -> list:
+        """The names of the overloads, in definition order (PyTorch's ``overloads()``)."""
+        return list(self._overloads)
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) - {"_repr", "_op"})
+
+    def __iter__(self):
+        # Not iterable (PyTorch's packet is not): without this, ``__getattr__`` would not
+        # stop ``iter()`` from trying ``__getitem__``.
+        raise TypeError(f"'{type(self).__name__}' object is not iterable")
+
+    def __repr__(self):
+        return f"<OpOverloadPacket(op='{self._repr}')>"
+
+    def __str__(self):
+        return self._repr
+
+    def __deepcopy__(self, memo):
+        return self                          # ops are singletons (PyTorch's too)
+
+
+def overload_of(op):
+    """``op`` itself for an ``OpOverload``; for an ``OpOverloadPacket`` the overload a call of
+    it runs (its default overload, else its first-defined one). What registration APIs apply
+    to an op given as a packet. Anything else is returned unchanged."""
+    return op._op if type(op) is OpOverloadPacket else op
+
+
 class _Namespace:
-    """``sk.ops`` and custom-op namespaces: attribute access gives the default overload."""
+    """``sk.ops`` and custom-op namespaces: attribute access gives an op's packet."""
 
     def __init__(self, name: str):
         self._name = name
@@ -448,7 +522,7 @@ class _Namespace:
     def __iter__(self):
         """Every overload of every op in this namespace (not sub-namespaces)."""
         for packet in list(self._packets.values()):
-            if isinstance(packet, OpOverload):
+            if isinstance(packet, OpOverloadPacket):
                 yield from packet._overloads.values()
 
     def __repr__(self):
@@ -498,23 +572,20 @@ def define(schema_text: str, cls=OpOverload) -> OpOverload:
 
 
 def _add_overload(space, base: str, op: OpOverload) -> OpOverload:
-    """File ``op`` under ``space.<base>``: the packet's first or default overload is the
-    published entry; every overload of the packet names every other as an attribute."""
+    """File ``op`` in the packet ``space.<base>`` (created and published by the first overload);
+    every overload of the packet also names every other as an attribute."""
     packet = space._packets.get(base)
     if packet is None:
-        op._overloads = {op.overload: op}
-        space._publish(base, op)
-    else:
-        if op.overload in packet._overloads:
-            raise RuntimeError(
-                f"Tried to register an operator ({op.schema}) with the same name and overload "
-                "name multiple times. Each overload's schema should only be registered with a "
-                "single call to def().")
-        op._overloads = packet._overloads
-        packet._overloads[op.overload] = op
-        if op.overload == "default":
-            # The default overload becomes the packet entry; keep the others reachable.
-            space._publish(base, op)
+        packet = OpOverloadPacket(op.name, op.namespace, base)
+        space._publish(base, packet)
+    elif op.overload in packet._overloads:
+        raise RuntimeError(
+            f"Tried to register an operator ({op.schema}) with the same name and overload "
+            "name multiple times. Each overload's schema should only be registered with a "
+            "single call to def().")
+    op._overloads = packet._overloads
+    op.overloadpacket = op._overloadpacket = packet
+    packet._add(op)
     # The earlier overloads already name each other: add the new one's name to each, and
     # theirs (and its own) to it.
     for holder in op._overloads.values():
@@ -537,7 +608,10 @@ def _check_free(space, name: str, what: str):
 
 
 def register_kernel(op: OpOverload, device: str):
-    """Decorator: ``@register_kernel(sk.ops.add, "cpu")`` registers a kernel for a device."""
+    """Decorator: ``@register_kernel(sk.ops.add.Tensor, "cpu")`` registers a kernel for a
+    device (a packet stands for the overload its call runs, ``overload_of``)."""
+    op = overload_of(op)
+
     def deco(fn):
         op._kernels[device] = fn
         return fn
@@ -545,7 +619,10 @@ def register_kernel(op: OpOverload, device: str):
 
 
 def register_decomposition(op: OpOverload):
-    """Decorator: make ``op`` composite, running ``fn`` (written with ``sk.ops``) when called."""
+    """Decorator: make ``op`` composite, running ``fn`` (written with ``sk.ops``) when called
+    (a packet stands for the overload its call runs, ``overload_of``)."""
+    op = overload_of(op)
+
     def deco(fn):
         op.decomposition = fn
         return fn
@@ -553,7 +630,9 @@ def register_decomposition(op: OpOverload):
 
 
 def get_kernel(op: OpOverload, device: str):
-    """The kernel of ``op`` for ``device`` ("cpu" or "meta"). Raises NotImplementedError."""
+    """The kernel of ``op`` for ``device`` ("cpu" or "meta"; a packet stands for the overload
+    its call runs). Raises NotImplementedError."""
+    op = overload_of(op)
     kernel = op._kernels.get(device) or op._kernels.get("default")
     if kernel is None:
         raise _missing_kernel(op, device)

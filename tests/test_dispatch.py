@@ -36,7 +36,7 @@ def test_handler_calls_go_to_next_mode_and_reentry_with_self():
     class Reenter(sk.DispatchMode):
         def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
             log.append(func.__name__)
-            if func is ops.add and len(log) < 3:
+            if func is ops.add.Tensor and len(log) < 3:
                 with self:
                     return ops.mul(args[0], 2)
             return func(*args, **(kwargs or {}))

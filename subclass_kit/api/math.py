@@ -21,7 +21,7 @@ import builtins
 from .. import _dtype as dt
 from .._argcheck import check_tensor, type_error
 from ..function import op_method, public_api
-from ..registry import _lookup, ops
+from ..registry import _lookup, ops, overload_of
 from ..tensor import Tensor
 
 __all__ = []
@@ -88,7 +88,7 @@ __all__.append("result_type")
 
 # -- unary -----------------------------------------------------------------------------------
 def _unary(name):
-    op = _lookup(name)
+    op = overload_of(_lookup(name))
     out_op = _out_overload(op)
     packet = _lookup(name + "_")
     inplace = packet._overloads.get(op.overload) if packet is not None else None
@@ -184,7 +184,7 @@ _export("gelu", gelu, method=False)
 # -- binary ----------------------------------------------------------------------------------
 def _binary(name, numbers_first=False, numbers_second=True):
     """``numbers_first``/``numbers_second``: whether a Python number is accepted there."""
-    op = _lookup(name)
+    op = overload_of(_lookup(name))
     out_op = _out_overload(op)
     packet = _lookup(name + "_")
     inplace = packet._overloads.get(op.overload) if packet is not None else None
@@ -238,9 +238,9 @@ Tensor.max_elementwise = Tensor.maximum
 
 
 def _add_like(name):
-    op = _lookup(name)
+    op = overload_of(_lookup(name))
     out_op = _out_overload(op)
-    inplace = _lookup(name + "_")
+    inplace = overload_of(_lookup(name + "_"))
 
     def fn(input, other, *, alpha=1, out=None):
         if not isinstance(input, Tensor) and not isinstance(other, Tensor):
@@ -345,7 +345,7 @@ def _clamp_op(input, min, max):
     if tensors and (isinstance(min, _NUMBER) or isinstance(max, _NUMBER)):
         names = ", ".join(type(a).__name__ for a in (input, min, max) if a is not None)
         raise TypeError(_CLAMP_COMBO.format(names))
-    return ops.clamp.Tensor if tensors else ops.clamp
+    return ops.clamp.Tensor if tensors else ops.clamp.default
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -443,6 +443,7 @@ _export("copy_", copy_)
 
 # -- operators -------------------------------------------------------------------------------
 def _operator(name, impl, op=None, reflected=False):
+    op = overload_of(op)            # a packet: the overload its call runs
     if op is not None and not op.decomposition:
         public = op_method(op, impl, name, reflected)
     else:
@@ -456,6 +457,7 @@ def _binary_operator(name, op, reflected=False, **kwargs):
     numbers, and for a TypeError raised while dispatching (every subclass handler or mode
     declined, or one raised it), so Python raises its usual "unsupported operand" TypeError
     (``==``/``!=`` compare identity), as PyTorch's ``TypeError_to_NotImplemented_`` does."""
+    op = overload_of(op)            # a packet: the overload its call runs
     if reflected:
         def impl(self, other):
             if other.__class__ not in _NUMBER and not isinstance(other, Tensor):

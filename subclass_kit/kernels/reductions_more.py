@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import wrap_dim
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META
 from ._common import (Spec, check_out_device_first, fill_scalar_pair,
                       register_pair_kernels, resize_out, type_name)
@@ -232,6 +232,7 @@ def _cum_extreme_fill_for(ufunc):
 
 
 def _register_cum_extreme(op, out_op, name, ufunc):
+    op, out_op = overload_of(op), overload_of(out_op)  # packet: the overload it calls
     rule = _cum_extreme_rule_for(name)
 
     def out_specs(self, args, kwargs, values, indices):
