@@ -18,9 +18,9 @@ from .schema import parse_schema
 #     other attribute (``op.schema``, a call, ``op.is_view``...) reaches ``__getattr__``, which
 #     parses the text, derives the facts and turns the object into a plain ``OpOverload``
 #     (``__class__`` assignment): from then on no ``__getattr__`` stands in the way of CPython's
-#     attribute specialisation on the call paths (the note at the end of ``OpOverload``'s naming methods). Nothing
-#     observable changes: the same object, the same attributes, the same errors (the texts are
-#     checked by the tests that iterate ``sk.ops``).
+#     attribute specialisation on the call paths (the note after ``OpOverload._overloadname``).
+#     Nothing observable changes: the same object, the same attributes, the same errors (the
+#     texts are checked by the tests that iterate ``sk.ops``).
 
 
 class _LazyOpOverload(OpOverload):

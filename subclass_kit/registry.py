@@ -2,9 +2,10 @@
 
 ``sk.ops.<name>`` is an ``OpOverloadPacket`` (PyTorch's structure): its overloads hang off it by
 name (``sk.ops.add.Tensor``, ``sk.ops.view.dtype``), and calling it runs its default (else
-first-defined) overload. Custom ops live in namespaces (``sk.ops.mylib.scale``). Calling an op binds its arguments to the schema as PyTorch does
-(``OpOverload._bind``: schema names work as keywords, bad calls raise RuntimeError), then runs
-the dispatcher (PyTorch's Python key, then the backend kernel):
+first-defined) overload. Custom ops live in namespaces (``sk.ops.mylib.scale``). Calling an op
+binds its arguments to the schema as PyTorch does (``OpOverload._bind``: schema names work as
+keywords, bad calls raise RuntimeError), then runs the dispatcher (PyTorch's Python key, then
+the backend kernel):
 
 1. composite ops (no kernel of their own) run their decomposition, so every mode sees only the
    primitives they lower to (PyTorch's CompositeImplicitAutograd);
@@ -23,8 +24,9 @@ from .dispatch import (DISPATCH_TYPES, _INFERENCE_INPLACE, _bump, _check_inferen
                        _overloaded_types, _record_view_op, _run_below, check_inplace, dispatch)
 from .schema import OpSchema, parse_schema
 
-__all__ = ["OpOverload", "OpOverloadPacket", "ops", "define", "register_kernel", "get_kernel", "register_decomposition",
-           "set_autograd_layer", "redispatch_below_autograd"]
+__all__ = ["OpOverload", "OpOverloadPacket", "ops", "define", "register_kernel", "get_kernel",
+           "register_decomposition", "set_autograd_layer", "redispatch_below_autograd",
+           "overload_of"]
 
 
 # Note [Autograd layer]

@@ -162,7 +162,8 @@ def register_pair_kernels(op, out_op, rule, fill, out_specs, check_input=None):
     writes the cpu outputs; ``check_input(self)`` runs after ``rule`` in the functional kernel.
     ``out_specs(self, args, kwargs, values, indices)`` runs the out= checks in the op's PyTorch
     order and returns the specs; both outputs are resized only after all of them passed."""
-    op, out_op = overload_of(op), overload_of(out_op)  # packet: the overload it calls
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
     names = tuple(a.name for a in out_op.schema.arguments if a.is_write)
 
     def kernel(*args, **kwargs):
@@ -247,7 +248,7 @@ def resize_output(out: Tensor, spec: Spec, stacklevel: int = 3):
     if not resize_output_check(out, spec, stacklevel=stacklevel + 1):
         return
     with below_autograd():
-        ops.resize_(out, list(spec.sizes))
+        ops.resize_.default(out, list(spec.sizes))
 
 
 def resize_storage_for(t: Tensor, layout: Layout):
@@ -317,7 +318,8 @@ def register_rule(op, rule, fill):
 
 def register_out(op_out, functional_op):
     """Register the ``out=`` overload of a functional op registered with ``register_rule``."""
-    op_out, functional_op = overload_of(op_out), overload_of(functional_op)  # packet: the overload it calls
+    # packets: the overloads their calls run
+    op_out, functional_op = overload_of(op_out), overload_of(functional_op)
 
     def kernel(*args, out, **kwargs):
         spec = functional_op.rule(*args, **kwargs)
@@ -333,7 +335,8 @@ def register_out(op_out, functional_op):
 def register_inplace(op_, functional_op):
     """Register ``name_`` from the functional op: the result must keep ``self``'s shape and be
     castable to its dtype; the fill writes straight into ``self``."""
-    op_, functional_op = overload_of(op_), overload_of(functional_op)  # packet: the overload it calls
+    # packets: the overloads their calls run
+    op_, functional_op = overload_of(op_), overload_of(functional_op)
 
     def kernel(self, *args, **kwargs):
         spec = functional_op.rule(self, *args, **kwargs)

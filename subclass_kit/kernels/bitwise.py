@@ -74,7 +74,8 @@ def _register_autogen_out(op_out, functional):
     first, then "Expected out tensor to have dtype long int, but got int instead", then the
     device, and a resized ``out`` is contiguous. (PyTorch resizes ``out`` before the dtype
     check; here no error leaves ``out`` changed.)"""
-    op_out, functional = overload_of(op_out), overload_of(functional)  # packet: the overload it calls
+    # packets: the overloads their calls run
+    op_out, functional = overload_of(op_out), overload_of(functional)
 
     def kernel(*args, out):
         spec = functional.rule(*args)

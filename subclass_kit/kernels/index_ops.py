@@ -263,7 +263,8 @@ def _register_structured_out(op_out, functional_op, operands, output_first=False
     overlap the operands named in ``operands`` (positions in the call). ``output_first``: the
     meta function sets the output (so checks its dtype) before its own checks
     (``index_copy``); the resize still waits until every check passed."""
-    op_out, functional_op = overload_of(op_out), overload_of(functional_op)  # packet: the overload it calls
+    # packets: the overloads their calls run
+    op_out, functional_op = overload_of(op_out), overload_of(functional_op)
     def kernel(*args, out, **kwargs):
         check_out_device_first(args[0], out)
         if output_first:

@@ -227,7 +227,8 @@ register_rule(ops.mv, _mv_rule, _mv_fill)
 
 def _register_exact_out(op_out, functional):
     """out= of a product: ``out`` must have the result dtype exactly (no casting, PyTorch)."""
-    op_out, functional = overload_of(op_out), overload_of(functional)  # packet: the overload it calls
+    # packets: the overloads their calls run
+    op_out, functional = overload_of(op_out), overload_of(functional)
 
     def kernel(self, mat2, *, out):
         check_out_device_first(self, out)

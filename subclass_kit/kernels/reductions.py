@@ -156,7 +156,8 @@ def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=Fals
     kernels (``argmax``/``argmin``), which check it last ("Expected out tensor to have device
     ..."). ``out_rule``: the out= kernel's rule, when ``out``'s dtype must be checked before
     some checks of the functional rule (``cumsum``: a bool compute dtype)."""
-    op, out_op = overload_of(op), overload_of(out_op)  # packet: the overload it calls
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
 
     def fill(outs, spec, self, *args, **kwargs):
         arr = self._array()
@@ -490,7 +491,8 @@ def _max_dim_fill_for(argfn):
 
 
 def _register_max_dim(op, out_op, name, argfn):
-    op, out_op = overload_of(op), overload_of(out_op)  # packet: the overload it calls
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
     rule = _max_dim_rule_for(name)
 
     def out_specs(self, args, kwargs, values, indices):

@@ -127,7 +127,8 @@ def _take_bounds(self, index):
 def _exact_out(op_out, functional, message, dtype_first=False):
     """``out=`` of ``functional``: resized to contiguous (PyTorch's ``resize_output``) and of the
     result dtype exactly (``dtype_first``: checked against ``self``'s before the op's checks)."""
-    op_out, functional = overload_of(op_out), overload_of(functional)  # packet: the overload it calls
+    # packets: the overloads their calls run
+    op_out, functional = overload_of(op_out), overload_of(functional)
     def kernel(*args, out):
         check_out_device_first(args[0], out)
         if dtype_first and out._dtype is not args[0]._dtype:
