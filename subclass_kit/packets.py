@@ -41,7 +41,7 @@ class OpOverloadPacket:
     def _add(self, op) -> None:
         d = self.__dict__
         self._overloads[op.overload] = op
-        if op.overload not in d and not hasattr(type(self), op.overload):
+        if op.overload not in d and op.overload not in _PACKET_NAMES:
             d[op.overload] = op              # a plain attribute read: ``sk.ops.add.Tensor``
         if self._op is None or op.overload == "default":
             d["_op"] = op
@@ -69,11 +69,6 @@ class OpOverloadPacket:
     def __dir__(self):
         return sorted(set(object.__dir__(self)) - {"_repr", "_op"})
 
-    def __iter__(self):
-        # Not iterable (PyTorch's packet is not): without this, ``__getattr__`` would not
-        # stop ``iter()`` from trying ``__getitem__``.
-        raise TypeError(f"'{type(self).__name__}' object is not iterable")
-
     def __repr__(self):
         return f"<OpOverloadPacket(op='{self._repr}')>"
 
@@ -82,6 +77,11 @@ class OpOverloadPacket:
 
     def __deepcopy__(self, memo):
         return self                          # ops are singletons (PyTorch's too)
+
+
+# The names an overload may not take as a packet attribute (``hasattr`` on the class would
+# format an AttributeError per overload at import).
+_PACKET_NAMES = frozenset(dir(OpOverloadPacket)) | frozenset(dir(type))
 
 
 def overload_of(op):

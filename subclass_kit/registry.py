@@ -489,8 +489,20 @@ def _add_overload(space, base: str, op: OpOverload) -> OpOverload:
 
 
 def _name_overload(holder, ov_name: str, ov):
-    if ov_name not in holder.__dict__ and not hasattr(type(holder), ov_name):
+    if ov_name not in holder.__dict__ and not _class_has(type(holder), ov_name):
         holder.__dict__[ov_name] = ov
+
+
+_CLASS_NAMES: dict = {}
+
+
+def _class_has(cls, name: str) -> bool:
+    """``hasattr(cls, name)`` from a cached name set: ``hasattr`` on a class formats an
+    AttributeError for each miss, once per overload at import."""
+    names = _CLASS_NAMES.get(cls)
+    if names is None:
+        names = _CLASS_NAMES[cls] = frozenset(dir(cls)) | frozenset(dir(type(cls)))
+    return name in names
 
 
 def _check_free(space, name: str, what: str):

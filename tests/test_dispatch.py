@@ -297,3 +297,27 @@ def test_no_dispatch_keeps_the_mode_stack_like_torch():
     ours = program(sk, sk.DispatchMode, sk.no_dispatch, sk.get_mode_stack)
     theirs = program(torch, TorchDispatchMode, torch_no_dispatch, torch_stack)
     assert ours == theirs == ([1, 1, 2, 0], True)
+
+
+def test_registration_apis_take_a_packet_as_the_overload_it_calls():
+    """A packet given where an overload is meant stands for the overload its call runs (its
+    ``default``, else the first defined), as ``"ns::name"`` does in ``sk.library``."""
+    op = sk.library.define("pktlib::twice(Tensor x) -> Tensor")
+    scaled = sk.library.define("pktlib::twice.scaled(Tensor x, float k) -> Tensor")
+    packet = sk.ops.pktlib.twice
+    assert op.overloadpacket is scaled.overloadpacket is packet
+    assert packet.overloads() == ["default", "scaled"] and packet.default is op
+    sk.library.impl(packet, "cpu", lambda x: x * 2)
+    sk.library.register_fake(packet, lambda x: sk.empty_like(x))
+    assert set(op._kernels) == {"cpu", "meta"} and not scaled._kernels
+    assert sk.get_kernel(packet, "cpu") is sk.get_kernel(op, "cpu")
+    assert packet(sk.ones(2)).tolist() == [2.0, 2.0]
+    assert packet(sk.ones(2, device="meta")).shape == (2,)
+
+    @sk.register_kernel(packet.scaled, "cpu")
+    def _scaled(x, k):
+        return x * k
+
+    assert packet.scaled(sk.ones(2), 3.0).tolist() == [3.0, 3.0]
+    with pytest.raises(AttributeError, match="set 'decomposition' on one of its overloads"):
+        packet.decomposition = None
