@@ -129,12 +129,13 @@ def _exact_out(op_out, functional, message, dtype_first=False):
     result dtype exactly (``dtype_first``: checked against ``self``'s before the op's checks)."""
     # packets: the overloads their calls run
     op_out, functional = overload_of(op_out), overload_of(functional)
+
     def kernel(*args, out):
         check_out_device_first(args[0], out)
         if dtype_first and out._dtype is not args[0]._dtype:
             raise RuntimeError(message(args[0]._dtype, out._dtype))
         spec = functional.rule(*args)
-        if functional is ops.take:   # its out= is a TensorIterator output over ``index``
+        if functional is ops.take.default:   # its out= is a TensorIterator output over ``index``
             index = args[1]._layout
             spec = spec._replace(strides=iter_strides(index.sizes, [(index.sizes,
                                                                      index.strides)]))
