@@ -58,18 +58,21 @@ y = x.t().contiguous()                            # a copy: fresh Storage, own c
 assert y.untyped_storage() is not x.untyped_storage() and y._version == 0
 
 # %% 3. The op registry and schemas
-# Every primitive is an OpOverload object in sk.ops, with a schema in PyTorch's notation.
+# Every primitive is an OpOverload object in sk.ops, with a schema in PyTorch's notation;
+# sk.ops.add is the op's OpOverloadPacket, its overloads are sk.ops.add.Tensor, .out...
 # Alias annotations say what an op does to memory: (a) marks a view of an input, (a!) a
 # mutation. Modes and subclasses read these facts instead of keeping lists of op names.
 section("3. The op registry and schemas")
-for op in (sk.ops.transpose, sk.ops.add, sk.ops.add_):
+for op in (sk.ops.transpose.int, sk.ops.add.Tensor, sk.ops.add_.Tensor):
     print(f"{op!s:24} {op.schema}")
     print(f"{'':24} is_view={op.is_view} is_inplace={op.is_inplace} "
           f"mutated_args={op.mutated_args}")
-assert sk.ops.transpose.is_view and not sk.ops.transpose.is_inplace
-assert sk.ops.add_.is_inplace and sk.ops.add_.mutated_args
-assert not sk.ops.add.is_view and not sk.ops.add.mutated_args
-z = sk.ops.add(x, x)                              # ops are callable; Tensor.__add__ calls this
+assert sk.ops.transpose.int.is_view and not sk.ops.transpose.int.is_inplace
+assert sk.ops.add_.Tensor.is_inplace and sk.ops.add_.Tensor.mutated_args
+assert not sk.ops.add.Tensor.is_view and not sk.ops.add.Tensor.mutated_args
+assert sk.ops.add.overloads()[:2] == ["Tensor", "out"]
+assert sk.ops.add.Tensor.overloadpacket is sk.ops.add
+z = sk.ops.add(x, x)                  # a packet call runs its default (else first) overload
 assert z.tolist() == (x + x).tolist()
 
 # %% 4. A DispatchMode
@@ -142,7 +145,7 @@ def _scale_meta(self, k):
     return sk.empty_like(self)                    # shapes only: no data on meta
 
 
-assert scale is sk.ops.walkthrough.scale
+assert scale is sk.ops.walkthrough.scale.default
 print(scale.schema, "->", scale(sk.ones(3), 2.0).tolist())
 assert scale(sk.ones(3), 2.0).tolist() == [2.0, 2.0, 2.0]
 m = sk.empty(5, 7, device="meta")

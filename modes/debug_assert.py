@@ -171,7 +171,8 @@ class Violation:
 
 
 def exemptions(op) -> frozenset:
-    """The rules that ``op``'s tags switch off (Note [Debug-assert allow-lists])."""
+    """The rules that the tags of ``op`` (an ``sk.OpOverload``) switch off (Note [Debug-assert
+    allow-lists])."""
     out = frozenset()
     for tag in getattr(op, "tags", ()):
         out |= EXEMPTIONS.get(tag, frozenset())

@@ -50,7 +50,7 @@ from .module_tracker import ModuleTracker
 
 __all__ = ["FlopCounterMode", "register_flop_formula", "flop_registry"]
 
-# op packet (``sk.ops.mm``) -> formula(*args, out_val=..., **kwargs) -> int
+# ``sk.OpOverloadPacket`` (``sk.ops.mm``) -> formula(*args, out_val=..., **kwargs) -> int
 flop_registry: dict = {}
 
 
@@ -94,7 +94,7 @@ def register_flop_formula(targets, get_raw: bool = False):
     def register(formula):
         wrapped = formula if get_raw else _shape_wrapper(formula)
         for target in (targets if isinstance(targets, (list, tuple)) else [targets]):
-            if not isinstance(target, sk.OpOverload):
+            if not isinstance(target, (sk.OpOverload, sk.OpOverloadPacket)):
                 raise ValueError(f"register_flop_formula(targets): expected each target to be "
                                  f"an op (i.e. sk.ops.mylib.foo), got {target} which is of "
                                  f"type {type(target)}")

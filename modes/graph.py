@@ -354,7 +354,7 @@ class _Capture(sk.DispatchMode):
         constant holding a snapshot of ``x`` (``fn`` may mutate ``x`` later), so each run starts
         from a fresh copy of the value ``x`` had here (see the comment above the class)."""
         with sk.no_dispatch():
-            snapshot = sk.ops.clone(x)
+            snapshot = sk.ops.clone.default(x)
         out = sk.ops.lift_fresh.default(x)
         n = self.counts.get("_tensor_constant", 0)
         self.counts["_tensor_constant"] = n + 1

@@ -36,6 +36,7 @@ from .mode import ModeState as ModeState
 from .mode import mode_state as mode_state
 from .mode import set_mode_state as set_mode_state
 from .registry import OpOverload as OpOverload
+from .registry import OpOverloadPacket as OpOverloadPacket
 from .dispatch import DispatchEvent as DispatchEvent
 from .dispatch import dispatch_trace as dispatch_trace
 from .dispatch import is_below_autograd as is_below_autograd

@@ -18,9 +18,9 @@ from .schema import parse_schema
 #     other attribute (``op.schema``, a call, ``op.is_view``...) reaches ``__getattr__``, which
 #     parses the text, derives the facts and turns the object into a plain ``OpOverload``
 #     (``__class__`` assignment): from then on no ``__getattr__`` stands in the way of CPython's
-#     attribute specialisation on the call paths (the note on ``OpOverload.overloads``). Nothing
-#     observable changes: the same object, the same attributes, the same errors (the texts are
-#     checked by the tests that iterate ``sk.ops``).
+#     attribute specialisation on the call paths (the note after ``OpOverload._overloadname``).
+#     Nothing observable changes: the same object, the same attributes, the same errors (the
+#     texts are checked by the tests that iterate ``sk.ops``).
 
 
 class _LazyOpOverload(OpOverload):
@@ -61,6 +61,6 @@ def define_builtin_ops():
     # the same lists in its autograd codegen, SEMANTICS.md §8).
     for op in ops.set_._overloads.values():
         op.tags.add("swaps_storage")
-    ops._unsafe_view.tags.add("unsafe_alias")
-    ops.lift_fresh.tags.add("returns_input")
-    ops.detach.tags.add("not_a_view_for_autograd")
+    ops._unsafe_view.default.tags.add("unsafe_alias")
+    ops.lift_fresh.default.tags.add("returns_input")
+    ops.detach.default.tags.add("not_a_view_for_autograd")

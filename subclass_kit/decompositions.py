@@ -20,15 +20,15 @@ from .tensor import Tensor, contiguous_format, preserve_format
 def reshape(self, shape):
     shape, strides = view_shape(self._layout, shape)
     if strides is not None:
-        return ops.view(self, shape)
-    return ops._unsafe_view(ops.clone(self, memory_format=contiguous_format), shape)
+        return ops.view.default(self, shape)
+    return ops._unsafe_view.default(ops.clone.default(self, memory_format=contiguous_format), shape)
 
 
 @register_decomposition(ops.flatten)
 def flatten(self, start_dim=0, end_dim=-1):
     n = len(self._layout.sizes)
     if n == 0:
-        return ops.reshape(self, [1])
+        return ops.reshape.default(self, [1])
     s, e = wrap_dim(start_dim, n), wrap_dim(end_dim, n)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
@@ -38,7 +38,7 @@ def flatten(self, start_dim=0, end_dim=-1):
     merged = 1
     for d in range(s, e + 1):
         merged *= sizes[d]
-    return ops.reshape(self, list(sizes[:s]) + [merged] + list(sizes[e + 1:]))
+    return ops.reshape.default(self, list(sizes[:s]) + [merged] + list(sizes[e + 1:]))
 
 
 @register_decomposition(ops.unflatten)
@@ -61,17 +61,17 @@ def unflatten(self, dim, sizes):
         raise RuntimeError(f"unflatten: Provided sizes {format_size(sizes)} don't multiply up "
                            f"to the size of dim {d} ({cur}) in the input tensor") from None
     new = list(self._layout.sizes[:d]) + list(inferred) + list(self._layout.sizes[d + 1:])
-    return ops.view(self, new)
+    return ops.view.default(self, new)
 
 
 @register_decomposition(ops.view_as)
 def view_as(self, other):
-    return ops.view(self, list(other._layout.sizes))
+    return ops.view.default(self, list(other._layout.sizes))
 
 
 @register_decomposition(ops.expand_as)
 def expand_as(self, other):
-    return ops.expand(self, list(other._layout.sizes))
+    return ops.expand.default(self, list(other._layout.sizes))
 
 
 @register_decomposition(ops.narrow)
@@ -91,7 +91,7 @@ def narrow(self, dim, start, length):
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
                            f"({size}).")
-    return ops.slice(self, d, start, start + length, 1)
+    return ops.slice.Tensor(self, d, start, start + length, 1)
 
 
 @register_decomposition(ops.chunk)
@@ -105,8 +105,8 @@ def chunk(self, chunks, dim=0):
     size = self._layout.sizes[d]
     split_size = (size + chunks - 1) // chunks
     if split_size == 0 and size == 0:
-        return ops.split_with_sizes(self, [0] * chunks, d)
-    return ops.split(self, split_size, d)
+        return ops.split_with_sizes.default(self, [0] * chunks, d)
+    return ops.split.Tensor(self, split_size, d)
 
 
 @register_decomposition(ops.movedim)
@@ -124,27 +124,27 @@ def movedim(self, source, destination):
     if len(set(destination)) != len(destination):
         raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
     if n == 0:
-        return ops.alias(self)
+        return ops.alias.default(self)
     order = [-1] * n
     for s, dst in zip(source, destination):
         order[dst] = s
     rest = iter(d for d in range(n) if d not in source)
     order = [o if o != -1 else next(rest) for o in order]
-    return ops.permute(self, order)
+    return ops.permute.default(self, order)
 
 
 @register_decomposition(ops.contiguous)
 def contiguous(self, *, memory_format=contiguous_format):
     if self.is_contiguous(memory_format=memory_format):
         return self
-    return ops.clone(self, memory_format=memory_format)
+    return ops.clone.default(self, memory_format=memory_format)
 
 
 # -- sorting -------------------------------------------------------------------------------------
 @register_decomposition(ops.argsort)
 def argsort(self, dim=-1, descending=False):
     """The indices of ``sort`` (PyTorch's CompositeImplicitAutograd: modes see ``sort``)."""
-    return ops.sort(self, dim, descending)[1]
+    return ops.sort.default(self, dim, descending)[1]
 
 
 @register_decomposition(ops.argsort.stable)
@@ -158,7 +158,7 @@ def tile(self, dims):
     """``repeat`` with ``dims`` padded by leading 1s to ``self.dim()`` (numpy's ``tile``)."""
     dims = list(dims)
     pad = len(self._layout.sizes) - len(dims)
-    return ops.repeat(self, [1] * pad + dims if pad > 0 else dims)
+    return ops.repeat.default(self, [1] * pad + dims if pad > 0 else dims)
 
 
 @register_decomposition(ops.diag)
@@ -168,8 +168,8 @@ def diag(self, diagonal=0):
     if ndim not in (1, 2):
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {ndim}D")
     if ndim == 1:
-        return ops.diag_embed(self, diagonal)
-    return ops.diagonal_copy(self, diagonal)
+        return ops.diag_embed.default(self, diagonal)
+    return ops.diagonal_copy.default(self, diagonal)
 
 
 def _check_1d(t, name, fn):
@@ -183,7 +183,7 @@ def outer(self, vec2):
     """``self.reshape(n, 1) * vec2`` for 1-D operands (type promotion of ``mul``)."""
     _check_1d(self, "self", "outer")
     _check_1d(vec2, "vec2", "outer")
-    return ops.mul(ops.reshape(self, [self._layout.sizes[0], 1]), vec2)
+    return ops.mul.Tensor(ops.reshape.default(self, [self._layout.sizes[0], 1]), vec2)
 
 
 @register_decomposition(ops.kron)
@@ -197,8 +197,9 @@ def kron(self, other):
     b = (1,) * (n - len(b_sizes)) + tuple(b_sizes)
     a_shape = [s for x in a for s in (x, 1)]
     b_shape = [s for x in b for s in (1, x)]
-    product = ops.mul(ops._unsafe_view(self, a_shape), ops._unsafe_view(other, b_shape))
-    return ops._unsafe_view(product, [x * y for x, y in zip(a, b)])
+    product = ops.mul.Tensor(ops._unsafe_view.default(self, a_shape),
+                             ops._unsafe_view.default(other, b_shape))
+    return ops._unsafe_view.default(product, [x * y for x, y in zip(a, b)])
 
 
 @register_decomposition(ops.meshgrid)
@@ -235,7 +236,7 @@ def meshgrid_indexing(tensors, *, indexing):
     for i, t in enumerate(tensors):
         view_shape = [1] * len(tensors)
         view_shape[i] = -1
-        grids.append(ops.expand(ops.view(t, view_shape), shape))
+        grids.append(ops.expand.default(ops.view.default(t, view_shape), shape))
     if swap:
         grids[0], grids[1] = grids[1], grids[0]
     return grids
@@ -245,35 +246,35 @@ def meshgrid_indexing(tensors, *, indexing):
 # PyTorch's CompositeImplicitAutograd bodies, op for op (modes see the same stream).
 @register_decomposition(ops.broadcast_to)
 def broadcast_to(self, size):
-    return ops.expand(self, list(size))
+    return ops.expand.default(self, list(size))
 
 
 @register_decomposition(ops.ravel)
 def ravel(self):
-    return ops.view(ops.contiguous(self), [-1])
+    return ops.view.default(ops.contiguous.default(self), [-1])
 
 
 @register_decomposition(ops.atleast_1d)
 def atleast_1d(self):
-    return ops.reshape(self, [1]) if not self._layout.sizes else self
+    return ops.reshape.default(self, [1]) if not self._layout.sizes else self
 
 
 @register_decomposition(ops.atleast_2d)
 def atleast_2d(self):
     ndim = len(self._layout.sizes)
     if ndim == 0:
-        return ops.reshape(self, [1, 1])
-    return ops.unsqueeze(self, 0) if ndim == 1 else self
+        return ops.reshape.default(self, [1, 1])
+    return ops.unsqueeze.default(self, 0) if ndim == 1 else self
 
 
 @register_decomposition(ops.atleast_3d)
 def atleast_3d(self):
     ndim = len(self._layout.sizes)
     if ndim == 0:
-        return ops.reshape(self, [1, 1, 1])
+        return ops.reshape.default(self, [1, 1, 1])
     if ndim == 1:
-        return ops.unsqueeze(ops.unsqueeze(self, 0), -1)
-    return ops.unsqueeze(self, -1) if ndim == 2 else self
+        return ops.unsqueeze.default(ops.unsqueeze.default(self, 0), -1)
+    return ops.unsqueeze.default(self, -1) if ndim == 2 else self
 
 
 def _stack_pieces(name, tensors, lift):
@@ -291,7 +292,7 @@ def _hstack_args(tensors):
 @register_decomposition(ops.hstack)
 def hstack(tensors):
     pieces, dim = _hstack_args(tensors)
-    return ops.cat(pieces, dim)
+    return ops.cat.default(pieces, dim)
 
 
 @register_decomposition(ops.hstack.out)
@@ -302,7 +303,7 @@ def hstack_out(tensors, *, out):
 
 @register_decomposition(ops.vstack)
 def vstack(tensors):
-    return ops.cat(_stack_pieces("vstack", tensors, atleast_2d), 0)
+    return ops.cat.default(_stack_pieces("vstack", tensors, atleast_2d), 0)
 
 
 @register_decomposition(ops.vstack.out)
@@ -312,7 +313,7 @@ def vstack_out(tensors, *, out):
 
 @register_decomposition(ops.dstack)
 def dstack(tensors):
-    return ops.cat(_stack_pieces("dstack", tensors, atleast_3d), 2)
+    return ops.cat.default(_stack_pieces("dstack", tensors, atleast_3d), 2)
 
 
 @register_decomposition(ops.dstack.out)
@@ -338,7 +339,7 @@ def tensor_split_sections(self, sections, dim=0):
     pieces, start = [], 0
     for i in range(sections):
         n = small + 1 if i < extra else small
-        pieces.append(ops.slice(self, d, start, start + n))
+        pieces.append(ops.slice.Tensor(self, d, start, start + n))
         start += n
     return pieces
 
@@ -348,9 +349,9 @@ def tensor_split_indices(self, indices, dim=0):
     d = _split_dim(self, dim)
     pieces, start = [], 0
     for end in indices:
-        pieces.append(ops.slice(self, d, start, end))
+        pieces.append(ops.slice.Tensor(self, d, start, end))
         start = end
-    pieces.append(ops.slice(self, d, start, self._layout.sizes[d]))
+    pieces.append(ops.slice.Tensor(self, d, start, self._layout.sizes[d]))
     return pieces
 
 
@@ -372,7 +373,7 @@ def tensor_split_tensor(self, tensor_indices_or_sections, dim=0):
                            f"zero-dimensional or one-dimensional tensor, but got a tensor with "
                            f"{ndim} dims")
     if ndim == 0:
-        return ops.tensor_split.sections(self, int(ops._local_scalar_dense(t)), dim)
+        return ops.tensor_split.sections(self, int(ops._local_scalar_dense.default(t)), dim)
     if t._storage._buffer is None and t._layout.numel():   # a wrapper subclass: no data
         raise RuntimeError(_NO_DATA)
     return ops.tensor_split.indices(self, [int(i) for i in t._array().tolist()], dim)
@@ -423,14 +424,14 @@ _dim_split("dsplit", 3, 2)
 def fliplr(self):
     if len(self._layout.sizes) < 2:
         raise RuntimeError("Input must be >= 2-d.")
-    return ops.flip(self, [1])
+    return ops.flip.default(self, [1])
 
 
 @register_decomposition(ops.flipud)
 def flipud(self):
     if len(self._layout.sizes) < 1:
         raise RuntimeError("Input must be >= 1-d.")
-    return ops.flip(self, [0])
+    return ops.flip.default(self, [0])
 
 
 def _diff_check(self, n, dim, prepend, append):
@@ -458,23 +459,23 @@ def _diff_input(self, n, dim, prepend, append):
     if n == 0 or (prepend is None and append is None):
         return self
     pieces = ([prepend] if prepend is not None else []) + [self]
-    return ops.cat(pieces + ([append] if append is not None else []), dim)
+    return ops.cat.default(pieces + ([append] if append is not None else []), dim)
 
 
 def _diff_step(result, dim, length, out=None):
     """``narrow(1) - narrow(0)`` (``logical_xor`` for bool, as PyTorch); the second narrow is
     taken first, as PyTorch's argument evaluation does."""
-    lo = ops.narrow(result, dim, 0, length)
-    hi = ops.narrow(result, dim, 1, length)
+    lo = ops.narrow.default(result, dim, 0, length)
+    hi = ops.narrow.default(result, dim, 1, length)
     if result._dtype.name == "bool":
-        return (ops.logical_xor(hi, lo) if out is None
+        return (ops.logical_xor.default(hi, lo) if out is None
                 else ops.logical_xor.out(hi, lo, out=out))
-    return ops.sub(hi, lo) if out is None else ops.sub.out(hi, lo, out=out)
+    return ops.sub.Tensor(hi, lo) if out is None else ops.sub.out(hi, lo, out=out)
 
 
 def _diff_helper(self, n, dim):
     if n == 0:
-        return ops.copy_(ops.zeros_like(self), self)
+        return ops.copy_.default(ops.zeros_like.default(self), self)
     size = self._layout.sizes[wrap_dim(dim, len(self._layout.sizes))]
     result, length = self, size - 1
     for _ in range(min(n, size)):
@@ -496,11 +497,11 @@ def diff_out(self, n=1, dim=-1, prepend=None, append=None, *, out):
         # PyTorch's ``diff_out`` resizes with a plain ``resize_`` (a version bump of its own).
         if resize_output_check(out, Spec(a._layout.sizes, (), out._dtype, out._storage.device),
                                stacklevel=5):
-            ops.resize_(out, list(a._layout.sizes))
+            ops.resize_.default(out, list(a._layout.sizes))
         if out._dtype is not a._dtype:
             raise RuntimeError(f"Expected out tensor to have dtype {type_name(a._dtype)}, but "
                                f"got {type_name(out._dtype)} instead")
-        return ops.copy_(out, a)
+        return ops.copy_.default(out, a)
     size = a._layout.sizes[wrap_dim(dim, len(a._layout.sizes))]
     n = min(n, size)
     prev = _diff_helper(a, n - 1, dim) if n > 1 else a
@@ -511,12 +512,12 @@ def diff_out(self, n=1, dim=-1, prepend=None, append=None, *, out):
 @register_decomposition(ops.square)
 def square(self):
     """``pow(self, 2)``: bool becomes int64, as PyTorch."""
-    return ops.pow(self, 2)
+    return ops.pow.Tensor_Tensor(self, 2)
 
 
 @register_decomposition(ops.square_)
 def square_(self):
-    return ops.pow_(self, 2)
+    return ops.pow_.Tensor_Tensor(self, 2)
 
 
 @register_decomposition(ops.square.out)
@@ -526,12 +527,12 @@ def square_out(self, *, out):
 
 @register_decomposition(ops.fix)
 def fix(self):
-    return ops.trunc(self)
+    return ops.trunc.default(self)
 
 
 @register_decomposition(ops.fix_)
 def fix_(self):
-    return ops.trunc_(self)
+    return ops.trunc_.default(self)
 
 
 @register_decomposition(ops.fix.out)
@@ -544,22 +545,22 @@ def isfinite(self):
     """Integral and bool: ``ones_like(bool)``; floating: ``(self == self) * (|self| != inf)``
     (PyTorch's op order: ``abs``, ``ne``, ``eq``, ``mul``)."""
     if not self._dtype.is_floating_point:
-        return ops.ones_like(self, dtype=dt.bool_, memory_format=preserve_format)
-    finite = ops.ne(ops.abs(self), float("inf"))
-    return ops.mul(ops.eq(self, self), finite)
+        return ops.ones_like.default(self, dtype=dt.bool_, memory_format=preserve_format)
+    finite = ops.ne.Tensor(ops.abs.default(self), float("inf"))
+    return ops.mul.Tensor(ops.eq.Tensor(self, self), finite)
 
 
 def _as_double(x):
     """``x.to(float64)`` (itself when already float64); a Python number becomes a float."""
     if isinstance(x, Tensor):
-        return x if x._dtype is dt.float64 else ops._to_copy(x, dtype=dt.float64)
+        return x if x._dtype is dt.float64 else ops._to_copy.default(x, dtype=dt.float64)
     return float(x)
 
 
 @register_decomposition(ops.float_power)
 def float_power(self, exponent):
     """``pow`` in float64 (complex is not supported here)."""
-    return ops.pow(_as_double(self), _as_double(exponent))
+    return ops.pow.Tensor_Tensor(_as_double(self), _as_double(exponent))
 
 
 @register_decomposition(ops.float_power_)
@@ -568,7 +569,7 @@ def float_power_(self, exponent):
         raise RuntimeError(f"the base given to float_power_ has dtype "
                            f"{type_name(self._dtype)} but the operation's result requires "
                            f"dtype Double")
-    return ops.pow_(self, _as_double(exponent))
+    return ops.pow_.Tensor_Tensor(self, _as_double(exponent))
 
 
 @register_decomposition(ops.float_power.Tensor_Tensor_out)

@@ -35,7 +35,7 @@ def _prod(sizes) -> int:
 def _should_fold(tensor1, tensor2) -> bool:
     """PyTorch's ``should_fold``: fold the bigger operand's batch into mm rows when free."""
     larger = tensor1.ndim >= tensor2.ndim
-    t1 = tensor1 if larger else ops.transpose(tensor2, -2, -1)
+    t1 = tensor1 if larger else ops.transpose.int(tensor2, -2, -1)
     dim_t2 = tensor2.ndim if larger else tensor1.ndim
     if not (t1.ndim >= 3 and dim_t2 <= 2):
         return False
@@ -53,18 +53,18 @@ def _should_fold(tensor1, tensor2) -> bool:
 def _matmul_folded(tensor1, tensor2):
     transpose = tensor2.ndim > tensor1.ndim
     if transpose:
-        t1 = ops.transpose(tensor2, -2, -1)
-        t2 = ops.t(tensor1) if tensor1.ndim == 2 else tensor1
+        t1 = ops.transpose.int(tensor2, -2, -1)
+        t2 = ops.t.default(tensor1) if tensor1.ndim == 2 else tensor1
     else:
         t1, t2 = tensor1, tensor2
     sizes1 = t1._layout.sizes
     output_shape = list(sizes1[:-1])
-    t1_folded = ops.reshape(t1, [_prod(output_shape), sizes1[-1]])
+    t1_folded = ops.reshape.default(t1, [_prod(output_shape), sizes1[-1]])
     if t2.ndim == 2:
         output_shape.append(t2._layout.sizes[1])
-        output = ops._unsafe_view(ops.mm(t1_folded, t2), output_shape)
-        return ops.contiguous(ops.transpose(output, -2, -1)) if transpose else output
-    return ops._unsafe_view(ops.mv(t1_folded, t2), output_shape)
+        output = ops._unsafe_view.default(ops.mm.default(t1_folded, t2), output_shape)
+        return ops.contiguous.default(ops.transpose.int(output, -2, -1)) if transpose else output
+    return ops._unsafe_view.default(ops.mv.default(t1_folded, t2), output_shape)
 
 
 def _matmul_batched(tensor1, tensor2):
@@ -76,18 +76,18 @@ def _matmul_batched(tensor1, tensor2):
     p = s2[-1] if d2 > 1 else 1
     batch = list(broadcast_shapes(s1[:max(d1 - 2, 0)], s2[:max(d2 - 2, 0)]))
     count = _prod(batch)
-    t1 = ops.reshape(ops.expand(tensor1, batch + [n, m1]), [count, n, m1])
+    t1 = ops.reshape.default(ops.expand.default(tensor1, batch + [n, m1]), [count, n, m1])
     vector_rhs = d2 == 1
-    t2 = ops.expand(tensor2, batch + ([m2] if vector_rhs else [m2, p]))
+    t2 = ops.expand.default(tensor2, batch + ([m2] if vector_rhs else [m2, p]))
     if vector_rhs:
-        t2 = ops.unsqueeze(ops.reshape(t2, [count, m2]), 2)
+        t2 = ops.unsqueeze.default(ops.reshape.default(t2, [count, m2]), 2)
     else:
-        t2 = ops.reshape(t2, [count, m2, p])
+        t2 = ops.reshape.default(t2, [count, m2, p])
     output_shape = batch + ([n] if d1 > 1 else []) + ([p] if d2 > 1 else [])
-    out = ops.bmm(t1, t2)
+    out = ops.bmm.default(t1, t2)
     if vector_rhs:
-        out = ops.squeeze(out, [-1])
-    return ops._unsafe_view(out, output_shape)
+        out = ops.squeeze.dims(out, [-1])
+    return ops._unsafe_view.default(out, output_shape)
 
 
 @register_decomposition(ops.matmul)
@@ -97,13 +97,13 @@ def matmul(self, other):
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{d1}D and {d2}D")
     if d1 == 1 and d2 == 1:
-        return ops.dot(self, other)
+        return ops.dot.default(self, other)
     if d1 == 2 and d2 == 1:
-        return ops.mv(self, other)
+        return ops.mv.default(self, other)
     if d1 == 1 and d2 == 2:
-        return ops.squeeze_(ops.mm(ops.unsqueeze(self, 0), other), [0])
+        return ops.squeeze_.dims(ops.mm.default(ops.unsqueeze.default(self, 0), other), [0])
     if d1 == 2 and d2 == 2:
-        return ops.mm(self, other)
+        return ops.mm.default(self, other)
     if _should_fold(self, other):
         return _matmul_folded(self, other)
     return _matmul_batched(self, other)
@@ -112,9 +112,9 @@ def matmul(self, other):
 # -- linear --------------------------------------------------------------------------------------
 def _flatten_nd_linear(input, weight, bias):
     sizes = input._layout.sizes
-    flat = ops.reshape(input, [_prod(sizes[:-1]), sizes[-1]])
-    result = ops.addmm(bias, flat, ops.t(weight))
-    return ops.view(result, list(sizes[:-1]) + [result._layout.sizes[1]])
+    flat = ops.reshape.default(input, [_prod(sizes[:-1]), sizes[-1]])
+    result = ops.addmm.default(bias, flat, ops.t.default(weight))
+    return ops.view.default(result, list(sizes[:-1]) + [result._layout.sizes[1]])
 
 
 def _subclass_like(t) -> bool:
@@ -129,17 +129,17 @@ def linear(input, weight, bias=None):
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
                            f"{di}D and {dw}D")
     if di == 2 and bias is not None:
-        return ops.addmm(bias, input, ops.t(weight))
+        return ops.addmm.default(bias, input, ops.t.default(weight))
     # Fused path for contiguous input and a bias that is 1-d once squeezed (PyTorch squeezes
     # only when the bias is not 1-d already: the op shows in the stream).
     if bias is not None and input.is_contiguous() and (
-            bias.ndim == 1 or ops.squeeze(bias, list(range(bias.ndim))).ndim == 1):
+            bias.ndim == 1 or ops.squeeze.dims(bias, list(range(bias.ndim))).ndim == 1):
         return _flatten_nd_linear(input, weight, bias)
-    output = ops.matmul(input, ops.t(weight))
+    output = ops.matmul.default(input, ops.t.default(weight))
     if bias is not None:
         if _subclass_like(bias):
-            return ops.add(output, bias)
-        output = ops.add_(output, bias)
+            return ops.add.Tensor(output, bias)
+        output = ops.add_.Tensor(output, bias)
     return output
 
 
@@ -147,22 +147,22 @@ def linear(input, weight, bias=None):
 def _converted(self, dtype):
     if dtype is None or dtype is self._dtype:
         return self
-    return ops._to_copy(self, dtype=dtype)
+    return ops._to_copy.default(self, dtype=dtype)
 
 
 @register_decomposition(ops.softmax)
 def softmax(self, dim, dtype=None):
-    return ops._softmax(_converted(self, dtype), dim, False)
+    return ops._softmax.default(_converted(self, dtype), dim, False)
 
 
 @register_decomposition(ops.log_softmax)
 def log_softmax(self, dim, dtype=None):
-    return ops._log_softmax(_converted(self, dtype), dim, False)
+    return ops._log_softmax.default(_converted(self, dtype), dim, False)
 
 
 @register_decomposition(ops.layer_norm)
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
-    return ops.native_layer_norm(input, list(normalized_shape), weight, bias, eps)[0]
+    return ops.native_layer_norm.default(input, list(normalized_shape), weight, bias, eps)[0]
 
 
 # -- einsum --------------------------------------------------------------------------------------
@@ -313,19 +313,19 @@ def _align_operand(i, op, labels, perm, total, ell_index, ell_num_dim, label_siz
             if a != b:
                 raise RuntimeError(f"einsum(): subscript {s} is repeated for operand {i} but the "
                                    f"sizes don't match, {a} != {b}")
-            op = ops.movedim(ops.diagonal(op, 0, prev, dim), [-1], [prev])
+            op = ops.movedim.intlist(ops.diagonal.default(op, 0, prev, dim), [-1], [prev])
     for k, val in enumerate(permutation):
         if val == -1:
-            op = ops.unsqueeze(op, dim)
+            op = ops.unsqueeze.default(op, dim)
             permutation[k] = dim
             dim += 1
-    return ops.permute(op, permutation)
+    return ops.permute.default(op, permutation)
 
 
 def _sumproduct_pair(left, right, sum_dims):
     """ATen's ``sumproduct_pair`` (keepdim=True): multiply and sum ``sum_dims`` with one bmm."""
     if not sum_dims:
-        return ops.mul(left, right)
+        return ops.mul.Tensor(left, right)
     ndim = left.ndim
     lro, lo, ro = [], [], []
     lro_size = lo_size = ro_size = sum_size = 1
@@ -358,9 +358,9 @@ def _sumproduct_pair(left, right, sum_dims):
     operm = [-1] * len(out_size)
     for pos, d in enumerate(lro + lo + list(sum_dims) + ro):
         operm[d] = pos
-    left = ops.reshape(ops.permute(left, lperm), [lro_size, lo_size, sum_size])
-    right = ops.reshape(ops.permute(right, rperm), [lro_size, sum_size, ro_size])
-    return ops.permute(ops.view(ops.bmm(left, right), out_size), operm)
+    left = ops.reshape.default(ops.permute.default(left, lperm), [lro_size, lo_size, sum_size])
+    right = ops.reshape.default(ops.permute.default(right, rperm), [lro_size, sum_size, ro_size])
+    return ops.permute.default(ops.view.default(ops.bmm.default(left, right), out_size), operm)
 
 
 def _contract(a, b, out_num_dim, total, dim_counts):
@@ -415,6 +415,6 @@ def einsum(equation, tensors, *, path=None):
     result = aligned[0]
     if total > out_num_dim:
         if len(operands) > 1:
-            return ops.view(result, list(result._layout.sizes[:out_num_dim]))
+            return ops.view.default(result, list(result._layout.sizes[:out_num_dim]))
         return ops.sum.dim_IntList(result, list(range(out_num_dim, total)))
     return result

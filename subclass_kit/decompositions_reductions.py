@@ -32,9 +32,9 @@ def _kw(keepdim, dtype):
 @register_decomposition(ops.nanmean)
 def nanmean(self, dim=None, keepdim=False, *, dtype=None):
     _nanmean_check(self)
-    d = ops.detach(self)
-    factor = ops.sum.dim_IntList(ops.logical_not_(ops.ne(d, d)), dim, keepdim)
-    return ops.div(ops.nansum(self, dim, **_kw(keepdim, dtype)), factor)
+    d = ops.detach.default(self)
+    factor = ops.sum.dim_IntList(ops.logical_not_.default(ops.ne.Tensor(d, d)), dim, keepdim)
+    return ops.div.Tensor(ops.nansum.default(self, dim, **_kw(keepdim, dtype)), factor)
 
 
 @register_decomposition(ops.nanmean.out)
@@ -42,8 +42,8 @@ def nanmean_out(self, dim=None, keepdim=False, *, dtype=None, out):
     if not self._dtype.is_floating_point:
         raise RuntimeError("nanmean(): integral types and 'Bool' are not supported for nanmean, "
                            "even for empty tensors.")
-    factor = ops.sum.dim_IntList(ops.logical_not_(ops.ne(self, self)), dim, keepdim)
-    return ops.div_(ops.nansum.out(self, dim, out=out, **_kw(keepdim, dtype)), factor)
+    factor = ops.sum.dim_IntList(ops.logical_not_.default(ops.ne.Tensor(self, self)), dim, keepdim)
+    return ops.div_.Tensor(ops.nansum.out(self, dim, out=out, **_kw(keepdim, dtype)), factor)
 
 
 @register_decomposition(ops.isclose)
@@ -54,16 +54,18 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
-    close = ops.eq(self, other)
+    close = ops.eq.Tensor(self, other)
     if equal_nan and self._dtype.is_floating_point:
-        ops.bitwise_or_(close, ops.bitwise_and(ops.isnan(self), ops.isnan(other)))
+        ops.bitwise_or_.Tensor(close, ops.bitwise_and.Tensor(ops.isnan.default(self),
+                                                             ops.isnan.default(other)))
     if rtol == 0 and atol == 0:
         return close
     default = dt.get_default_dtype()
-    cast_self = ops._to_copy(self, dtype=default) if self._dtype is dt.bool_ else self
-    cast_other = other if other._dtype.is_floating_point else ops._to_copy(other, dtype=default)
-    allowed = ops.add(ops.abs(ops.mul(cast_other, rtol)), atol)
-    actual = ops.abs(ops.sub(cast_self, cast_other))
-    finite = ops.isfinite(actual)
-    ops.bitwise_or_(close, ops.bitwise_and_(finite, ops.le(actual, allowed)))
+    cast_self = ops._to_copy.default(self, dtype=default) if self._dtype is dt.bool_ else self
+    cast_other = (other if other._dtype.is_floating_point
+                  else ops._to_copy.default(other, dtype=default))
+    allowed = ops.add.Tensor(ops.abs.default(ops.mul.Tensor(cast_other, rtol)), atol)
+    actual = ops.abs.default(ops.sub.Tensor(cast_self, cast_other))
+    finite = ops.isfinite.default(actual)
+    ops.bitwise_or_.Tensor(close, ops.bitwise_and_.Tensor(finite, ops.le.Tensor(actual, allowed)))
     return close

@@ -19,7 +19,7 @@ def repeat_interleave_self_int(self, repeats, dim=None, *, output_size=None):
     """Each element (``dim`` None: of the flattened tensor) or slice along ``dim`` repeated
     ``repeats`` times. RuntimeError "Repeats must be non-negative", and for an ``output_size``
     other than the result's size along ``dim``."""
-    input = self if dim is not None else ops.flatten(self)
+    input = self if dim is not None else ops.flatten.using_ints(self)
     d = wrap_dim(0 if dim is None else dim, len(self._layout.sizes))
     if repeats < 0:
         raise RuntimeError("Repeats must be non-negative")
@@ -28,11 +28,11 @@ def repeat_interleave_self_int(self, repeats, dim=None, *, output_size=None):
     if output_size is not None and output_size != out_shape[d]:
         raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {out_shape[d]} "
                            f"but got {output_size}")
-    expanded = ops.unsqueeze(input, d + 1)
+    expanded = ops.unsqueeze.default(input, d + 1)
     shape = list(expanded._layout.sizes)
     shape[d + 1] = repeats
-    expanded = ops.expand(expanded, shape)
-    return ops.view(ops.clone(expanded, memory_format=contiguous_format), out_shape)
+    expanded = ops.expand.default(expanded, shape)
+    return ops.view.default(ops.clone.default(expanded, memory_format=contiguous_format), out_shape)
 
 
 @register_decomposition(ops.repeat_interleave.self_Tensor)
@@ -41,12 +41,12 @@ def repeat_interleave_self_tensor(self, repeats, dim=None, *, output_size=None):
     ``repeats[i]`` times; ``repeats`` 0-d or 1-d (one count for all, or one per slice).
     RuntimeError "repeats must have the same size as input along dim, but got ..." and the
     errors of ``repeat_interleave.Tensor``."""
-    input = self if dim is not None else ops.flatten(self)
+    input = self if dim is not None else ops.flatten.using_ints(self)
     d = 0 if dim is None else dim
     n = input._layout.sizes[d] if input._layout.sizes else 1
     rank = len(repeats._layout.sizes)
     if rank == 0 or (rank == 1 and repeats._layout.sizes[0] == 1):
-        repeats = ops.expand(ops.reshape(repeats, [1]), [n])
+        repeats = ops.expand.default(ops.reshape.default(repeats, [1]), [n])
     elif rank == 1:
         if repeats._layout.sizes[0] != n:
             raise RuntimeError(
@@ -58,4 +58,4 @@ def repeat_interleave_self_tensor(self, repeats, dim=None, *, output_size=None):
         index = ops.repeat_interleave.Tensor(repeats)
     else:
         index = ops.repeat_interleave.Tensor(repeats, output_size=output_size)
-    return ops.index_select(input, d, index)
+    return ops.index_select.default(input, d, index)

@@ -17,6 +17,7 @@ from ._argcheck import explain
 from ._state import flags, tls
 from .dispatch import (DISPATCH_TYPES, _handler_name, _order_types, _record_view_op, dispatch,
                        single_type)
+from .registry import overload_of
 
 __all__ = ["public_api", "op_method", "FUNCTION_TYPES", "DEFAULT_FUNCTION_TYPES",
            "INLINE_FUNCTION_TYPES", "handle_function", "DisableTensorFunction",
@@ -280,6 +281,7 @@ def op_method(op, impl, name: str, reflected: bool = False):
     the default handler would. Otherwise it behaves exactly like a ``public_api`` method
     (``func`` seen by handlers is this method).
     """
+    op = overload_of(op)            # a packet: the overload its call runs
     tensor_cls = _tensor_cls()
     resolve = op._resolve_kernel
     # Ops that neither mutate nor need the dispatcher's view bookkeeping beyond

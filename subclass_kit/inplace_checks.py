@@ -87,7 +87,7 @@ def check_inplace(op, mutated, args, kwargs):
         raise RuntimeError(f"{op.schema.base_name}(): functions with out=... arguments don't "
                            "support automatic differentiation, but one of the arguments requires "
                            "grad.")
-    if op is ops.resize_ or op is ops.resize_as_:
+    if op is ops.resize_.default or op is ops.resize_as_.default:
         # autograd's resize_ refuses a tensor requiring grad instead of the in-place checks
         # (the kernel repeats the check for no_grad, where these checks do not run)
         raise RuntimeError("cannot resize variables that require grad")

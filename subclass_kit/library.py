@@ -11,7 +11,7 @@ freely; Note [Version counters]).
     op = sk.library.define("mylib::scale(Tensor self, float k) -> Tensor")
     @sk.library.impl(op, "cpu")
     def _(self, k): ...
-    op(x, 2.0)          # same object as sk.ops.mylib.scale
+    op(x, 2.0)          # same object as sk.ops.mylib.scale.default
 """
 
 from __future__ import annotations
@@ -46,17 +46,18 @@ def define(schema: str) -> OpOverload:
 
 
 def _resolve(op) -> OpOverload:
-    """The op ``op`` names: an ``OpOverload``, or ``"ns::name"`` / ``"ns::name.overload"``
-    (``"ns::name"`` is the default overload, or the only one). Raises RuntimeError for a name
-    that is not defined (PyTorch's ``register_fake`` message)."""
-    if isinstance(op, OpOverload):
-        return op
+    """The op ``op`` names: an ``OpOverload``, an ``OpOverloadPacket`` or ``"ns::name"`` (the
+    overload a call of the packet runs: the default one, else the first defined), or
+    ``"ns::name.overload"``. Raises RuntimeError for a name that is not defined (PyTorch's
+    ``register_fake`` message)."""
+    if isinstance(op, (OpOverload, registry.OpOverloadPacket)):
+        return registry.overload_of(op)
     if isinstance(op, str):
         name, _, overload = op.partition(".")
         packet = registry._lookup(name)
         if packet is not None:
             if not overload:
-                return packet._overloads.get("default", packet)
+                return registry.overload_of(packet)
             if overload in packet._overloads:
                 return packet._overloads[overload]
     raise RuntimeError(f"operator {op} does not exist")

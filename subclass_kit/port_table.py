@@ -43,6 +43,7 @@ RENAMES: dict[str, str] = {
     "torch._ops.ops.aten": "subclass_kit.ops",
     "torch.ops": "subclass_kit.ops",            # custom namespaces: torch.ops.mylib.f
     "torch._ops.OpOverload": "subclass_kit.OpOverload",
+    "torch._ops.OpOverloadPacket": "subclass_kit.OpOverloadPacket",
     "torch.FunctionSchema": "subclass_kit.OpSchema",
     "torch._C.FunctionSchema": "subclass_kit.OpSchema",
     "torch._C.parse_schema": "subclass_kit.parse_schema",
@@ -88,8 +89,6 @@ CANNOT_PORT: dict[str, str] = {
                                      "subclass handlers alike",
     "torch._C._disabled_torch_dispatch_impl": "delete the assignment: a subclass that does not "
                                               "define __tensor_dispatch__ runs kernels directly",
-    "torch._ops.OpOverloadPacket": "no packet objects: sk.ops.add is itself an sk.OpOverload "
-                                    "(func.name is the packet's name)",
     "torch.overrides.resolve_name": "use func.__name__ ('add.Tensor') or str(func)",
     "torch._C": "PyTorch's C++ bindings have no counterpart beyond the names in the table",
     "torch.testing._internal": "PyTorch's internal test helpers are not ported",

@@ -1,10 +1,11 @@
 """The op registry: ``OpOverload`` objects with parsed schemas, kernel tables, and the fast path.
 
-``sk.ops.<name>`` is the default overload of an op; other overloads hang off it by name
-(``sk.ops.add.out``, ``sk.ops.view.dtype``). Custom ops live in namespaces
-(``sk.ops.mylib.scale``). Calling an op binds its arguments to the schema as PyTorch does
-(``OpOverload._bind``: schema names work as keywords, bad calls raise RuntimeError), then runs
-the dispatcher (PyTorch's Python key, then the backend kernel):
+``sk.ops.<name>`` is an ``OpOverloadPacket`` (PyTorch's structure): its overloads hang off it by
+name (``sk.ops.add.Tensor``, ``sk.ops.view.dtype``), and calling it runs its default (else
+first-defined) overload. Custom ops live in namespaces (``sk.ops.mylib.scale``). Calling an op
+binds its arguments to the schema as PyTorch does (``OpOverload._bind``: schema names work as
+keywords, bad calls raise RuntimeError), then runs the dispatcher (PyTorch's Python key, then
+the backend kernel):
 
 1. composite ops (no kernel of their own) run their decomposition, so every mode sees only the
    primitives they lower to (PyTorch's CompositeImplicitAutograd);
@@ -21,10 +22,12 @@ from __future__ import annotations
 from ._state import flags, tls
 from .dispatch import (DISPATCH_TYPES, _INFERENCE_INPLACE, _bump, _check_inference_write,
                        _overloaded_types, _record_view_op, _run_below, check_inplace, dispatch)
+from .packets import OpOverloadPacket, _Namespace, overload_of
 from .schema import OpSchema, parse_schema
 
-__all__ = ["OpOverload", "ops", "define", "register_kernel", "get_kernel", "register_decomposition",
-           "set_autograd_layer", "redispatch_below_autograd"]
+__all__ = ["OpOverload", "OpOverloadPacket", "ops", "define", "register_kernel", "get_kernel",
+           "register_decomposition", "set_autograd_layer", "redispatch_below_autograd",
+           "overload_of"]
 
 
 # Note [Autograd layer]
@@ -204,14 +207,9 @@ class OpOverload:
     def default(self):
         return self._overloads.get("default", self)
 
-    @property
-    def overloadpacket(self):
-        """The object ``sk.ops.<name>`` names (PyTorch's ``OpOverload.overloadpacket``). Here
-        that is the op's default (else first-defined) overload itself, not a separate packet
-        object: see docs/differences.md ("An op packet is its default overload")."""
-        return _lookup(self.schema.name)
-
-    _overloadpacket = overloadpacket
+    # ``overloadpacket`` / ``_overloadpacket`` (PyTorch's names): the ``OpOverloadPacket``
+    # ``sk.ops.<name>`` names, set as instance attributes by ``_add_overload`` (a lazy op
+    # answers without parsing its schema).
 
     @property
     def _schema(self):
@@ -223,11 +221,9 @@ class OpOverload:
     def _overloadname(self) -> str:
         return self.overload
 
-    # No ``__getattr__`` (PyTorch's "The underlying op of 'aten.add' has no overload name
-    # 'nosuch'"): defining one makes CPython 3.11 stop specialising *every* attribute read on
-    # ops, which the dispatch paths do per call. An unknown overload raises the plain
-    # AttributeError; overload names are instance attributes, so ``dir(op)`` lists them and
-    # Python's "Did you mean: 'Tensor'?" hint works; ``op.overloads()`` names them all.
+    # No ``__getattr__``: defining one makes CPython 3.11 stop specialising *every* attribute
+    # read on overloads, which the dispatch paths do per call. The packet has one
+    # (``OpOverloadPacket.__getattr__``: the unknown-overload error).
 
     def overloads(self) -> list:
         return list(self._overloads)
@@ -426,35 +422,6 @@ def _missing_kernel(op, device):
         "could be because the operator doesn't exist for this backend.")
 
 
-class _Namespace:
-    """``sk.ops`` and custom-op namespaces: attribute access gives the default overload."""
-
-    def __init__(self, name: str):
-        self._name = name
-        self._packets: dict = {}
-
-    def __getattr__(self, attr):
-        # Only reached for names that are not ops: registered ops are instance attributes
-        # (``_publish``), so ``sk.ops.add`` costs a plain attribute lookup on the hot path.
-        raise AttributeError(f"'{self._name}' has no op named '{attr}'")
-
-    def _publish(self, name, packet):
-        self._packets[name] = packet
-        self.__dict__[name] = packet
-
-    def __dir__(self):
-        return list(self._packets)
-
-    def __iter__(self):
-        """Every overload of every op in this namespace (not sub-namespaces)."""
-        for packet in list(self._packets.values()):
-            if isinstance(packet, OpOverload):
-                yield from packet._overloads.values()
-
-    def __repr__(self):
-        return f"<op namespace '{self._name}'>"
-
-
 ops = _Namespace("sk.ops")
 
 
@@ -498,23 +465,20 @@ def define(schema_text: str, cls=OpOverload) -> OpOverload:
 
 
 def _add_overload(space, base: str, op: OpOverload) -> OpOverload:
-    """File ``op`` under ``space.<base>``: the packet's first or default overload is the
-    published entry; every overload of the packet names every other as an attribute."""
+    """File ``op`` in the packet ``space.<base>`` (created and published by the first overload);
+    every overload of the packet also names every other as an attribute."""
     packet = space._packets.get(base)
     if packet is None:
-        op._overloads = {op.overload: op}
-        space._publish(base, op)
-    else:
-        if op.overload in packet._overloads:
-            raise RuntimeError(
-                f"Tried to register an operator ({op.schema}) with the same name and overload "
-                "name multiple times. Each overload's schema should only be registered with a "
-                "single call to def().")
-        op._overloads = packet._overloads
-        packet._overloads[op.overload] = op
-        if op.overload == "default":
-            # The default overload becomes the packet entry; keep the others reachable.
-            space._publish(base, op)
+        packet = OpOverloadPacket(op.name, op.namespace, base)
+        space._publish(base, packet)
+    elif op.overload in packet._overloads:
+        raise RuntimeError(
+            f"Tried to register an operator ({op.schema}) with the same name and overload "
+            "name multiple times. Each overload's schema should only be registered with a "
+            "single call to def().")
+    op._overloads = packet._overloads
+    op.overloadpacket = op._overloadpacket = packet
+    packet._add(op)
     # The earlier overloads already name each other: add the new one's name to each, and
     # theirs (and its own) to it.
     for holder in op._overloads.values():
@@ -525,8 +489,20 @@ def _add_overload(space, base: str, op: OpOverload) -> OpOverload:
 
 
 def _name_overload(holder, ov_name: str, ov):
-    if ov_name not in holder.__dict__ and not hasattr(type(holder), ov_name):
+    if ov_name not in holder.__dict__ and not _class_has(type(holder), ov_name):
         holder.__dict__[ov_name] = ov
+
+
+_CLASS_NAMES: dict = {}
+
+
+def _class_has(cls, name: str) -> bool:
+    """``hasattr(cls, name)`` from a cached name set: ``hasattr`` on a class formats an
+    AttributeError for each miss, once per overload at import."""
+    names = _CLASS_NAMES.get(cls)
+    if names is None:
+        names = _CLASS_NAMES[cls] = frozenset(dir(cls)) | frozenset(dir(type(cls)))
+    return name in names
 
 
 def _check_free(space, name: str, what: str):
@@ -537,7 +513,10 @@ def _check_free(space, name: str, what: str):
 
 
 def register_kernel(op: OpOverload, device: str):
-    """Decorator: ``@register_kernel(sk.ops.add, "cpu")`` registers a kernel for a device."""
+    """Decorator: ``@register_kernel(sk.ops.add.Tensor, "cpu")`` registers a kernel for a
+    device (a packet stands for the overload its call runs, ``overload_of``)."""
+    op = overload_of(op)
+
     def deco(fn):
         op._kernels[device] = fn
         return fn
@@ -545,7 +524,10 @@ def register_kernel(op: OpOverload, device: str):
 
 
 def register_decomposition(op: OpOverload):
-    """Decorator: make ``op`` composite, running ``fn`` (written with ``sk.ops``) when called."""
+    """Decorator: make ``op`` composite, running ``fn`` (written with ``sk.ops``) when called
+    (a packet stands for the overload its call runs, ``overload_of``)."""
+    op = overload_of(op)
+
     def deco(fn):
         op.decomposition = fn
         return fn
@@ -553,7 +535,9 @@ def register_decomposition(op: OpOverload):
 
 
 def get_kernel(op: OpOverload, device: str):
-    """The kernel of ``op`` for ``device`` ("cpu" or "meta"). Raises NotImplementedError."""
+    """The kernel of ``op`` for ``device`` ("cpu" or "meta"; a packet stands for the overload
+    its call runs). Raises NotImplementedError."""
+    op = overload_of(op)
     kernel = op._kernels.get(device) or op._kernels.get("default")
     if kernel is None:
         raise _missing_kernel(op, device)

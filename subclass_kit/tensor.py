@@ -390,7 +390,7 @@ class Tensor(metaclass=TensorType):
         if self._layout.numel() != 1:
             raise RuntimeError(f"a Tensor with {self._layout.numel()} elements cannot be "
                                "converted to Scalar")
-        return ops._local_scalar_dense(self)
+        return ops._local_scalar_dense.default(self)
 
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy()
@@ -509,7 +509,7 @@ class Tensor(metaclass=TensorType):
         if cls is Tensor and not flags.interceptors:
             t = make_tensor(self._storage, self._layout, self._dtype)
         else:
-            t = ops.detach(self)
+            t = ops.detach.default(self)
             if cls in DEFAULT_FUNCTION_TYPES:
                 t = result_as(t, cls, (self,))
         t._inference = self._inference

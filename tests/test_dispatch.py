@@ -36,7 +36,7 @@ def test_handler_calls_go_to_next_mode_and_reentry_with_self():
     class Reenter(sk.DispatchMode):
         def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
             log.append(func.__name__)
-            if func is ops.add and len(log) < 3:
+            if func is ops.add.Tensor and len(log) < 3:
                 with self:
                     return ops.mul(args[0], 2)
             return func(*args, **(kwargs or {}))
@@ -210,7 +210,7 @@ def test_custom_op_dispatches_like_builtin():
     def _meta(self, k):
         return sk.empty(self.shape, dtype=self.dtype, device="meta")
 
-    assert sk.ops.testlib.scale is op
+    assert sk.ops.testlib.scale.default is op and op.overloadpacket is sk.ops.testlib.scale
     log = []
     ones = sk.ones(2)
     with Recorder(log, "m"):
@@ -297,3 +297,27 @@ def test_no_dispatch_keeps_the_mode_stack_like_torch():
     ours = program(sk, sk.DispatchMode, sk.no_dispatch, sk.get_mode_stack)
     theirs = program(torch, TorchDispatchMode, torch_no_dispatch, torch_stack)
     assert ours == theirs == ([1, 1, 2, 0], True)
+
+
+def test_registration_apis_take_a_packet_as_the_overload_it_calls():
+    """A packet given where an overload is meant stands for the overload its call runs (its
+    ``default``, else the first defined), as ``"ns::name"`` does in ``sk.library``."""
+    op = sk.library.define("pktlib::twice(Tensor x) -> Tensor")
+    scaled = sk.library.define("pktlib::twice.scaled(Tensor x, float k) -> Tensor")
+    packet = sk.ops.pktlib.twice
+    assert op.overloadpacket is scaled.overloadpacket is packet
+    assert packet.overloads() == ["default", "scaled"] and packet.default is op
+    sk.library.impl(packet, "cpu", lambda x: x * 2)
+    sk.library.register_fake(packet, lambda x: sk.empty_like(x))
+    assert set(op._kernels) == {"cpu", "meta"} and not scaled._kernels
+    assert sk.get_kernel(packet, "cpu") is sk.get_kernel(op, "cpu")
+    assert packet(sk.ones(2)).tolist() == [2.0, 2.0]
+    assert packet(sk.ones(2, device="meta")).shape == (2,)
+
+    @sk.register_kernel(packet.scaled, "cpu")
+    def _scaled(x, k):
+        return x * k
+
+    assert packet.scaled(sk.ones(2), 3.0).tolist() == [3.0, 3.0]
+    with pytest.raises(AttributeError, match="set 'decomposition' on one of its overloads"):
+        packet.decomposition = None

@@ -125,7 +125,7 @@ def test_return_and_correct_aliasing_by_schema():
     assert sk.add(w, 1, out=o) is o and o.elem.tolist()[0] == [1.0, 3.0, 5.0]
     parts = w.split(1)                                      # list of views
     assert all(p.untyped_storage() is w.untyped_storage() for p in parts)
-    assert sk.return_and_correct_aliasing(ops.add, (w, 1), {}, "out") == "out"
+    assert sk.return_and_correct_aliasing(ops.add.Tensor, (w, 1), {}, "out") == "out"
 
 
 def test_return_and_correct_aliasing_rejects_mixed_mutable_returns():

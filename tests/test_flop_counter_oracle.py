@@ -30,11 +30,8 @@ TF = torch.nn.functional
 
 def _names(counts) -> dict:
     """``{module: {op base name: flops}}`` for our counts and torch's alike."""
-    def op_name(op):
-        if isinstance(op, sk.OpOverload):
-            return op.name
-        return op._qualified_op_name.split("::")[1]
-    return {mod: {op_name(op): n for op, n in ops.items()} for mod, ops in counts.items()}
+    # both are keyed by packets (``sk.ops.mm``, ``aten.mm``): ``__name__`` is "mm" in both
+    return {mod: {op.__name__: n for op, n in ops.items()} for mod, ops in counts.items()}
 
 
 _TORCH_FUSED = {

@@ -328,22 +328,40 @@ def test_handlers_see_only_the_arguments_the_caller_passed():
     assert calls == [("_to_copy.default", ["T"], {})]
 
 
-def test_a_packet_is_its_default_overload_here():
-    """Documented difference (docs/differences.md): ``sk.ops.mul`` *is* ``mul.Tensor``, so
-    ``func == sk.ops.mul`` holds for that overload; PyTorch's packet is never an overload.
-    ``func.overloadpacket == sk.ops.mul`` is the spelling that agrees in both."""
+def _packet_facts(m):
+    """What a handler sees of ``x * 2`` and ``x.sum()`` against the packets ``mul``/``sum``:
+    ``func == packet``, ``func.overloadpacket is packet``, ``func._overloadpacket == packet``."""
+    packets = sk.ops if m is sk else torch.ops.aten
     seen = []
 
-    class Rec(sk.DispatchMode):
+    def record(func):
+        for packet in (packets.mul, packets.sum):
+            seen.append((func == packet, func.overloadpacket is packet,
+                         func._overloadpacket == packet))
+
+    class SkRec(sk.DispatchMode):
         def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
-            seen.append((func == sk.ops.mul, func.overloadpacket == sk.ops.mul))
+            record(func)
             return func(*args, **(kwargs or {}))
 
-    with Rec():
-        sk.ones(2) * 2
-    assert seen == [(False, False), (True, True)]
-    assert (torch.ops.aten.mul.Tensor == torch.ops.aten.mul) is False
-    assert torch.ops.aten.mul.Tensor.overloadpacket == torch.ops.aten.mul
+    class TorchRec(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            record(func)
+            return func(*args, **(kwargs or {}))
+
+    x = m.ones(2)
+    with (SkRec() if m is sk else TorchRec()):
+        x * 2
+        x.sum()
+    return seen
+
+
+def test_a_packet_is_not_an_overload():
+    """``sk.ops.mul`` is an ``OpOverloadPacket``, as ``aten.mul``: a handler's ``func`` never
+    equals it; ``func.overloadpacket is sk.ops.mul`` is the spelling that selects the op."""
+    assert _packet_facts(sk) == _packet_facts(torch)
+    assert _packet_facts(sk) == [(False, True, True), (False, False, False),
+                                 (False, False, False), (False, True, True)]
 
 
 def test_reflected_division():

@@ -326,21 +326,79 @@ def test_disable_tensor_function_matches_torch():
 def test_overloadpacket_and_schema_spellings():
     op = sk.ops.add.out
     assert op.overloadpacket is op._overloadpacket is sk.ops.add
+    assert isinstance(sk.ops.add, sk.OpOverloadPacket) and not isinstance(sk.ops.add, sk.OpOverload)
     assert op._schema is op.schema and op._overloadname == "out"
     assert str(op._schema) == str(torch.ops.aten.add.out._schema).replace("aten::", "")
     assert sk.ops.mul.Tensor.overloadpacket is sk.ops.mul
+    assert (sk.ops.mul.Tensor == sk.ops.mul) is (torch.ops.aten.mul.Tensor == torch.ops.aten.mul)
 
 
-def test_unknown_overload_raises_attribute_error():
-    """PyTorch names the op ("The underlying op of 'aten.add' has no overload name 'nosuch'");
-    ours is Python's plain AttributeError (a ``__getattr__`` hook would slow every attribute
-    read on ops: docs/differences.md), whose "Did you mean" hint reads ``dir(op)``."""
-    with pytest.raises(AttributeError, match="has no overload name 'nosuch'"):
-        torch.ops.aten.add.nosuch
-    with pytest.raises(AttributeError, match="'nosuch'") as ours:
-        sk.ops.add.nosuch
-    assert ours.value.name == "nosuch" and ours.value.obj is sk.ops.add
-    assert set(sk.ops.add.overloads()) <= set(dir(sk.ops.add))   # for Python's hint
+def _packet_error(get):
+    with pytest.raises(AttributeError) as info:
+        get()
+    e = info.value
+    return type(e), str(e).replace("sk.ops.", "aten.").split(" (its overloads")[0], e.name
+
+
+@pytest.mark.parametrize("op,attr", [("add", "nosuch"), ("transpose", "default"),
+                                     ("sum", "dim_int_list"), ("add", "tags")])
+def test_unknown_overload_raises_attribute_error(op, attr):
+    """PyTorch's fact, "The underlying op of 'aten.add' has no overload name 'nosuch'" (ours
+    then lists the overloads); ``.default`` exists only when the op has that overload."""
+    ours = _packet_error(lambda: getattr(getattr(sk.ops, op), attr))
+    assert ours == _packet_error(lambda: getattr(getattr(torch.ops.aten, op), attr))
+    with pytest.raises(AttributeError) as info:
+        getattr(getattr(sk.ops, op), attr)
+    assert info.value.obj is getattr(sk.ops, op)          # Python's "Did you mean" hint
+    for name in getattr(sk.ops, op).overloads():
+        assert f" {name}" in str(info.value)
+
+
+def test_packet_repr_dir_and_names():
+    for name in ("add", "sum", "transpose"):
+        ours, theirs = getattr(sk.ops, name), getattr(torch.ops.aten, name)
+        assert repr(ours) == repr(theirs).replace("aten.", "sk.ops.")
+        assert str(ours) == str(theirs).replace("aten.", "sk.ops.")
+        assert ours.__name__ == theirs.__name__ == name
+        assert set(ours.overloads()) <= set(dir(ours))    # for Python's hint
+        assert set(theirs.overloads()) <= set(dir(theirs))
+        assert set(ours.overloads()) <= set(theirs.overloads())
+        for ov in ours.overloads():
+            assert getattr(ours, ov).overloadpacket is ours
+    assert sk.ops.sum.default is sk.ops.sum._overloads["default"]
+    assert sk.ops.add._qualified_op_name == "add"         # torch: "aten::add" (no aten here)
+
+
+def test_packet_call_runs_its_default_overload():
+    x, y = sk.tensor([1.0, 2.0]), sk.tensor([3.0, 4.0])
+    tx, ty = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])
+    assert sk.ops.add(x, y, alpha=2).tolist() == torch.ops.aten.add(tx, ty, alpha=2).tolist()
+    assert sk.ops.sum(x).item() == torch.ops.aten.sum(tx).item()
+    seen = []
+
+    class Rec(sk.DispatchMode):
+        def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Rec():
+        sk.ops.add(x, y)
+        sk.ops.sum(x)
+    assert seen == [sk.ops.add.Tensor, sk.ops.sum.default]
+    # a bad call fails as the overload's own call does (RuntimeError, as torch's packet)
+    with pytest.raises(RuntimeError) as packet_error:
+        sk.ops.add(x)
+    with pytest.raises(RuntimeError) as overload_error:
+        sk.ops.add.Tensor(x)
+    assert str(packet_error.value) == str(overload_error.value)
+    with pytest.raises(RuntimeError, match="missing value for argument 'other'"):
+        torch.ops.aten.add(tx)
+
+
+def test_packet_attributes_belong_to_overloads():
+    with pytest.raises(AttributeError, match="set 'decomposition' on one of its overloads"):
+        sk.ops.add.decomposition = None
+    assert sk.ops.add.Tensor.decomposition is None
 
 
 # (schema, column, token, whether PyTorch's parser marks the same column)

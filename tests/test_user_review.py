@@ -177,6 +177,8 @@ def test_modes_exports_what_api_md_lists_and_exists():
 
 _PLACEHOLDERS = {"sk.ops.ns.op.default", "sk.ops.walkthrough.scale",
                  "sk.ops.walkthrough.scale.default",
+                 # examples of the unknown-overload and packet-attribute errors
+                 "sk.ops.add.nosuch", "sk.ops.transpose.default", "sk.ops.add.decomposition",
                  # Tensor.type() names (strings, as torch's 'torch.FloatTensor'), not attributes
                  "sk.FloatTensor", "sk.meta.FloatTensor"}
 

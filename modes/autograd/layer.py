@@ -415,7 +415,7 @@ def _save(v, clone: bool):
         if v.is_inference():
             raise RuntimeError(INFERENCE_SAVED)
         if clone:
-            v = _redispatch(sk.ops.clone, (v,), {})
+            v = _redispatch(sk.ops.clone.default, (v,), {})
         return SavedTensor(v)
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, _Tensor) for x in v):
         return [SavedTensor(x) for x in v]

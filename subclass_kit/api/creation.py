@@ -108,9 +108,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         # Hidden from modes as below.
         src = from_numpy(data)
         with no_dispatch():
-            out = ops._to_copy(src, dtype=src.dtype if dtype is None else dt.to_dtype(dtype),
-                               device=device or "cpu")
-        out = ops.lift_fresh(out)
+            out = ops._to_copy.default(
+                src, dtype=src.dtype if dtype is None else dt.to_dtype(dtype),
+                device=device or "cpu")
+        out = ops.lift_fresh.default(out)
     else:
         if isinstance(data, (list, tuple)) and data and any(
                 isinstance(x, Tensor) for x in _flat(data)):
@@ -121,10 +122,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         # The data is written outside the op layer, so the allocation is hidden from modes too
         # (PyTorch builds it below the Python key): modes see only lift_fresh of a constant.
         with no_dispatch():
-            out = ops.empty(list(arr.shape), dtype=dtype, device=device or "cpu")
+            out = ops.empty.memory_format(list(arr.shape), dtype=dtype, device=device or "cpu")
         if out._storage.device.type != "meta":
             np.copyto(out._array(), arr, casting="unsafe")
-        out = ops.lift_fresh(out)
+        out = ops.lift_fresh.default(out)
     if requires_grad:
         check_requires_grad_dtype(out.dtype)
         out.requires_grad_(True)
@@ -179,8 +180,8 @@ def factory(fn):
 @factory
 def empty(*size, dtype=None, device=None, memory_format=None):
     """Uninitialised tensor of ``size`` (meta: no data at all)."""
-    return ops.empty(size_args(size), **_kw(dtype, device),
-                     memory_format=memory_format)
+    return ops.empty.memory_format(size_args(size), **_kw(dtype, device),
+                                   memory_format=memory_format)
 
 
 @factory
@@ -188,27 +189,27 @@ def zeros(*size, dtype=None, device=None):
     """Tensor of ``size`` filled with 0 (default float dtype; op ``zeros.default``). Raises
     RuntimeError "zeros: Dimension size must be non-negative." for a negative size, as
     ``torch.zeros``."""
-    return ops.zeros(size_args(size), **_kw(dtype, device))
+    return ops.zeros.default(size_args(size), **_kw(dtype, device))
 
 
 @factory
 def ones(*size, dtype=None, device=None):
     """Tensor of ``size`` filled with 1 (default float dtype; op ``ones.default``), as
     ``torch.ones``."""
-    return ops.ones(size_args(size), **_kw(dtype, device))
+    return ops.ones.default(size_args(size), **_kw(dtype, device))
 
 
 @factory
 def full(size, fill_value, *, dtype=None, device=None):
     """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value (bool,
     int64, default float) as ``torch.full``. Raises RuntimeError when the value overflows dtype."""
-    return ops.full(tuple(size), fill_value, **_kw(dtype, device))
+    return ops.full.default(tuple(size), fill_value, **_kw(dtype, device))
 
 
 @public_api
 def scalar_tensor(s, *, dtype=None, device=None):
     """A 0-d tensor holding the number ``s`` (``torch.scalar_tensor``)."""
-    return ops.scalar_tensor(s, dtype=dtype, device=device)
+    return ops.scalar_tensor.default(s, dtype=dtype, device=device)
 
 
 @factory
@@ -217,7 +218,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None):
     see PyTorch's overloads: ``arange.default(end)``, ``arange.start(start, end)``,
     ``arange.start_step(start, end, step)``."""
     if end is None:
-        return ops.arange(start, **_kw(dtype, device))
+        return ops.arange.default(start, **_kw(dtype, device))
     if step == 1 and type(step) is int:
         return ops.arange.start(start, end, **_kw(dtype, device))
     return ops.arange.start_step(start, end, step, **_kw(dtype, device))
@@ -228,7 +229,7 @@ def eye(n, m=None, *, dtype=None, device=None):
     """An ``(n, m)`` identity matrix (``m`` defaults to ``n``); RuntimeError for negative
     sizes, as ``torch.eye``."""
     if m is None:
-        return ops.eye(n, **_kw(dtype, device))
+        return ops.eye.default(n, **_kw(dtype, device))
     return ops.eye.m(n, m, **_kw(dtype, device))
 
 
@@ -240,7 +241,7 @@ def rand(*size, generator=None, dtype=None, device=None):
     ``rand.generator``, as PyTorch's."""
     if generator is not None:
         return ops.rand.generator(size_args(size), generator=generator, **_kw(dtype, device))
-    return ops.rand(size_args(size), **_kw(dtype, device))
+    return ops.rand.default(size_args(size), **_kw(dtype, device))
 
 
 @factory
@@ -250,7 +251,7 @@ def randn(*size, generator=None, dtype=None, device=None):
     dtypes."""
     if generator is not None:
         return ops.randn.generator(size_args(size), generator=generator, **_kw(dtype, device))
-    return ops.randn(size_args(size), **_kw(dtype, device))
+    return ops.randn.default(size_args(size), **_kw(dtype, device))
 
 
 @factory
@@ -258,7 +259,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     """``randint(high, size)`` or ``randint(low, high, size)``; int64 by default; from
     ``generator`` (``randint.low_generator``) or the default generator."""
     if size is None:
-        return ops.randint(low, tuple(high), **_kw(dtype, device))
+        return ops.randint.default(low, tuple(high), **_kw(dtype, device))
     if high is None:
         raise type_error("randint", "high", "int", high, 2)
     if generator is not None:
@@ -271,7 +272,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 def empty_strided(size, stride, *, dtype=None, device=None):
     """Uninitialised tensor with the given sizes and strides (elements), as
     ``torch.empty_strided``. RuntimeError when their lengths differ or a size is negative."""
-    return ops.empty_strided(tuple(size), tuple(stride), **_kw(dtype, device))
+    return ops.empty_strided.default(tuple(size), tuple(stride), **_kw(dtype, device))
 
 
 def _like_kwargs(dtype, device, memory_format):
@@ -281,39 +282,39 @@ def _like_kwargs(dtype, device, memory_format):
 @factory
 def empty_like(input, *, dtype=None, device=None, memory_format=None):
     """Uninitialised tensor like ``input`` (strides preserved for dense inputs, as PyTorch)."""
-    return ops.empty_like(input, **_like_kwargs(dtype, device, memory_format))
+    return ops.empty_like.default(input, **_like_kwargs(dtype, device, memory_format))
 
 
 @factory
 def zeros_like(input, *, dtype=None, device=None, memory_format=None):
     """Zeros with ``input``'s shape, dtype, device and (dense) strides (``torch.zeros_like``)."""
-    return ops.zeros_like(input, **_like_kwargs(dtype, device, memory_format))
+    return ops.zeros_like.default(input, **_like_kwargs(dtype, device, memory_format))
 
 
 @factory
 def ones_like(input, *, dtype=None, device=None, memory_format=None):
     """Ones with ``input``'s shape, dtype, device and (dense) strides (``torch.ones_like``)."""
-    return ops.ones_like(input, **_like_kwargs(dtype, device, memory_format))
+    return ops.ones_like.default(input, **_like_kwargs(dtype, device, memory_format))
 
 
 @factory
 def full_like(input, fill_value, *, dtype=None, device=None,
               memory_format=None):
     """``fill_value`` with ``input``'s shape, dtype, device and strides (``torch.full_like``)."""
-    return ops.full_like(input, fill_value,
-                         **_like_kwargs(dtype, device, memory_format))
+    return ops.full_like.default(input, fill_value,
+                                 **_like_kwargs(dtype, device, memory_format))
 
 
 @factory
 def rand_like(input, *, dtype=None, device=None, memory_format=None):
     """Uniform [0, 1) samples shaped like ``input`` (``torch.rand_like``)."""
-    return ops.rand_like(input, **_like_kwargs(dtype, device, memory_format))
+    return ops.rand_like.default(input, **_like_kwargs(dtype, device, memory_format))
 
 
 @factory
 def randn_like(input, *, dtype=None, device=None, memory_format=None):
     """Standard normal samples shaped like ``input`` (``torch.randn_like``)."""
-    return ops.randn_like(input, **_like_kwargs(dtype, device, memory_format))
+    return ops.randn_like.default(input, **_like_kwargs(dtype, device, memory_format))
 
 
 # -- Tensor.new_*: dtype and device default to self's ---------------------------------------------
@@ -347,33 +348,33 @@ def _method(name):
 def new_empty(self, *size, dtype=None, device=None):
     """Uninitialised tensor of ``size``; dtype and device default to ``self``'s (op
     ``new_empty``, which modes see, as PyTorch's ``TorchDispatchMode``)."""
-    return ops.new_empty(self, _new_sizes("new_empty", size), **_kw(dtype, device))
+    return ops.new_empty.default(self, _new_sizes("new_empty", size), **_kw(dtype, device))
 
 
 @_method("new_empty_strided")
 def new_empty_strided(self, size, stride, *, dtype=None, device=None):
     """Uninitialised tensor with the given sizes and strides; dtype/device from ``self``."""
-    return ops.new_empty_strided(self, _size_arg("new_empty_strided", size),
-                                 tuple(stride), **_kw(dtype, device))
+    return ops.new_empty_strided.default(self, _size_arg("new_empty_strided", size),
+                                         tuple(stride), **_kw(dtype, device))
 
 
 @_method("new_full")
 def new_full(self, size, fill_value, *, dtype=None, device=None):
     """``fill_value`` in a tensor of ``size`` with ``self``'s dtype (not the value's, unlike
     ``sk.full``) and device. RuntimeError when the value overflows the dtype."""
-    return ops.new_full(self, _size_arg("new_full", size), fill_value, **_kw(dtype, device))
+    return ops.new_full.default(self, _size_arg("new_full", size), fill_value, **_kw(dtype, device))
 
 
 @_method("new_zeros")
 def new_zeros(self, *size, dtype=None, device=None):
     """Zeros of ``size`` with ``self``'s dtype and device (op ``new_zeros``)."""
-    return ops.new_zeros(self, _new_sizes("new_zeros", size), **_kw(dtype, device))
+    return ops.new_zeros.default(self, _new_sizes("new_zeros", size), **_kw(dtype, device))
 
 
 @_method("new_ones")
 def new_ones(self, *size, dtype=None, device=None):
     """Ones of ``size`` with ``self``'s dtype and device (op ``new_ones``)."""
-    return ops.new_ones(self, _new_sizes("new_ones", size), **_kw(dtype, device))
+    return ops.new_ones.default(self, _new_sizes("new_ones", size), **_kw(dtype, device))
 
 
 _NEW_TENSOR_COPY = (
@@ -390,7 +391,8 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     device = self.device if device is None else device
     if isinstance(data, Tensor):
         warnings.warn(_NEW_TENSOR_COPY, UserWarning, stacklevel=3)
-        out = ops._to_copy(ops.detach(data), dtype=dt.to_dtype(dtype), device=device)
+        out = ops._to_copy.default(ops.detach.default(data), dtype=dt.to_dtype(dtype),
+                                   device=device)
         if requires_grad:
             check_requires_grad_dtype(out.dtype)
             out.requires_grad_(True)
@@ -422,16 +424,16 @@ def _uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     if kwargs:
         raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if generator is None:   # PyTorch passes generator= only when given
-        return ops.uniform_(self, from_, to)
-    return ops.uniform_(self, from_, to, generator=generator)
+        return ops.uniform_.default(self, from_, to)
+    return ops.uniform_.default(self, from_, to, generator=generator)
 
 
 def _normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill ``self`` with normal samples (``mean``, ``std``); bumps ``_version``. RuntimeError
     "normal expects std >= 0.0, but found std -1"; floating dtypes only."""
     if generator is None:
-        return ops.normal_(self, mean, std)
-    return ops.normal_(self, mean, std, generator=generator)
+        return ops.normal_.default(self, mean, std)
+    return ops.normal_.default(self, mean, std, generator=generator)
 
 
 _uniform_.__name__ = _uniform_.__qualname__ = "uniform_"

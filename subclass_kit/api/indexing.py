@@ -121,7 +121,7 @@ def _sequence_to_tensor(seq, device) -> Tensor:
         dtype = dt.uint8
     else:
         dtype = dt.int64
-    return ops.lift_fresh(_from_array(arr, dtype, device))
+    return ops.lift_fresh.default(_from_array(arr, dtype, device))
 
 
 def _from_array(arr, dtype, device) -> Tensor:
@@ -168,7 +168,7 @@ def _select(t, dim, index, real_dim):
     if not -size <= index < size:
         raise IndexError(f"index {index} is out of bounds for dimension {real_dim} with size "
                          f"{size}")
-    return ops.select(t, dim, index)
+    return ops.select.int(t, dim, index)
 
 
 def _slice(t, dim, start, stop, step, keep_full):
@@ -179,14 +179,14 @@ def _slice(t, dim, start, stop, step, keep_full):
     length = sizes[dim] if dim < len(sizes) else 0
     if not keep_full and sizes and start == 0 and step == 1 and stop >= length:
         return t
-    return ops.slice(t, dim, start, stop, step)
+    return ops.slice.Tensor(t, dim, start, stop, step)
 
 
 def _bool_index(t, value: bool) -> Tensor:
     """PyTorch's ``boolToIndexingTensor``: ``[0]`` for True, ``[]`` for False (int64)."""
     if value:
-        return ops.fill_(ops.empty([1], dtype=dt.int64, device=t.device), 0)
-    return ops.empty([0], dtype=dt.int64, device=t.device)
+        return ops.fill_.Scalar(ops.empty.memory_format([1], dtype=dt.int64, device=t.device), 0)
+    return ops.empty.memory_format([0], dtype=dt.int64, device=t.device)
 
 
 class _Slots:
@@ -224,18 +224,18 @@ def _apply_slicing(self, index: tuple):
         elif kind == "ellipsis":
             dim += ndim - specified
         elif kind == "none":
-            result = ops.unsqueeze(result, dim)
+            result = ops.unsqueeze.default(result, dim)
             dim += 1
         elif kind == "bool":
-            result = ops.unsqueeze(result, dim)
+            result = ops.unsqueeze.default(result, dim)
             dim = slots.record(_bool_index(result, val), dim)
         elif val.ndim == 0 and not val.dtype.is_floating_point:
             if val.dtype in (dt.bool_, dt.uint8):
-                result = ops.unsqueeze(result, dim)
-                flag = bool(ops._local_scalar_dense(val))
+                result = ops.unsqueeze.default(result, dim)
+                flag = bool(ops._local_scalar_dense.default(val))
                 dim = slots.record(_bool_index(result, flag), dim)
             else:
-                result = _select(result, dim, int(ops._local_scalar_dense(val)), i)
+                result = _select(result, dim, int(ops._local_scalar_dense.default(val)), i)
         else:
             dim = slots.record(val, dim)
     return result, slots.items
@@ -246,20 +246,20 @@ def getitem(self, index):
     """``x[index]``: views for ints, slices, None, ``...``; a copy (``index``) for integer
     tensors, lists and bool masks. Errors: IndexError / ValueError / TypeError as PyTorch."""
     if index is None:
-        return ops.unsqueeze(self, 0)
+        return ops.unsqueeze.default(self, 0)
     if index is Ellipsis:
-        return ops.alias(self)
+        return ops.alias.default(self)
     if _is_long(index):
         return _select(self, 0, int(index), 0)
     if isinstance(index, slice):
         return _slice(self, 0, *_unpack_slice(index), keep_full=True)
     if index is True or index is False:
-        result = ops.unsqueeze(self, 0)
-        return ops.index(result, [_bool_index(result, index)])
+        result = ops.unsqueeze.default(self, 0)
+        return ops.index.Tensor(result, [_bool_index(result, index)])
     sliced, indices = _apply_slicing(self, _wrap_tuple(index))
     if not indices:
-        return ops.alias(sliced) if sliced is self else sliced
-    return ops.index(sliced, indices)
+        return ops.alias.default(sliced) if sliced is self else sliced
+    return ops.index.Tensor(sliced, indices)
 
 
 # -- __setitem__ ------------------------------------------------------------------------------
@@ -268,7 +268,7 @@ def _value_to_tensor(self, value) -> Tensor:
         return value
     if _is_long(value) or isinstance(value, (bool, float)):
         t = _from_array(np.array(value), self._dtype, self._storage.device)
-        return ops.lift_fresh(t)
+        return ops.lift_fresh.default(t)
     raise TypeError(f"can't assign a {_tp_name(value)} to a sk.{type_name(self._dtype)}Tensor")
 
 
@@ -282,15 +282,15 @@ def _strip_leading_ones(sizes) -> list:
 def _copy_to(dst, src):
     """PyTorch's ``copy_to``: the one mutating op of a basic-index ``__setitem__``."""
     if dst._layout.sizes == src._layout.sizes:
-        ops.copy_(dst, src)
+        ops.copy_.default(dst, src)
         return
     if not src._layout.sizes and src._storage.device is CPU:
         ops.fill_.Tensor(dst, src)
         return
-    src = ops.view(src, _strip_leading_ones(src._layout.sizes))
+    src = ops.view.default(src, _strip_leading_ones(src._layout.sizes))
     if src._layout.sizes != dst._layout.sizes:
-        src = ops.expand(src, list(dst._layout.sizes))
-    ops.copy_(dst, src)
+        src = ops.expand.default(src, list(dst._layout.sizes))
+    ops.copy_.default(dst, src)
 
 
 @method("__setitem__")
@@ -302,7 +302,7 @@ def setitem(self, index, value):
     if index is Ellipsis:
         _copy_to(self, value)
     elif index is None or index is True:
-        _copy_to(ops.unsqueeze(self, 0), value)
+        _copy_to(ops.unsqueeze.default(self, 0), value)
     elif _is_long(index):
         _copy_to(_select(self, 0, int(index), 0), value)
     elif isinstance(index, slice):
@@ -314,8 +314,8 @@ def setitem(self, index, value):
             return
         stripped = _strip_leading_ones(value._layout.sizes)
         if len(stripped) != len(value._layout.sizes):
-            value = ops.view(value, stripped)
-        ops.index_put_(sliced, indices, value)
+            value = ops.view.default(value, stripped)
+        ops.index_put_.default(sliced, indices, value)
 
 
 def __delitem__(self, index):
@@ -341,14 +341,14 @@ def index_put_(self, indices, values, accumulate=False):
     """``self[indices] = values`` with a tuple of index tensors (one per leading dim); with
     ``accumulate=True`` values add up, duplicates included. Returns ``self``."""
     _check_args(indices, values, "index_put_")
-    return ops.index_put_(self, list(indices), values, accumulate)
+    return ops.index_put_.default(self, list(indices), values, accumulate)
 
 
 @method("index_put")
 def index_put(self, indices, values, accumulate=False):
     """Functional ``index_put_``: a new tensor (``self``'s strides), ``self`` unchanged."""
     _check_args(indices, values, "index_put")
-    return ops.index_put(self, list(indices), values, accumulate)
+    return ops.index_put.default(self, list(indices), values, accumulate)
 
 
 __all__ = ["index_put"]

@@ -64,7 +64,7 @@ def _write_out(name, inputs, result, out):
                            f"got {cpp_name(out.dtype)} instead")
     spec = Spec(tuple(result.shape), result.stride(), result.dtype, result.device)
     resize_output(out, spec, stacklevel=5)   # the warning names the caller of ``sk.matmul``
-    return ops.copy_(out, result)
+    return ops.copy_.default(out, result)
 
 
 # -- products ------------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ def matmul(input, other, *, out=None):
     """
     if out is not None:   # PyTorch's mm.out checks the device before the shapes
         check_out_device_first(input, out)
-    result = ops.matmul(input, other)
+    result = ops.matmul.default(input, other)
     return result if out is None else _write_out("matmul", (input, other), result, out)
 
 
@@ -91,7 +91,7 @@ def mm(input, mat2, *, out=None):
     """
     if out is not None:
         return ops.mm.out(input, mat2, out=out)
-    return ops.mm(input, mat2)
+    return ops.mm.default(input, mat2)
 
 
 def bmm(input, mat2, *, out=None):
@@ -102,25 +102,25 @@ def bmm(input, mat2, *, out=None):
     """
     if out is not None:
         return ops.bmm.out(input, mat2, out=out)
-    return ops.bmm(input, mat2)
+    return ops.bmm.default(input, mat2)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape and
     is ignored when ``beta == 0``. All three share one dtype."""
     if beta == 1 and alpha == 1:
-        return ops.addmm(input, mat1, mat2)
-    return ops.addmm(input, mat1, mat2, beta=beta, alpha=alpha)
+        return ops.addmm.default(input, mat1, mat2)
+    return ops.addmm.default(input, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def dot(input, tensor):
     """Inner product of two 1-D tensors of the same size and dtype (a 0-d result)."""
-    return ops.dot(input, tensor)
+    return ops.dot.default(input, tensor)
 
 
 def mv(input, vec):
     """``(n, k) @ (k,) -> (n,)``."""
-    return ops.mv(input, vec)
+    return ops.mv.default(input, vec)
 
 
 matmul = _export(matmul, "matmul")
@@ -137,7 +137,7 @@ def _matmul_operator(self, other):
     if not isinstance(other, Tensor):
         return NotImplemented
     try:
-        return ops.matmul(self, other)
+        return ops.matmul.default(self, other)
     except TypeError:
         return NotImplemented
 
@@ -146,7 +146,7 @@ def _rmatmul_operator(self, other):
     if not isinstance(other, Tensor):
         return NotImplemented
     try:
-        return ops.matmul(other, self)
+        return ops.matmul.default(other, self)
     except TypeError:
         return NotImplemented
 
@@ -195,8 +195,8 @@ def einsum(*args, path=None):
     else:
         equation, operands = _sublist_equation(args)
     if path is None:
-        return ops.einsum(equation, operands)
-    return ops.einsum(equation, operands, path=list(path))
+        return ops.einsum.default(equation, operands)
+    return ops.einsum.default(equation, operands, path=list(path))
 
 
 einsum = _export(einsum)
@@ -217,7 +217,7 @@ def cat(tensors, dim=0, *, axis=None, out=None):
                         f"{type(tensors).__name__}")
     if out is not None:
         return ops.cat.out(list(tensors), dim, out=out)
-    return ops.cat(list(tensors), dim)
+    return ops.cat.default(list(tensors), dim)
 
 
 def stack(tensors, dim=0, *, out=None):
@@ -229,7 +229,7 @@ def stack(tensors, dim=0, *, out=None):
     if not isinstance(tensors, (list, tuple)):
         raise TypeError(f"stack(): argument 'tensors' (position 1) must be tuple of Tensors, "
                         f"not {type(tensors).__name__}")
-    result = ops.stack(list(tensors), dim)
+    result = ops.stack.default(list(tensors), dim)
     return result if out is None else _write_out("stack", tensors, result, out)
 
 
@@ -243,7 +243,7 @@ def gather(input, dim, index, *, sparse_grad=False):
     """``out[i][j] = input[i][index[i][j]]`` (dim 1); ``out`` has ``index``'s shape. ``index``
     is int64/int32 and no larger than ``input`` outside ``dim``; out-of-range values raise
     RuntimeError "index 5 is out of bounds for dimension 1 with size 3"."""
-    return ops.gather(input, dim, index)
+    return ops.gather.default(input, dim, index)
 
 
 def _scatter_args(src, value):
@@ -271,7 +271,7 @@ def scatter_(self, dim, index, src=None, value=None):
 def index_select(input, dim, index):
     """The slices of ``input`` at the positions ``index`` (1-D or 0-d, int64/int32) along
     ``dim``; out-of-range indices raise IndexError "index out of range in self"."""
-    return ops.index_select(input, dim, index)
+    return ops.index_select.default(input, dim, index)
 
 
 gather = _export(gather, "gather")
@@ -283,12 +283,12 @@ index_select = _export(index_select, "index_select")
 # -- tril / triu / nonzero -----------------------------------------------------------------------
 def tril(input, diagonal=0):
     """Zero the elements above the ``diagonal``-th diagonal of the last two dims (>= 2-D)."""
-    return ops.tril(input, diagonal)
+    return ops.tril.default(input, diagonal)
 
 
 def triu(input, diagonal=0):
     """Zero the elements below the ``diagonal``-th diagonal of the last two dims (>= 2-D)."""
-    return ops.triu(input, diagonal)
+    return ops.triu.default(input, diagonal)
 
 
 def nonzero(input, *, as_tuple=False):
@@ -296,9 +296,9 @@ def nonzero(input, *, as_tuple=False):
     as PyTorch's CPU kernel), or with ``as_tuple`` one 1-D tensor per dim. Raises
     NotImplementedError on meta tensors (the size depends on the data)."""
     if not as_tuple:
-        return ops.nonzero(input)
-    src = ops.unsqueeze(input, 0) if input.ndim == 0 else input
-    return tuple(ops.unbind(ops.nonzero(src), 1))
+        return ops.nonzero.default(input)
+    src = ops.unsqueeze.default(input, 0) if input.ndim == 0 else input
+    return tuple(ops.unbind.int(ops.nonzero.default(src), 1))
 
 
 tril = _export(tril, "tril")
@@ -317,16 +317,16 @@ def softmax(input, dim, dtype=None):
     is converted first). Floating inputs only (NotImplementedError otherwise, as PyTorch)."""
     dtype = _dtype_arg(dtype)
     if dtype is None:
-        return ops.softmax(input, dim)
-    return ops.softmax(input, dim, dtype)
+        return ops.softmax.int(input, dim)
+    return ops.softmax.int(input, dim, dtype)
 
 
 def log_softmax(input, dim, dtype=None):
     """``x - log(exp(x).sum(dim))`` along ``dim``, in ``dtype`` when given."""
     dtype = _dtype_arg(dtype)
     if dtype is None:
-        return ops.log_softmax(input, dim)
-    return ops.log_softmax(input, dim, dtype)
+        return ops.log_softmax.int(input, dim)
+    return ops.log_softmax.int(input, dim, dtype)
 
 
 softmax = _export(softmax, "softmax")

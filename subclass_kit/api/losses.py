@@ -39,10 +39,10 @@ def _nll_nd(input, target, weight, reduction: int, ignore_index: int):
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
                          f"batch_size ({target.shape[0]}).")
     if input.dim() <= 2:
-        return ops.nll_loss_forward(input, target, weight, reduction, ignore_index)[0]
+        return ops.nll_loss_forward.default(input, target, weight, reduction, ignore_index)[0]
     c = input.shape[1]
     flat = input.movedim(1, -1).reshape(-1, c)
-    out = ops.nll_loss_forward(flat, target.reshape(-1), weight, reduction, ignore_index)[0]
+    out = ops.nll_loss_forward.default(flat, target.reshape(-1), weight, reduction, ignore_index)[0]
     if reduction == 0:
         return out.view(target.shape)
     return out
@@ -126,7 +126,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     input, target = _broadcast_pair(input, target, "mse_loss")
     red = _reduction(reduction)
     if weight is None:
-        return ops.mse_loss(input, target, red)
+        return ops.mse_loss.default(input, target, red)
     if tuple(weight.shape) != tuple(input.shape):
         raise ValueError("Weights and input must have the same size.")
     errors = (input - target).pow(2) * weight
@@ -160,7 +160,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if weight is not None:
         from ..layout import broadcast_shapes
         weight = weight.expand(broadcast_shapes(tuple(target.shape), tuple(weight.shape)))
-    return ops.binary_cross_entropy(input, target, weight, red)
+    return ops.binary_cross_entropy.default(input, target, weight, red)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
@@ -174,7 +174,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    return ops.binary_cross_entropy_with_logits(input, target, weight, pos_weight, red)
+    return ops.binary_cross_entropy_with_logits.default(input, target, weight, pos_weight, red)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -187,7 +187,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         if num_classes <= 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         return zeros(list(tensor.shape) + [num_classes], dtype=dt.int64, device=tensor.device)
-    lo, hi = ops.aminmax(tensor)
+    lo, hi = ops.aminmax.default(tensor)
     lo, hi = lo.item(), hi.item()
     if lo < 0:
         raise RuntimeError("Class values must be non-negative.")
@@ -211,13 +211,13 @@ def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = 
     if mode != "constant":
         raise NotImplementedError(f"pad(mode={mode!r}) is not implemented in subclass_kit; "
                                   "only mode='constant' is")
-    return ops.constant_pad_nd(input, list(pad), 0 if value is None else value)
+    return ops.constant_pad_nd.default(input, list(pad), 0 if value is None else value)
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """``input / max(||input||_p over dim, eps)`` (PyTorch's ``F.normalize``)."""
-    denom = ops.linalg_vector_norm(input, p, [dim], True).clamp_min(eps).expand_as(input)
+    denom = ops.linalg_vector_norm.default(input, p, [dim], True).clamp_min(eps).expand_as(input)
     if out is None:
         return input / denom
     return ops.div.out(input, denom, out=out)
@@ -225,4 +225,4 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
-    return ops.softplus(input, beta, threshold)
+    return ops.softplus.default(input, beta, threshold)

@@ -21,7 +21,7 @@ import builtins
 from .. import _dtype as dt
 from .._argcheck import check_tensor, type_error
 from ..function import op_method, public_api
-from ..registry import _lookup, ops
+from ..registry import _lookup, ops, overload_of
 from ..tensor import Tensor
 
 __all__ = []
@@ -39,7 +39,7 @@ def _as_tensor(value):
     if isinstance(value, Tensor):
         return value
     if isinstance(value, _NUMBER):
-        return ops.scalar_tensor(value, dtype=dt.scalar_dtype(value) if not isinstance(
+        return ops.scalar_tensor.default(value, dtype=dt.scalar_dtype(value) if not isinstance(
             value, float) else dt.get_default_dtype())
     raise TypeError(f"expected a Tensor or a number, got {type(value).__name__}")
 
@@ -88,7 +88,7 @@ __all__.append("result_type")
 
 # -- unary -----------------------------------------------------------------------------------
 def _unary(name):
-    op = _lookup(name)
+    op = overload_of(_lookup(name))
     out_op = _out_overload(op)
     packet = _lookup(name + "_")
     inplace = packet._overloads.get(op.overload) if packet is not None else None
@@ -143,16 +143,16 @@ def round(input, *, decimals=None, out=None):
         scale = 10.0 ** builtins.abs(decimals)
         # PyTorch scales, rounds and unscales float16 and bfloat16 in float32 (its opmath
         # type), rounding to the input dtype once at the end.
-        x = (ops._to_copy(input, dtype=dt.float32)
+        x = (ops._to_copy.default(input, dtype=dt.float32)
              if input.dtype in (dt.float16, dt.bfloat16) else input)
         if decimals > 0:
-            res = ops.div(ops.round(ops.mul(x, scale)), scale)
+            res = ops.div.Tensor(ops.round.default(ops.mul.Tensor(x, scale)), scale)
         else:
-            res = ops.mul(ops.round(ops.div(x, scale)), scale)
+            res = ops.mul.Tensor(ops.round.default(ops.div.Tensor(x, scale)), scale)
         if x is not input:
-            res = ops._to_copy(res, dtype=input.dtype)
-        return res if out is None else ops.copy_(out, res)
-    return ops.round(input) if out is None else ops.round.out(input, out=out)
+            res = ops._to_copy.default(res, dtype=input.dtype)
+        return res if out is None else ops.copy_.default(out, res)
+    return ops.round.default(input) if out is None else ops.round.out(input, out=out)
 
 
 def round_(self, *, decimals=None):
@@ -160,8 +160,8 @@ def round_(self, *, decimals=None):
     if decimals is not None:
         _check_round_decimals(self, decimals)
     if decimals:
-        return ops.copy_(self, round(self, decimals=decimals))
-    return ops.round_(self)
+        return ops.copy_.default(self, round(self, decimals=decimals))
+    return ops.round_.default(self)
 
 
 _export("round", round)
@@ -174,8 +174,8 @@ def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     if approximate == "none":
-        return ops.gelu(input)
-    return ops.gelu(input, approximate=approximate)
+        return ops.gelu.default(input)
+    return ops.gelu.default(input, approximate=approximate)
 
 
 _export("gelu", gelu, method=False)
@@ -184,7 +184,7 @@ _export("gelu", gelu, method=False)
 # -- binary ----------------------------------------------------------------------------------
 def _binary(name, numbers_first=False, numbers_second=True):
     """``numbers_first``/``numbers_second``: whether a Python number is accepted there."""
-    op = _lookup(name)
+    op = overload_of(_lookup(name))
     out_op = _out_overload(op)
     packet = _lookup(name + "_")
     inplace = packet._overloads.get(op.overload) if packet is not None else None
@@ -238,9 +238,9 @@ Tensor.max_elementwise = Tensor.maximum
 
 
 def _add_like(name):
-    op = _lookup(name)
+    op = overload_of(_lookup(name))
     out_op = _out_overload(op)
-    inplace = _lookup(name + "_")
+    inplace = overload_of(_lookup(name + "_"))
 
     def fn(input, other, *, alpha=1, out=None):
         if not isinstance(input, Tensor) and not isinstance(other, Tensor):
@@ -280,7 +280,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
         if out is not None:
             return ops.div.out(input, other, out=out)
-        return ops.div(input, other)
+        return ops.div.Tensor(input, other)
     if out is not None:
         return ops.div.out_mode(input, other, rounding_mode=rounding_mode, out=out)
     return ops.div.Tensor_mode(input, other, rounding_mode=rounding_mode)
@@ -289,7 +289,7 @@ def div(input, other, *, rounding_mode=None, out=None):
 def div_(self, other, *, rounding_mode=None):
     """In-place ``div``; integer ``self`` needs a rounding mode (the result must fit)."""
     if rounding_mode is None:
-        return ops.div_(self, other)
+        return ops.div_.Tensor(self, other)
     return ops.div_.Tensor_mode(self, other, rounding_mode=rounding_mode)
 
 
@@ -322,12 +322,12 @@ def pow(input, exponent, *, out=None):
         _need_tensor("pow", "exponent", 2, exponent)
     if out is not None:
         return ops.pow.Tensor_Tensor_out(input, exponent, out=out)
-    return ops.pow(input, exponent)
+    return ops.pow.Tensor_Tensor(input, exponent)
 
 
 def pow_(self, exponent):
     """In-place ``pow``."""
-    return ops.pow_(self, exponent)
+    return ops.pow_.Tensor_Tensor(self, exponent)
 
 
 _export("pow", pow)
@@ -345,7 +345,7 @@ def _clamp_op(input, min, max):
     if tensors and (isinstance(min, _NUMBER) or isinstance(max, _NUMBER)):
         names = ", ".join(type(a).__name__ for a in (input, min, max) if a is not None)
         raise TypeError(_CLAMP_COMBO.format(names))
-    return ops.clamp.Tensor if tensors else ops.clamp
+    return ops.clamp.Tensor if tensors else ops.clamp.default
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -376,7 +376,7 @@ def where(condition, input=None, other=None, *, out=None):
     for ``input``/``other``). ``where(condition)`` is ``nonzero(condition, as_tuple=True)``."""
     if input is None or other is None:
         if input is None and other is None:
-            return tuple(ops.unbind(ops.nonzero(condition), 1))
+            return tuple(ops.unbind.int(ops.nonzero.default(condition), 1))
         for pos, name, value in ((2, "input", input), (3, "other", other)):
             check_tensor("where", name, value, pos)
     if out is not None:
@@ -386,13 +386,13 @@ def where(condition, input=None, other=None, *, out=None):
                 raise TypeError(f"where(): argument '{name}' (position {pos}) must be Tensor, "
                                 f"not {type(value).__name__}")
         return ops.where.self_out(condition, input, other, out=out)
-    return ops.where(condition, input, other)
+    return ops.where.self(condition, input, other)
 
 
 def _where_method(self, condition, other):
     if other is None:
         check_tensor("where", "other", other, 2)
-    return ops.where(condition, self, other)
+    return ops.where.self(condition, self, other)
 
 
 _export("where", where, method=False)
@@ -405,14 +405,14 @@ def masked_fill(input, mask, value):
     ``value`` is a number or 0-d tensor that must fit ``input``'s dtype."""
     if isinstance(value, Tensor):
         return ops.masked_fill.Tensor(input, mask, value)
-    return ops.masked_fill(input, mask, value)
+    return ops.masked_fill.Scalar(input, mask, value)
 
 
 def masked_fill_(self, mask, value):
     """In-place ``masked_fill``; ``mask`` must broadcast to ``self``'s shape."""
     if isinstance(value, Tensor):
         return ops.masked_fill_.Tensor(self, mask, value)
-    return ops.masked_fill_(self, mask, value)
+    return ops.masked_fill_.Scalar(self, mask, value)
 
 
 _export("masked_fill", masked_fill)
@@ -421,19 +421,19 @@ _export("masked_fill_", masked_fill_)
 
 def zero_(self):
     """Fill with zeros in place."""
-    return ops.zero_(self)
+    return ops.zero_.default(self)
 
 
 def fill_(self, value):
     """Fill with ``value`` (a number or 0-d tensor) in place."""
     if isinstance(value, Tensor):
         return ops.fill_.Tensor(self, value)
-    return ops.fill_(self, value)
+    return ops.fill_.Scalar(self, value)
 
 
 def copy_(self, src, non_blocking=False):
     """Copy ``src`` (broadcast, cast) into ``self`` in place."""
-    return ops.copy_(self, src)
+    return ops.copy_.default(self, src)
 
 
 _export("zero_", zero_)
@@ -443,6 +443,7 @@ _export("copy_", copy_)
 
 # -- operators -------------------------------------------------------------------------------
 def _operator(name, impl, op=None, reflected=False):
+    op = overload_of(op)            # a packet: the overload its call runs
     if op is not None and not op.decomposition:
         public = op_method(op, impl, name, reflected)
     else:
@@ -456,6 +457,7 @@ def _binary_operator(name, op, reflected=False, **kwargs):
     numbers, and for a TypeError raised while dispatching (every subclass handler or mode
     declined, or one raised it), so Python raises its usual "unsupported operand" TypeError
     (``==``/``!=`` compare identity), as PyTorch's ``TypeError_to_NotImplemented_`` does."""
+    op = overload_of(op)            # a packet: the overload its call runs
     if reflected:
         def impl(self, other):
             if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
@@ -503,7 +505,7 @@ for _name, _op in (("eq", ops.eq), ("ne", ops.ne), ("lt", ops.lt), ("le", ops.le
 
 
 def _neg(self):
-    return ops.neg(self)
+    return ops.neg.default(self)
 
 
 def _pos(self):
@@ -516,11 +518,11 @@ def _invert(self):
     if self._dtype.is_floating_point:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
-    return ops.bitwise_not(self)
+    return ops.bitwise_not.default(self)
 
 
 _operator("__neg__", _neg)
 _operator("__pos__", _pos)
-_operator("__abs__", lambda self: ops.abs(self))
+_operator("__abs__", lambda self: ops.abs.default(self))
 _operator("__invert__", _invert)
 Tensor.__hash__ = object.__hash__

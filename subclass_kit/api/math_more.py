@@ -84,13 +84,13 @@ def heaviside(input, values, *, out=None):
     _math._need_tensor("heaviside", "values", 2, values)
     if out is not None:
         return ops.heaviside.out(input, values, out=out)
-    return ops.heaviside(input, values)
+    return ops.heaviside.default(input, values)
 
 
 def heaviside_(self, values):
     """In-place ``heaviside``."""
     _math._need_tensor("heaviside_", "values", 1, values)
-    return ops.heaviside_(self, values)
+    return ops.heaviside_.default(self, values)
 
 
 _export("heaviside", heaviside)
@@ -104,12 +104,12 @@ def float_power(input, exponent, *, out=None):
         _math._need_tensor("float_power", "exponent", 2, exponent)
     if out is not None:
         return ops.float_power.Tensor_Tensor_out(input, exponent, out=out)
-    return ops.float_power(input, exponent)
+    return ops.float_power.Tensor_Tensor(input, exponent)
 
 
 def float_power_(self, exponent):
     """In-place ``float_power``: ``self`` must be float64."""
-    return ops.float_power_(self, exponent)
+    return ops.float_power_.Tensor(self, exponent)
 
 
 _export("float_power", float_power)
@@ -122,12 +122,12 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     _math._need_tensor("nan_to_num", "input", 1, input)
     if out is not None:
         return ops.nan_to_num.out(input, nan, posinf, neginf, out=out)
-    return ops.nan_to_num(input, nan, posinf, neginf)
+    return ops.nan_to_num.default(input, nan, posinf, neginf)
 
 
 def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     """In-place ``nan_to_num``."""
-    return ops.nan_to_num_(self, nan, posinf, neginf)
+    return ops.nan_to_num_.default(self, nan, posinf, neginf)
 
 
 def logit(input, eps=None, *, out=None):
@@ -136,12 +136,12 @@ def logit(input, eps=None, *, out=None):
     _math._need_tensor("logit", "input", 1, input)
     if out is not None:
         return ops.logit.out(input, eps, out=out)
-    return ops.logit(input) if eps is None else ops.logit(input, eps)
+    return ops.logit.default(input) if eps is None else ops.logit.default(input, eps)
 
 
 def logit_(self, eps=None):
     """In-place ``logit``."""
-    return ops.logit_(self) if eps is None else ops.logit_(self, eps)
+    return ops.logit_.default(self) if eps is None else ops.logit_.default(self, eps)
 
 
 _export("logit", logit)

@@ -186,11 +186,11 @@ def type_(self, dtype=None, non_blocking=False, **kwargs):
         d, dev = _parse_type_name(dtype)
         if d is self._dtype and dev is self._storage.device:
             return self
-        return ops._to_copy(self, dtype=d, device=dev)
+        return ops._to_copy.default(self, dtype=d, device=dev)
     d = dt.to_dtype(dtype)
     if d is self._dtype:
         return self
-    return ops._to_copy(self, dtype=d)
+    return ops._to_copy.default(self, dtype=d)
 
 
 # -- function forms of the view methods -----------------------------------------------------------
@@ -207,7 +207,7 @@ def reshape(input, shape):
 @public_api
 def transpose(input, dim0, dim1):
     """``torch.transpose``: the view ``transpose.int``."""
-    return ops.transpose(input, dim0, dim1)
+    return ops.transpose.int(input, dim0, dim1)
 
 
 @public_api
@@ -230,13 +230,13 @@ def squeeze(input, dim=_ALL):
 @public_api
 def unsqueeze(input, dim):
     """``torch.unsqueeze``: a size-1 dim inserted at ``dim`` (a view)."""
-    return ops.unsqueeze(input, dim)
+    return ops.unsqueeze.default(input, dim)
 
 
 @public_api
 def flatten(input, start_dim=0, end_dim=-1):
     """``torch.flatten``: dims ``start_dim..end_dim`` merged (a view when strides allow)."""
-    return ops.flatten(input, start_dim, end_dim)
+    return ops.flatten.using_ints(input, start_dim, end_dim)
 
 
 @public_api

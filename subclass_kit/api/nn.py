@@ -47,7 +47,7 @@ def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` (PyTorch's ``F.linear``): 2-D input with bias lowers to
     ``t, addmm``; contiguous N-d input with a 1-d bias to ``view, t, addmm, view``; else
     ``matmul`` then ``add_``."""
-    return ops.linear(input, weight, bias)
+    return ops.linear.default(input, weight, bias)
 
 
 @public_api
@@ -57,7 +57,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if isinstance(normalized_shape, int):
         raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple "
                         "of ints, not int")
-    return ops.layer_norm(input, list(normalized_shape), weight, bias, eps)
+    return ops.layer_norm.default(input, list(normalized_shape), weight, bias, eps)
 
 
 @public_api
@@ -78,8 +78,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         raise NotImplementedError("embedding(max_norm=...) is not supported")
     if padding_idx == -1 and not scale_grad_by_freq and not sparse:
-        return ops.embedding(weight, input)
-    return ops.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
+        return ops.embedding.default(weight, input)
+    return ops.embedding.default(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
 def _implicit_dim(name, ndim, stacklevel):
@@ -108,13 +108,13 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 @public_api
 def silu(input, inplace=False):
     """``x * sigmoid(x)``; ``inplace`` runs ``silu_``."""
-    return ops.silu_(input) if inplace else ops.silu(input)
+    return ops.silu_.default(input) if inplace else ops.silu.default(input)
 
 
 @public_api
 def relu(input, inplace=False):
     """``max(x, 0)``; ``inplace`` runs ``relu_``."""
-    return ops.relu_(input) if inplace else ops.relu(input)
+    return ops.relu_.default(input) if inplace else ops.relu.default(input)
 
 
 @public_api
@@ -128,11 +128,12 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 0 or not training or input.numel() == 0:
         return input
     if p == 1:
-        out = ops.mul(input, ops.full([], 0, dtype=input.dtype, device=input.device))
+        out = ops.mul.Tensor(input, ops.full.default([], 0, dtype=input.dtype, device=input.device))
     else:
-        noise = ops.rand(list(input.shape), dtype=input.dtype, device=input.device)
-        out = ops.where(ops.lt(noise, 1.0 - p), ops.mul(input, 1.0 / (1.0 - p)), 0.0)
-    return ops.copy_(input, out) if inplace else out
+        noise = ops.rand.default(list(input.shape), dtype=input.dtype, device=input.device)
+        out = ops.where.self(ops.lt.Tensor(noise, 1.0 - p),
+                             ops.mul.Tensor(input, 1.0 / (1.0 - p)), 0.0)
+    return ops.copy_.default(input, out) if inplace else out
 
 
 def _repeat_heads(t, repeats):
@@ -140,8 +141,8 @@ def _repeat_heads(t, repeats):
     if repeats == 1:
         return t
     sizes = list(t.shape)
-    expanded = ops.expand(ops.unsqueeze(t, -3), sizes[:-2] + [repeats] + sizes[-2:])
-    return ops.reshape(expanded, sizes[:-3] + [sizes[-3] * repeats] + sizes[-2:])
+    expanded = ops.expand.default(ops.unsqueeze.default(t, -3), sizes[:-2] + [repeats] + sizes[-2:])
+    return ops.reshape.default(expanded, sizes[:-3] + [sizes[-3] * repeats] + sizes[-2:])
 
 
 _FUSED_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -223,10 +224,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     _validate_sdpa(query, key, value, attn_mask)
     if _use_fused(query, key, value, attn_mask, dropout_p, enable_gqa):
         if attn_mask is not None and attn_mask.dtype is dt.bool_:
-            neg_inf = ops.scalar_tensor(float("-inf"), dtype=query.dtype, device=query.device)
-            zero = ops.scalar_tensor(0.0, dtype=query.dtype, device=query.device)
-            attn_mask = ops.where(attn_mask, zero, neg_inf)
-        return ops._scaled_dot_product_flash_attention_for_cpu(
+            neg_inf = ops.scalar_tensor.default(float("-inf"), dtype=query.dtype,
+                                                device=query.device)
+            zero = ops.scalar_tensor.default(0.0, dtype=query.dtype, device=query.device)
+            attn_mask = ops.where.self(attn_mask, zero, neg_inf)
+        return ops._scaled_dot_product_flash_attention_for_cpu.default(
             query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
@@ -236,19 +238,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if enable_gqa:
         key = _repeat_heads(key, query.size(-3) // key.size(-3))
         value = _repeat_heads(value, query.size(-3) // value.size(-3))
-    attn = ops.mul(ops.matmul(query, ops.transpose(key, -2, -1)), scale_factor)
+    attn = ops.mul.Tensor(ops.matmul.default(query, ops.transpose.int(key, -2, -1)), scale_factor)
     if is_causal:
-        keep = ops.tril(ops.full([L, S], True, dtype=dt.bool_, device=query.device))
-        attn = ops.masked_fill(attn, ops.logical_not(keep), float("-inf"))
+        keep = ops.tril.default(ops.full.default([L, S], True, dtype=dt.bool_, device=query.device))
+        attn = ops.masked_fill.Scalar(attn, ops.logical_not.default(keep), float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype is dt.bool_:
-            attn = ops.masked_fill(attn, ops.logical_not(attn_mask), float("-inf"))
+            attn = ops.masked_fill.Scalar(attn, ops.logical_not.default(attn_mask), float("-inf"))
         else:
-            attn = ops.add(attn, attn_mask)
-    attn = ops.softmax(attn, -1)
+            attn = ops.add.Tensor(attn, attn_mask)
+    attn = ops.softmax.int(attn, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
-    return ops.matmul(attn, value)
+    return ops.matmul.default(attn, value)
 
 
 @public_api
@@ -270,14 +272,15 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"weight of shape {list(weight.shape)} and normalized_shape = "
                            f"{list(shape)}")
     compute = dt.float32 if input.dtype in (dt.float16, dt.bfloat16) else input.dtype
-    x = input if compute is input.dtype else ops._to_copy(input, dtype=compute)
+    x = input if compute is input.dtype else ops._to_copy.default(input, dtype=compute)
     if eps is None:
         eps = _EPS.get(compute.name, _EPS["float32"])
     dims = [input.ndim - 1 - i for i in range(len(shape))]
-    rstd = ops.rsqrt(ops.add_(ops.mean.dim(ops.pow(x, 2), dims, True), eps))
-    result = ops.mul(x, rstd)
+    rstd = ops.rsqrt.default(
+        ops.add_.Tensor(ops.mean.dim(ops.pow.Tensor_Tensor(x, 2), dims, True), eps))
+    result = ops.mul.Tensor(x, rstd)
     if compute is not input.dtype:
-        result = ops._to_copy(result, dtype=input.dtype)
+        result = ops._to_copy.default(result, dtype=input.dtype)
     if weight is not None:
-        result = ops.mul(result, weight)
+        result = ops.mul.Tensor(result, weight)
     return result

@@ -52,7 +52,7 @@ def randperm(n, *, generator=None, dtype=None, device=None):
     kw = {"dtype": dtype, "device": device}
     if generator is not None:
         return ops.randperm.generator(n, generator=generator, **kw)
-    return ops.randperm(n, **kw)
+    return ops.randperm.default(n, **kw)
 
 
 @method("multinomial")
@@ -65,8 +65,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if out is not None:
         return ops.multinomial.out(input, num_samples, replacement, out=out, **_gen(generator))
     if replacement:
-        return ops.multinomial(input, num_samples, replacement, **_gen(generator))
-    return ops.multinomial(input, num_samples, **_gen(generator))
+        return ops.multinomial.default(input, num_samples, replacement, **_gen(generator))
+    return ops.multinomial.default(input, num_samples, **_gen(generator))
 
 
 @method("bernoulli")
@@ -78,7 +78,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     if p is None:
         if out is not None:
             return ops.bernoulli.out(input, out=out, **_gen(generator))
-        return ops.bernoulli(input, **_gen(generator))
+        return ops.bernoulli.default(input, **_gen(generator))
     if out is not None:
         raise TypeError(
             "bernoulli() received an invalid combination of arguments - got (Tensor, float, "

@@ -130,7 +130,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product of all elements, or over one ``dim`` (an int). int/bool -> int64; empty -> 1."""
     if dim is None:
         if out is not None:
-            return ops.copy_(out, _call(ops.prod, input, dtype=dtype))
+            return ops.copy_.default(out, _call(ops.prod, input, dtype=dtype))
         return _call(ops.prod, input, dtype=dtype)
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"prod() received an invalid combination of arguments - got "
@@ -285,7 +285,7 @@ def _max_min(name, input, dim, keepdim, out):
             raise TypeError(f"{name}() received an invalid combination of arguments - got "
                             "(keepdim=bool, ), but expected one of: (), (Tensor other), "
                             "(int dim, bool keepdim = False)")
-        return packet(input) if out is None else ops.copy_(out, packet(input))
+        return packet(input) if out is None else ops.copy_.default(out, packet(input))
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"({type(dim).__name__}), but expected one of: (), (Tensor other), "

@@ -16,7 +16,9 @@ __all__ = ["allclose", "aminmax", "count_nonzero", "cummax", "cummin", "equal", 
 def count_nonzero(input, dim=None):
     """int64 count of nonzero elements over ``dim`` (an int, a list, or all dims)."""
     if dim is None or isinstance(dim, int):
-        return ops.count_nonzero(input) if dim is None else ops.count_nonzero(input, dim)
+        if dim is None:
+            return ops.count_nonzero.default(input)
+        return ops.count_nonzero.default(input, dim)
     return ops.count_nonzero.dim_IntList(input, list(dim))
 
 
@@ -42,22 +44,22 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
     if out is not None:
         res = ops.aminmax.out(input, min=out[0], max=out[1], **kwargs)
         return return_types.aminmax_out(*res)
-    return return_types.aminmax(*ops.aminmax(input, **kwargs))
+    return return_types.aminmax(*ops.aminmax.default(input, **kwargs))
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise ``|input - other| <= atol + rtol * |other|`` (bool), same dtypes only."""
-    return ops.isclose(input, other, rtol, atol, equal_nan)
+    return ops.isclose.default(input, other, rtol, atol, equal_nan)
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``isclose(...).all()`` as a Python bool."""
-    return ops.allclose(input, other, rtol, atol, equal_nan)
+    return ops.allclose.default(input, other, rtol, atol, equal_nan)
 
 
 def equal(input, other):
     """True when sizes and every element are equal."""
-    return ops.equal(input, other)
+    return ops.equal.default(input, other)
 
 
 def _cum_extreme(name, input, dim, out):
@@ -87,7 +89,7 @@ def logcumsumexp(input, dim, *, out=None):
     _int_dim("logcumsumexp", dim)
     if out is not None:
         return ops.logcumsumexp.out(input, dim, out=out)
-    return ops.logcumsumexp(input, dim)
+    return ops.logcumsumexp.default(input, dim)
 
 
 _NO_DIM = object()

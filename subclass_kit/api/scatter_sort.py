@@ -35,12 +35,12 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     (Double) must have the same scalar type"; ``out`` must have the result dtype exactly."""
     if out is not None:
         return ops.index_add.out(input, dim, index, source, alpha=alpha, out=out)
-    return ops.index_add(input, dim, index, source, alpha=alpha)
+    return ops.index_add.default(input, dim, index, source, alpha=alpha)
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place ``index_add``; bumps ``self._version`` (nothing is written when it raises)."""
-    return ops.index_add_(self, dim, index, source, alpha=alpha)
+    return ops.index_add_.default(self, dim, index, source, alpha=alpha)
 
 
 def scatter_add(input, dim, index, src, *, out=None):
@@ -48,12 +48,12 @@ def scatter_add(input, dim, index, src, *, out=None):
     indices accumulate. Same checks as ``scatter`` (``src`` of ``input``'s dtype)."""
     if out is not None:
         return ops.scatter_add.out(input, dim, index, src, out=out)
-    return ops.scatter_add(input, dim, index, src)
+    return ops.scatter_add.default(input, dim, index, src)
 
 
 def scatter_add_(self, dim, index, src):
     """In-place ``scatter_add``; bumps ``self._version``."""
-    return ops.scatter_add_(self, dim, index, src)
+    return ops.scatter_add_.default(self, dim, index, src)
 
 
 def index_copy(input, dim, index, source, *, out=None):
@@ -62,12 +62,12 @@ def index_copy(input, dim, index, source, *, out=None):
     "index_copy_(): index 5 is out of bounds for dimension 0 with size 3"."""
     if out is not None:
         return ops.index_copy.out(input, dim, index, source, out=out)
-    return ops.index_copy(input, dim, index, source)
+    return ops.index_copy.default(input, dim, index, source)
 
 
 def index_copy_(self, dim, index, source):
     """In-place ``index_copy``; bumps ``self._version``."""
-    return ops.index_copy_(self, dim, index, source)
+    return ops.index_copy_.default(self, dim, index, source)
 
 
 def masked_scatter(input, mask, source, *, out=None):
@@ -76,12 +76,12 @@ def masked_scatter(input, mask, source, *, out=None):
     RuntimeError "Number of elements of source < number of ones in mask"."""
     if out is not None:
         return ops.masked_scatter.out(input, mask, source, out=out)
-    return ops.masked_scatter(input, mask, source)
+    return ops.masked_scatter.default(input, mask, source)
 
 
 def masked_scatter_(self, mask, source):
     """In-place ``masked_scatter``: ``mask`` broadcasts to ``self``'s shape."""
-    return ops.masked_scatter_(self, mask, source)
+    return ops.masked_scatter_.default(self, mask, source)
 
 
 index_add = _export(index_add, "index_add")
@@ -116,11 +116,11 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2`` (broadcast, promoted; not bool)."""
     if out is not None:
         return ops.addcmul.out(input, tensor1, tensor2, value=value, out=out)
-    return ops.addcmul(input, tensor1, tensor2, value=value)
+    return ops.addcmul.default(input, tensor1, tensor2, value=value)
 
 
 def addcmul_(self, tensor1, tensor2, *, value=1):
-    return ops.addcmul_(self, tensor1, tensor2, value=value)
+    return ops.addcmul_.default(self, tensor1, tensor2, value=value)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
@@ -128,11 +128,11 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     ``tensor2`` are integral ("Integer division with addcdiv is no longer supported, ...")."""
     if out is not None:
         return ops.addcdiv.out(input, tensor1, tensor2, value=value, out=out)
-    return ops.addcdiv(input, tensor1, tensor2, value=value)
+    return ops.addcdiv.default(input, tensor1, tensor2, value=value)
 
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
-    return ops.addcdiv_(self, tensor1, tensor2, value=value)
+    return ops.addcdiv_.default(self, tensor1, tensor2, value=value)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -140,11 +140,11 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     broadcasts to ``(b, n, m)`` and is ignored when ``beta == 0``; one dtype for all."""
     if out is not None:
         return ops.baddbmm.out(input, batch1, batch2, beta=beta, alpha=alpha, out=out)
-    return ops.baddbmm(input, batch1, batch2, beta=beta, alpha=alpha)
+    return ops.baddbmm.default(input, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
-    return ops.baddbmm_(self, batch1, batch2, beta=beta, alpha=alpha)
+    return ops.baddbmm_.default(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 lerp = _export(lerp, "lerp")
@@ -173,7 +173,7 @@ def sort(input, dim=-1, descending=False, *, stable=_UNSET, out=None):
             values, indices = out
             return return_types.sort_out(*ops.sort.values(
                 input, dim, descending, values=values, indices=indices))
-        return return_types.sort(*ops.sort(input, dim, descending))
+        return return_types.sort(*ops.sort.default(input, dim, descending))
     if out is not None:
         values, indices = out
         return return_types.sort_out(*ops.sort.values_stable(
@@ -190,7 +190,7 @@ def argsort(input, dim=-1, descending=False, *, stable=_UNSET):
     if stable is not _UNSET:
         check_bool("argsort", "stable", stable)
     if stable is _UNSET:
-        return ops.argsort(input, dim, descending)
+        return ops.argsort.default(input, dim, descending)
     return ops.argsort.stable(input, stable=stable, dim=dim, descending=descending)
 
 
@@ -203,7 +203,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
         values, indices = out
         return return_types.topk_out(*ops.topk.values(input, k, dim, largest, sorted,
                                                       values=values, indices=indices))
-    return return_types.topk(*ops.topk(input, k, dim, largest, sorted))
+    return return_types.topk(*ops.topk.default(input, k, dim, largest, sorted))
 
 
 sort = _export(sort, "sort")

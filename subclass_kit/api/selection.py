@@ -40,7 +40,7 @@ def masked_select(input, mask, *, out=None):
     NotImplementedError (the size needs the data)."""
     if out is not None:
         return ops.masked_select.out(input, mask, out=out)
-    return ops.masked_select(input, mask)
+    return ops.masked_select.default(input, mask)
 
 
 @method("unique")
@@ -50,10 +50,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     the index of each input element (slice) in the result and each value's count. On meta
     NotImplementedError (the size needs the data)."""
     if dim is None:
-        values, inverse, counts = ops._unique2(input, sorted, return_inverse, return_counts)
+        values, inverse, counts = ops._unique2.default(input, sorted, return_inverse, return_counts)
     else:
-        values, inverse, counts = ops.unique_dim(input, dim, sorted, return_inverse,
-                                                 return_counts)
+        values, inverse, counts = ops.unique_dim.default(input, dim, sorted, return_inverse,
+                                                         return_counts)
     if return_inverse and return_counts:
         return values, inverse, counts
     if return_inverse:

@@ -49,20 +49,20 @@ def flip(input, dims):
     """A copy of ``input`` with the order of elements reversed along each of ``dims`` (strides
     of a dense input kept, as ``empty_like``). RuntimeError "dim 0 appears multiple times in the
     list of dims"; IndexError for a dim out of range."""
-    return ops.flip(input, _int_list("flip", "dims", dims, 2))
+    return ops.flip.default(input, _int_list("flip", "dims", dims, 2))
 
 
 def _flip_method(self, *dims):
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
-    return ops.flip(self, list(size_args(tuple(dims))) if dims else [])
+    return ops.flip.default(self, list(size_args(tuple(dims))) if dims else [])
 
 
 def roll(input, shifts, dims=None):
     """Elements shifted by ``shifts`` along ``dims`` (ints or sequences of equal length), wrapping
     around; with no ``dims`` the flattened tensor rolls. Contiguous output (``cat``'s layout).
     RuntimeError "shifts and dimensions must align. shifts: 2, dims:1"."""
-    return ops.roll(input, _int_or_list(shifts), [] if dims is None else _int_or_list(dims))
+    return ops.roll.default(input, _int_or_list(shifts), [] if dims is None else _int_or_list(dims))
 
 
 def _repeat(self, *repeats):
@@ -71,42 +71,42 @@ def _repeat(self, *repeats):
     and for negative repeats ("Trying to create tensor with negative dimension -2: [-2, 6]")."""
     if not repeats:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
-    return ops.repeat(self, list(size_args(repeats)))
+    return ops.repeat.default(self, list(size_args(repeats)))
 
 
 def tile(input, dims):
     """``repeat`` with ``dims`` padded by leading 1s to ``input.dim()`` (numpy's ``tile``)."""
-    return ops.tile(input, _int_list("tile", "dims", dims, 2))
+    return ops.tile.default(input, _int_list("tile", "dims", dims, 2))
 
 
 def _tile_method(self, *dims):
     if not dims:
         raise TypeError('tile() missing 1 required positional arguments: "dims"')
-    return ops.tile(self, list(size_args(dims)))
+    return ops.tile.default(self, list(size_args(dims)))
 
 
 def diag(input, diagonal=0):
     """1-D input: a square matrix with ``input`` on its ``diagonal``-th diagonal; 2-D input: a
     copy of that diagonal. RuntimeError "diag(): Supports 1D or 2D tensors. Got 3D"."""
-    return ops.diag(input, diagonal)
+    return ops.diag.default(input, diagonal)
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Zeros with the last dim of ``input`` on the ``offset`` diagonal of dims ``dim1``,
     ``dim2`` of the (one dim larger) output. RuntimeError for ``dim1 == dim2``."""
-    return ops.diag_embed(input, offset, dim1, dim2)
+    return ops.diag_embed.default(input, offset, dim1, dim2)
 
 
 def outer(input, vec2):
     """Outer product of two 1-D tensors (``mul``'s type promotion): shape ``(n, m)``.
     RuntimeError "outer: Expected 1-D argument self, but got 2-D"."""
-    return ops.outer(input, vec2)
+    return ops.outer.default(input, vec2)
 
 
 def kron(input, other):
     """Kronecker product; the operand with fewer dims gets leading 1s. As in PyTorch, operands
     whose product cannot be viewed (a transposed operand) raise view's RuntimeError."""
-    return ops.kron(input, other)
+    return ops.kron.default(input, other)
 
 
 def meshgrid(*tensors, indexing=None):
@@ -119,7 +119,7 @@ def meshgrid(*tensors, indexing=None):
     if indexing is None:
         warnings.warn("sk.meshgrid: in an upcoming release, it will be required to pass the "
                       "indexing argument.", UserWarning, stacklevel=3)
-        return tuple(ops.meshgrid(list(tensors)))
+        return tuple(ops.meshgrid.default(list(tensors)))
     return tuple(ops.meshgrid.indexing(list(tensors), indexing=indexing))
 
 

@@ -38,16 +38,16 @@ def _tensors(name, tensors) -> list:
 
 def broadcast_to(input, size):
     """``input`` expanded to ``size`` (a view; -1 keeps a dim). RuntimeError as ``expand``."""
-    return ops.broadcast_to(input, list(size_args((size,))))
+    return ops.broadcast_to.default(input, list(size_args((size,))))
 
 
 def _broadcast_to_method(self, *size):
-    return ops.broadcast_to(self, list(size_args(size)))
+    return ops.broadcast_to.default(self, list(size_args(size)))
 
 
 def ravel(input):
     """The flattened tensor: a view when ``input`` is contiguous, else a contiguous copy."""
-    return ops.ravel(input)
+    return ops.ravel.default(input)
 
 
 def _atleast(op, name):
@@ -67,19 +67,19 @@ def _atleast(op, name):
 def hstack(tensors, *, out=None):
     """``cat`` along dim 1 (dim 0 for 1-D inputs) of the inputs made at least 1-D."""
     tensors = _tensors("hstack", tensors)
-    return ops.hstack(tensors) if out is None else ops.hstack.out(tensors, out=out)
+    return ops.hstack.default(tensors) if out is None else ops.hstack.out(tensors, out=out)
 
 
 def vstack(tensors, *, out=None):
     """``cat`` along dim 0 of the inputs made at least 2-D (1-D -> ``(1, n)``)."""
     tensors = _tensors("vstack", tensors)
-    return ops.vstack(tensors) if out is None else ops.vstack.out(tensors, out=out)
+    return ops.vstack.default(tensors) if out is None else ops.vstack.out(tensors, out=out)
 
 
 def dstack(tensors, *, out=None):
     """``cat`` along dim 2 of the inputs made at least 3-D."""
     tensors = _tensors("dstack", tensors)
-    return ops.dstack(tensors) if out is None else ops.dstack.out(tensors, out=out)
+    return ops.dstack.default(tensors) if out is None else ops.dstack.out(tensors, out=out)
 
 
 def _split_arg(value, name):
@@ -129,33 +129,33 @@ def _dsplit_like(name):
 
 def fliplr(input):
     """``flip(input, [1])``; RuntimeError "Input must be >= 2-d."."""
-    return ops.fliplr(input)
+    return ops.fliplr.default(input)
 
 
 def flipud(input):
     """``flip(input, [0])``; RuntimeError "Input must be >= 1-d."."""
-    return ops.flipud(input)
+    return ops.flipud.default(input)
 
 
 def rot90(input, k=1, dims=(0, 1)):
     """``input`` rotated by 90 degrees ``k`` times from ``dims[0]`` towards ``dims[1]`` (a
     copy; odd ``k`` gives a transposed layout, as PyTorch's flip + transpose)."""
-    return ops.rot90(input, k, list(size_args((tuple(dims),))))
+    return ops.rot90.default(input, k, list(size_args((tuple(dims),))))
 
 
 def trace(input):
     """Sum of the main diagonal of a 2-D tensor (0-d; integers to int64)."""
-    return ops.trace(input)
+    return ops.trace.default(input)
 
 
 def take(input, index, *, out=None):
     """``input`` read as 1-D at ``index`` (int64; negative wraps), shaped like ``index``."""
-    return ops.take(input, index) if out is None else ops.take.out(input, index, out=out)
+    return ops.take.default(input, index) if out is None else ops.take.out(input, index, out=out)
 
 
 def vdot(input, other, *, out=None):
     """Dot product of two 1-D tensors of one dtype (real dtypes: no conjugation)."""
-    return ops.vdot(input, other) if out is None else ops.vdot.out(input, other, out=out)
+    return ops.vdot.default(input, other) if out is None else ops.vdot.out(input, other, out=out)
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
@@ -163,7 +163,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
     concatenated; ``n`` above the dim's size stops at an empty result."""
     if out is not None:
         return ops.diff.out(input, n, dim, prepend, append, out=out)
-    return ops.diff(input, n, dim, prepend, append)
+    return ops.diff.default(input, n, dim, prepend, append)
 
 
 broadcast_to = _export(broadcast_to)

@@ -21,37 +21,37 @@ from ._register import method, prop, size_args
 def view(self, *shape):
     if len(shape) == 1 and isinstance(shape[0], dt.dtype):
         return ops.view.dtype(self, dt.to_dtype(shape[0]))
-    return ops.view(self, size_args(shape))
+    return ops.view.default(self, size_args(shape))
 
 
 @method("view_as")
 def view_as(self, other):
-    return ops.view_as(self, other)
+    return ops.view_as.default(self, other)
 
 
 @method("reshape")
 def reshape(self, *shape):
-    return ops.reshape(self, size_args(shape))
+    return ops.reshape.default(self, size_args(shape))
 
 
 @method("reshape_as")
 def reshape_as(self, other):
-    return ops.reshape(self, list(other.shape))
+    return ops.reshape.default(self, list(other.shape))
 
 
 @method("as_strided")
 def as_strided(self, size, stride, storage_offset=None):
-    return ops.as_strided(self, tuple(size), tuple(stride), storage_offset)
+    return ops.as_strided.default(self, tuple(size), tuple(stride), storage_offset)
 
 
 @method("transpose", "swapdims", "swapaxes", op=ops.transpose)
 def transpose(self, dim0, dim1):
-    return ops.transpose(self, dim0, dim1)
+    return ops.transpose.int(self, dim0, dim1)
 
 
 @method("t", op=ops.t)
 def t(self):
-    return ops.t(self)
+    return ops.t.default(self)
 
 
 @prop("T")
@@ -67,7 +67,7 @@ def T(self):
                       "Consider `x.mT` to transpose batches of matrices or "
                       "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions "
                       "of a tensor.", UserWarning, stacklevel=3)
-    return ops.permute(self, list(range(n - 1, -1, -1)))
+    return ops.permute.default(self, list(range(n - 1, -1, -1)))
 
 
 @prop("mT")
@@ -81,22 +81,22 @@ def mT(self):
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {self.dim()}-D tensor.")
-    return ops.transpose(self, -2, -1)
+    return ops.transpose.int(self, -2, -1)
 
 
 @method("permute")
 def permute(self, *dims):
-    return ops.permute(self, size_args(dims))
+    return ops.permute.default(self, size_args(dims))
 
 
 @method("expand")
 def expand(self, *sizes):
-    return ops.expand(self, size_args(sizes))
+    return ops.expand.default(self, size_args(sizes))
 
 
 @method("expand_as")
 def expand_as(self, other):
-    return ops.expand_as(self, other)
+    return ops.expand_as.default(self, other)
 
 
 # squeeze's default: every dim (an explicit None is refused, as PyTorch does).
@@ -120,14 +120,14 @@ def squeeze(self, dim=_ALL_DIMS):
 
 @method("unsqueeze")
 def unsqueeze(self, dim):
-    return ops.unsqueeze(self, dim)
+    return ops.unsqueeze.default(self, dim)
 
 
 @method("select")
 def select(self, dim, index):
     if index.__class__ is not int:
         index = check_int("select", "index", index, 2)
-    return ops.select(self, dim, index)
+    return ops.select.int(self, dim, index)
 
 
 @method("narrow")
@@ -136,7 +136,7 @@ def narrow(self, dim, start, length):
         start = _tensor_or_int("narrow", "start", start, 2)
     if length.__class__ is not int:
         length = check_int("narrow", "length", length, 3)
-    return ops.narrow(self, dim, start, length)
+    return ops.narrow.default(self, dim, start, length)
 
 
 def _tensor_or_int(fn, name, value, pos):
@@ -148,70 +148,70 @@ def _tensor_or_int(fn, name, value, pos):
 
 @method("diagonal")
 def diagonal(self, offset=0, dim1=0, dim2=1):
-    return ops.diagonal(self, offset, dim1, dim2)
+    return ops.diagonal.default(self, offset, dim1, dim2)
 
 
 @method("unfold")
 def unfold(self, dimension, size, step):
     if size.__class__ is not int or step.__class__ is not int:
         size, step = check_int("unfold", "size", size, 2), check_int("unfold", "step", step, 3)
-    return ops.unfold(self, dimension, size, step)
+    return ops.unfold.default(self, dimension, size, step)
 
 
 @method("split")
 def split(self, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, (list, tuple)):
-        return tuple(ops.split_with_sizes(self, list(split_size_or_sections), dim))
+        return tuple(ops.split_with_sizes.default(self, list(split_size_or_sections), dim))
     if split_size_or_sections.__class__ is not int:
         split_size_or_sections = check_int("split", "split_size", split_size_or_sections, 1)
-    return tuple(ops.split(self, split_size_or_sections, dim))
+    return tuple(ops.split.Tensor(self, split_size_or_sections, dim))
 
 
 @method("split_with_sizes")
 def split_with_sizes(self, split_sizes, dim=0):
-    return tuple(ops.split_with_sizes(self, list(split_sizes), dim))
+    return tuple(ops.split_with_sizes.default(self, list(split_sizes), dim))
 
 
 @method("chunk")
 def chunk(self, chunks, dim=0):
-    return tuple(ops.chunk(self, chunks, dim))
+    return tuple(ops.chunk.default(self, chunks, dim))
 
 
 @method("unbind")
 def unbind(self, dim=0):
-    return tuple(ops.unbind(self, dim))
+    return tuple(ops.unbind.int(self, dim))
 
 
 @method("flatten")
 def flatten(self, start_dim=0, end_dim=-1):
-    return ops.flatten(self, start_dim, end_dim)
+    return ops.flatten.using_ints(self, start_dim, end_dim)
 
 
 @method("unflatten")
 def unflatten(self, dim, sizes):
-    return ops.unflatten(self, dim, list(sizes))
+    return ops.unflatten.int(self, dim, list(sizes))
 
 
 @method("movedim", "moveaxis")
 def movedim(self, source, destination):
     src = list(source) if isinstance(source, (list, tuple)) else [source]
     dst = list(destination) if isinstance(destination, (list, tuple)) else [destination]
-    return ops.movedim(self, src, dst)
+    return ops.movedim.intlist(self, src, dst)
 
 
 @method("detach")
 def detach(self):
-    return ops.detach(self)
+    return ops.detach.default(self)
 
 
 @method("alias")
 def alias(self):
-    return ops.alias(self)
+    return ops.alias.default(self)
 
 
 @method("contiguous")
 def contiguous(self, memory_format=contiguous_format):
-    return ops.contiguous(self, memory_format=memory_format)
+    return ops.contiguous.default(self, memory_format=memory_format)
 
 
 @method("clone")
@@ -219,8 +219,8 @@ def clone(self, *, memory_format=None):
     """A copy with ``self``'s strides when dense (``memory_format`` None means
     ``preserve_format``, which handlers then do not see, as in PyTorch)."""
     if memory_format is None:
-        return ops.clone(self)
-    return ops.clone(self, memory_format=memory_format)
+        return ops.clone.default(self)
+    return ops.clone.default(self, memory_format=memory_format)
 
 
 def _parse_to(args, kwargs):
@@ -253,7 +253,7 @@ def to(self, *args, copy=False, non_blocking=False, memory_format=None, **kwargs
         self.is_contiguous(memory_format=memory_format)
     if same_dtype and same_device and same_format and not copy:
         return self
-    return ops._to_copy(self, dtype=dtype, device=device, memory_format=memory_format)
+    return ops._to_copy.default(self, dtype=dtype, device=device, memory_format=memory_format)
 
 
 def _caster(dtype):
@@ -282,17 +282,17 @@ def type_as(self, other):
 # -- in-place metadata ops ------------------------------------------------------------------------
 @method("t_")
 def t_(self):
-    return ops.t_(self)
+    return ops.t_.default(self)
 
 
 @method("transpose_", "swapdims_")
 def transpose_(self, dim0, dim1):
-    return ops.transpose_(self, dim0, dim1)
+    return ops.transpose_.default(self, dim0, dim1)
 
 
 @method("unsqueeze_")
 def unsqueeze_(self, dim):
-    return ops.unsqueeze_(self, dim)
+    return ops.unsqueeze_.default(self, dim)
 
 
 @method("squeeze_")
@@ -306,12 +306,12 @@ def squeeze_(self, dim=_ALL_DIMS):
 
 @method("as_strided_")
 def as_strided_(self, size, stride, storage_offset=None):
-    return ops.as_strided_(self, tuple(size), tuple(stride), storage_offset)
+    return ops.as_strided_.default(self, tuple(size), tuple(stride), storage_offset)
 
 
 @method("resize_")
 def resize_(self, *size, memory_format=None):
-    return ops.resize_(self, size_args(size), memory_format=memory_format)
+    return ops.resize_.default(self, size_args(size), memory_format=memory_format)
 
 
 @method("resize_as_")
@@ -319,7 +319,7 @@ def resize_as_(self, the_template, memory_format=None):
     """Resize in place to ``the_template``'s shape (contiguous, or ``memory_format``); bumps
     ``_version`` only when the shape changes. RuntimeError "cannot resize variables that
     require grad" for a tensor requiring grad (PyTorch's ``resize_as_``)."""
-    return ops.resize_as_(self, the_template, memory_format=memory_format)
+    return ops.resize_as_.default(self, the_template, memory_format=memory_format)
 
 
 @method("set_")
@@ -372,7 +372,7 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     >>> sk.slice_scatter(sk.zeros(4), sk.ones(2), 0, 1, 3).tolist()
     [0.0, 1.0, 1.0, 0.0]
     """
-    return ops.slice_scatter(input, src, dim, start, end, step)
+    return ops.slice_scatter.default(input, src, dim, start, end, step)
 
 
 @method("select_scatter")
@@ -382,7 +382,7 @@ def select_scatter(input, src, dim, index):
     >>> sk.select_scatter(sk.zeros(2, 2), sk.ones(2), 0, 1).tolist()
     [[0.0, 0.0], [1.0, 1.0]]
     """
-    return ops.select_scatter(input, src, dim, index)
+    return ops.select_scatter.default(input, src, dim, index)
 
 
 @method("diagonal_scatter")
@@ -392,7 +392,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     >>> sk.diagonal_scatter(sk.zeros(2, 2), sk.ones(2)).tolist()
     [[1.0, 0.0], [0.0, 1.0]]
     """
-    return ops.diagonal_scatter(input, src, offset, dim1, dim2)
+    return ops.diagonal_scatter.default(input, src, offset, dim1, dim2)
 
 
 @method("as_strided_scatter")
@@ -404,4 +404,4 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     >>> sk.as_strided_scatter(sk.zeros(4), sk.ones(2), (2,), (2,)).tolist()
     [1.0, 0.0, 1.0, 0.0]
     """
-    return ops.as_strided_scatter(input, src, list(size), list(stride), storage_offset)
+    return ops.as_strided_scatter.default(input, src, list(size), list(stride), storage_offset)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..layout import Layout, contiguous_strides, format_size
 from ..dispatch import below_autograd
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import CPU, META
 from ..storage import device as _device
 from ..tensor import Tensor
@@ -75,6 +75,7 @@ def dev_is_scalar_only(tensors, dev) -> bool:
 def both_devices(op):
     """Decorator: one function as both the cpu and the meta kernel of ``op`` (kernels that
     only touch metadata: views, in-place view ops, factories that check their own device)."""
+    op = overload_of(op)  # packet: the overload it calls
     def deco(fn):
         register_kernel(op, "cpu")(fn)
         register_kernel(op, "meta")(fn)
@@ -161,6 +162,8 @@ def register_pair_kernels(op, out_op, rule, fill, out_specs, check_input=None):
     writes the cpu outputs; ``check_input(self)`` runs after ``rule`` in the functional kernel.
     ``out_specs(self, args, kwargs, values, indices)`` runs the out= checks in the op's PyTorch
     order and returns the specs; both outputs are resized only after all of them passed."""
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
     names = tuple(a.name for a in out_op.schema.arguments if a.is_write)
 
     def kernel(*args, **kwargs):
@@ -245,7 +248,7 @@ def resize_output(out: Tensor, spec: Spec, stacklevel: int = 3):
     if not resize_output_check(out, spec, stacklevel=stacklevel + 1):
         return
     with below_autograd():
-        ops.resize_(out, list(spec.sizes))
+        ops.resize_.default(out, list(spec.sizes))
 
 
 def resize_storage_for(t: Tensor, layout: Layout):
@@ -285,6 +288,7 @@ def register_rule(op, rule, fill):
     **kwargs)`` writes numpy results into the output arrays (a list, one per Spec). See Note [One rule
     per op].
     """
+    op = overload_of(op)  # packet: the overload it calls
 
     def meta_kernel(*args, **kwargs):
         spec = rule(*args, **kwargs)
@@ -314,6 +318,8 @@ def register_rule(op, rule, fill):
 
 def register_out(op_out, functional_op):
     """Register the ``out=`` overload of a functional op registered with ``register_rule``."""
+    # packets: the overloads their calls run
+    op_out, functional_op = overload_of(op_out), overload_of(functional_op)
 
     def kernel(*args, out, **kwargs):
         spec = functional_op.rule(*args, **kwargs)
@@ -329,6 +335,8 @@ def register_out(op_out, functional_op):
 def register_inplace(op_, functional_op):
     """Register ``name_`` from the functional op: the result must keep ``self``'s shape and be
     castable to its dtype; the fill writes straight into ``self``."""
+    # packets: the overloads their calls run
+    op_, functional_op = overload_of(op_), overload_of(functional_op)
 
     def kernel(self, *args, **kwargs):
         spec = functional_op.rule(self, *args, **kwargs)

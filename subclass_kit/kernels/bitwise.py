@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META
 from ._common import Spec, resize_out
 from ._iter_layout import contig
@@ -74,6 +74,8 @@ def _register_autogen_out(op_out, functional):
     first, then "Expected out tensor to have dtype long int, but got int instead", then the
     device, and a resized ``out`` is contiguous. (PyTorch resizes ``out`` before the dtype
     check; here no error leaves ``out`` changed.)"""
+    # packets: the overloads their calls run
+    op_out, functional = overload_of(op_out), overload_of(functional)
 
     def kernel(*args, out):
         spec = functional.rule(*args)

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..layout import (channels_last_strides, compute_storage_nbytes, contiguous_strides,
                       format_size, resolve_negative_strides)
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META
 from ..tensor import Tensor, channels_last, preserve_format
 from ._common import (
@@ -282,8 +282,8 @@ def _clone(self, *, memory_format=None):
 
 # One kernel for both devices (not register_rule's pair): the rule and fill stay on the op
 # for tools that read them, like every rule-registered op.
-_clone.rule = ops.clone.rule = _clone_rule
-ops.clone.fill = _clone_fill
+_clone.rule = ops.clone.default.rule = _clone_rule
+ops.clone.default.fill = _clone_fill
 both_devices(ops.clone)(_clone)
 
 
@@ -402,6 +402,7 @@ def _copies_of_inference_start_at_one(op):
     """PyTorch builds ``clone`` and ``_to_copy`` as ``empty`` + ``copy_``; for an inference input
     outside inference mode that ``copy_`` passes the version layer of the (normal) output, which
     so starts at version 1. We reproduce the observable version, not the mechanism."""
+    op = overload_of(op)  # packet: the overload it calls
     from .._state import tls
 
     def wrap(kernel):
@@ -417,7 +418,7 @@ def _copies_of_inference_start_at_one(op):
         op._kernels[device] = wrap(op._kernels[device])
 
 
-_copies_of_inference_start_at_one(ops._to_copy)
+_copies_of_inference_start_at_one(ops._to_copy.default)
 
 
 # -- *_like factories: one rule (the input's layout per memory_format), then a fill -------------
@@ -457,12 +458,12 @@ _rand_like_value = _random_like("rand")
 _randn_like_value = _random_like("randn")
 
 
-for _op, _value in ((ops.empty_like, lambda self, args, shape: None),
-                    (ops.zeros_like, lambda self, args, shape: 0),
-                    (ops.ones_like, lambda self, args, shape: 1),
-                    (ops.full_like, lambda self, args, shape: _fill_value(args[0])),
-                    (ops.rand_like, _rand_like_value),
-                    (ops.randn_like, _randn_like_value)):
+for _op, _value in ((ops.empty_like.default, lambda self, args, shape: None),
+                    (ops.zeros_like.default, lambda self, args, shape: 0),
+                    (ops.ones_like.default, lambda self, args, shape: 1),
+                    (ops.full_like.default, lambda self, args, shape: _fill_value(args[0])),
+                    (ops.rand_like.default, _rand_like_value),
+                    (ops.randn_like.default, _randn_like_value)):
     _kernel = _like_kernel(_value)
     register_kernel(_op, "cpu")(_kernel)
     register_kernel(_op, "meta")(_kernel)

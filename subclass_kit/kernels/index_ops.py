@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import broadcast_shapes, contiguous_strides, format_size, wrap_dim
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META
 from ._common import (Spec, check_no_internal_overlap, check_no_overlap, check_out_device_first,
                       common_device, register_inplace, register_rule, resize_out, type_name)
@@ -263,6 +263,8 @@ def _register_structured_out(op_out, functional_op, operands, output_first=False
     overlap the operands named in ``operands`` (positions in the call). ``output_first``: the
     meta function sets the output (so checks its dtype) before its own checks
     (``index_copy``); the resize still waits until every check passed."""
+    # packets: the overloads their calls run
+    op_out, functional_op = overload_of(op_out), overload_of(functional_op)
     def kernel(*args, out, **kwargs):
         check_out_device_first(args[0], out)
         if output_first:

@@ -386,7 +386,7 @@ def _masked_put(self, target, values):
 @both_devices(ops.index_put)
 def index_put(self, indices, values, accumulate=False):
     """Functional ``index_put``: a clone of ``self`` (same strides) with the values put."""
-    out = ops.clone._kernels[self._storage.device.type](self)
+    out = ops.clone.default._kernels[self._storage.device.type](self)
     return index_put_(out, indices, values, accumulate)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import contiguous_strides, format_size
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META
 from ._common import (
     Spec,
@@ -227,6 +227,8 @@ register_rule(ops.mv, _mv_rule, _mv_fill)
 
 def _register_exact_out(op_out, functional):
     """out= of a product: ``out`` must have the result dtype exactly (no casting, PyTorch)."""
+    # packets: the overloads their calls run
+    op_out, functional = overload_of(op_out), overload_of(functional)
 
     def kernel(self, mat2, *, out):
         check_out_device_first(self, out)

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import format_size
-from ..registry import _lookup, ops, register_kernel
+from ..registry import _lookup, ops, register_kernel, overload_of
 from ..storage import CPU, META, round_to_bfloat16
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
@@ -267,6 +267,7 @@ def _fast_operands(args, d, sizes, target):
 
 def _register(op, info):
     """cpu + meta kernels of the functional op, its in-place ``name_`` and ``out=`` overloads."""
+    op = overload_of(op)  # packet: the overload it calls
     if info.wrapped is True:
         info.wrapped = tuple(i for i, a in enumerate(op.schema.arguments) if a.is_tensor)
     elif info.wrapped is False:
@@ -407,6 +408,7 @@ def _register_inplace(op_, info, fill, fast):
 
 
 def _register_out(op_out, info, fill):
+    op_out = overload_of(op_out)  # packet: the overload it calls
     check = info.check
 
     def kernel(*args, out, **kwargs):

@@ -17,7 +17,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..generator import numpy_generator
 from ..layout import Layout, broadcast_shapes, contiguous_strides
-from ..registry import ops
+from ..registry import ops, overload_of
 from ..storage import META
 from ..tensor import Tensor
 from ._common import (Spec, both_devices, check_no_internal_overlap, common_device, device_of,
@@ -41,6 +41,7 @@ def _contig(sizes, dtype, device) -> Spec:
 def _run(op, rule, fill):
     """cpu + meta kernels of a functional random op: ``rule`` -> Spec, then ``fill(out_array,
     rng, *args)`` on cpu; and of its ``out=`` overload when ``op`` has one."""
+    op = overload_of(op)  # packet: the overload it calls
     def kernel(*args, generator=None, **kwargs):
         rng = numpy_generator(generator)
         spec = rule(*args, **kwargs)
@@ -159,7 +160,7 @@ def _multinomial_out(self, num_samples, replacement=False, *, generator=None, ou
 
 both_devices(ops.multinomial)(_multinomial_kernel)
 both_devices(ops.multinomial.out)(_multinomial_out)
-ops.multinomial.rule = _multinomial_rule
+ops.multinomial.default.rule = _multinomial_rule
 
 
 # -- bernoulli -----------------------------------------------------------------------------------

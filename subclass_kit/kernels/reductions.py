@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import contiguous_strides, wrap_dim, wrap_dims
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import CPU, META
 from ._common import (Spec, check_out_device_first, fill_scalar_pair,
                       register_pair_kernels, resize_out, type_name)
@@ -156,6 +156,8 @@ def _register(op, rule, compute, out_op=None, out_policy=None, policy_first=Fals
     kernels (``argmax``/``argmin``), which check it last ("Expected out tensor to have device
     ..."). ``out_rule``: the out= kernel's rule, when ``out``'s dtype must be checked before
     some checks of the functional rule (``cumsum``: a bool compute dtype)."""
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
 
     def fill(outs, spec, self, *args, **kwargs):
         arr = self._array()
@@ -489,6 +491,8 @@ def _max_dim_fill_for(argfn):
 
 
 def _register_max_dim(op, out_op, name, argfn):
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
     rule = _max_dim_rule_for(name)
 
     def out_specs(self, args, kwargs, values, indices):

@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import wrap_dim
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META
 from ._common import (Spec, check_out_device_first, fill_scalar_pair,
                       register_pair_kernels, resize_out, type_name)
@@ -158,8 +158,8 @@ ops.aminmax.default.rule, ops.aminmax.default.fill = _aminmax_rule, _aminmax_fil
 
 # -- allclose, equal -----------------------------------------------------------------------------
 def _allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    close = ops.isclose(self, other, rtol, atol, equal_nan)
-    return bool(ops._local_scalar_dense(ops.all(close)))
+    close = ops.isclose.default(self, other, rtol, atol, equal_nan)
+    return bool(ops._local_scalar_dense.default(ops.all.default(close)))
 
 
 _EQUAL_META = (
@@ -232,6 +232,8 @@ def _cum_extreme_fill_for(ufunc):
 
 
 def _register_cum_extreme(op, out_op, name, ufunc):
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
     rule = _cum_extreme_rule_for(name)
 
     def out_specs(self, args, kwargs, values, indices):

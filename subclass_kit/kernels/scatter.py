@@ -14,13 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..layout import contiguous_strides, format_size, infer_size
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META, Storage
 from ..tensor import make_tensor
 from ._common import Spec, new_tensor
 
 
 def _both(op, fn):
+    op = overload_of(op)  # packet: the overload it calls
     register_kernel(op, "cpu")(fn)
     register_kernel(op, "meta")(fn)
     return fn
@@ -43,7 +44,7 @@ def _materialize(view):
 def clone_preserve_strides(self):
     """A copy of ``self`` with its sizes, strides and offset over a copy of its storage."""
     if self._layout.has_internal_overlap():
-        return _kernel(ops.clone, self)(self)
+        return _kernel(ops.clone.default, self)(self)
     src = self._storage
     if src._shadow is not None:
         src._drop_shadow()      # the words of a bfloat16 storage, up to date
@@ -76,8 +77,10 @@ def _scatter_kernel(view_op):
     return kernel
 
 
-_SCATTERS = {ops.slice_scatter: ops.slice, ops.select_scatter: ops.select,
-             ops.diagonal_scatter: ops.diagonal, ops.as_strided_scatter: ops.as_strided}
+_SCATTERS = {ops.slice_scatter.default: ops.slice.Tensor,
+             ops.select_scatter.default: ops.select.int,
+             ops.diagonal_scatter.default: ops.diagonal.default,
+             ops.as_strided_scatter.default: ops.as_strided.default}
 for _op, _view in _SCATTERS.items():
     _both(_op, _scatter_kernel(_view))
 
@@ -118,7 +121,7 @@ def _register_copies():
             continue
         if not (op.is_view or op.name == "lift_fresh"):
             continue
-        _both(copy_op, view_copy if copy_op is ops.view_copy else _copy_kernel(op))
+        _both(copy_op, view_copy if copy_op is ops.view_copy.default else _copy_kernel(op))
 
 
 _register_copies()
@@ -132,8 +135,10 @@ __all__ = ["clone_preserve_strides", "copy_op_of", "view_copy"]
 # in-place kernel on ``clone(self)``, so checks, errors and random streams are the in-place
 # op's: a functionalized random fill draws the same numbers as the eager one.
 def _on_copy(inplace_op):
+    inplace_op = overload_of(inplace_op)    # a packet: the overload its call runs
+
     def kernel(self, *args, **kwargs):
-        out = _kernel(ops.clone, self)(self)
+        out = _kernel(ops.clone.default, self)(self)
         _kernel(inplace_op, out)(out, *args, **kwargs)
         return out
     kernel.__name__ = inplace_op.name[:-1]

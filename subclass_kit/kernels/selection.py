@@ -151,7 +151,7 @@ def _masked_select_out_meta(self, mask, *, out):
     raise _no_meta("masked_select")
 
 
-ops.masked_select.rule = _masked_select_rule
+ops.masked_select.default.rule = _masked_select_rule
 
 
 # -- unique --------------------------------------------------------------------------------------
@@ -231,4 +231,4 @@ def _unique_dim_meta(self, dim, *args, **kwargs):
     raise _no_meta("unique_dim")
 
 
-ops.unique_dim.rule = _unique_dim_rule
+ops.unique_dim.default.rule = _unique_dim_rule

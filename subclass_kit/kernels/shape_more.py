@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import contiguous_strides, wrap_dim
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META
 from ._common import Spec, check_out_device_first, register_rule, resize_out, type_name
 from ._iter_layout import iter_strides
@@ -127,12 +127,15 @@ def _take_bounds(self, index):
 def _exact_out(op_out, functional, message, dtype_first=False):
     """``out=`` of ``functional``: resized to contiguous (PyTorch's ``resize_output``) and of the
     result dtype exactly (``dtype_first``: checked against ``self``'s before the op's checks)."""
+    # packets: the overloads their calls run
+    op_out, functional = overload_of(op_out), overload_of(functional)
+
     def kernel(*args, out):
         check_out_device_first(args[0], out)
         if dtype_first and out._dtype is not args[0]._dtype:
             raise RuntimeError(message(args[0]._dtype, out._dtype))
         spec = functional.rule(*args)
-        if functional is ops.take:   # its out= is a TensorIterator output over ``index``
+        if functional is ops.take.default:   # its out= is a TensorIterator output over ``index``
             index = args[1]._layout
             spec = spec._replace(strides=iter_strides(index.sizes, [(index.sizes,
                                                                      index.strides)]))
@@ -140,7 +143,7 @@ def _exact_out(op_out, functional, message, dtype_first=False):
             spec = spec._replace(strides=contiguous_strides(spec.sizes))
         if out._dtype is not spec.dtype:
             raise RuntimeError(message(spec.dtype, out._dtype))
-        if functional is ops.take and out._storage.device is not META:
+        if functional is ops.take.default and out._storage.device is not META:
             _take_bounds(*args)
         resize_out(out, spec, functional.name)
         if out._storage.device is not META:

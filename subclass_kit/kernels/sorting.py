@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import wrap_dim
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META
 from ._common import (Spec, check_out_device_first, fill_scalar_pair,
                       register_pair_kernels, resize_out, type_string)
@@ -123,6 +123,8 @@ def _sort_out_specs(rule):
 
 
 def _register_sort(op, out_op, rule, fill):
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
     register_pair_kernels(op, out_op, rule, fill, _sort_out_specs(rule))
 
 
@@ -235,6 +237,8 @@ def _kthvalue_out_check(specs, values, indices):
 def _register_select(op, out_op, rule, fill, out_check, kernel_name):
     """median/kthvalue's kernels: the out= order is both devices, the rule, ``out_check``'s
     dtype checks, then the bool check (``kernel_name``'s NotImplementedError), as in PyTorch."""
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
 
     def out_specs(self, args, kwargs, values, indices):
         check_out_device_first(self, values)
@@ -274,6 +278,8 @@ def _median_all_fill_for(kind):
 
 
 def _register_median_all(op, out_op, kind):
+    # packets: the overloads their calls run
+    op, out_op = overload_of(op), overload_of(out_op)
     fill = _median_all_fill_for(kind)
 
     def kernel(self):

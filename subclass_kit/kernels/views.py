@@ -408,12 +408,12 @@ def detach(self):
     return t
 
 
-ops.detach.tags.add("not_a_view_for_autograd")
+ops.detach.default.tags.add("not_a_view_for_autograd")
 ops.view.dtype.tags.add("not_a_view_for_autograd")
 # view(dtype) shares the counter at autograd's level, which inference mode and inference inputs
 # skip (_dtype_alias); detach() at ADInplaceOrView's, which runs in inference mode too.
 ops.view.dtype.tags.add("alias_in_autograd")
-ops.lift_fresh.tags.add("returns_input")
+ops.lift_fresh.default.tags.add("returns_input")
 
 
 # -- in-place metadata ops (PyTorch's inplace_view tag) -------------------------------------------
@@ -521,8 +521,8 @@ def set_tensor(self, source):
     return self
 
 
-ops.resize_.bump_if = resize_changes
-ops.resize_as_.bump_if = lambda self, the_template, **kw: resize_changes(
+ops.resize_.default.bump_if = resize_changes
+ops.resize_as_.default.bump_if = lambda self, the_template, **kw: resize_changes(
     self, the_template._layout.sizes)
 
 __all__ = ["check_bounds", "expand_sizes", "slice_bounds"]

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import broadcast_shapes, format_size
-from ..registry import ops, register_kernel
+from ..registry import ops, register_kernel, overload_of
 from ..storage import META
 from ..tensor import Tensor
 from ._common import (
@@ -149,13 +149,14 @@ def _masked_fill_out(self, mask, value, *, out):
 
 
 def _both(op, kernel):
+    op = overload_of(op)  # packet: the overload it calls
     register_kernel(op, "cpu")(kernel)
     register_kernel(op, "meta")(kernel)
 
 
 _both(ops.where, _where_kernel)
 _both(ops.where.self_out, _where_out)
-ops.where.rule, ops.where.fill = _where_rule, _where_fill
+ops.where.self.rule, ops.where.self.fill = _where_rule, _where_fill
 for _overload in ("Scalar", "Tensor"):     # same kernels: the value is a number or 0-d tensor
     _both(ops.masked_fill._overloads[_overload], _masked_fill_kernel)
     _both(ops.masked_fill._overloads[f"{_overload}_out"], _masked_fill_out)

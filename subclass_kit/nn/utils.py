@@ -29,8 +29,8 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
         return _tensor(0.0)
     norm_type = float(norm_type)
     with no_grad():
-        norms = [ops.linalg_vector_norm(g, norm_type) for g in tensors]
-        total = ops.linalg_vector_norm(stack(norms), norm_type)
+        norms = [ops.linalg_vector_norm.default(g, norm_type) for g in tensors]
+        total = ops.linalg_vector_norm.default(stack(norms), norm_type)
     if error_if_nonfinite and (bool(total.isnan()) or bool(total.isinf())):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is "

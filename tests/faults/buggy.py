@@ -140,7 +140,7 @@ class _Mode(sk.DispatchMode):
 
 class CloneReturnsInput(_Mode):
     """A 'copy elision' mode: clone returns its input."""
-    target = sk.ops.clone
+    target = sk.ops.clone.default
 
     def bug(self, func, args, kwargs):
         return args[0]
@@ -148,7 +148,7 @@ class CloneReturnsInput(_Mode):
 
 class AliasReturnsInput(_Mode):
     """A view op answered with the input itself."""
-    target = sk.ops.alias
+    target = sk.ops.alias.default
 
     def bug(self, func, args, kwargs):
         return args[0]
@@ -166,7 +166,7 @@ class SetInsteadOfWrite(_Mode):
 
 class ReplacesListElement(_Mode):
     """cat with the caller's list edited in place."""
-    target = sk.ops.cat
+    target = sk.ops.cat.default
 
     def bug(self, func, args, kwargs):
         tensors = args[0]
@@ -257,7 +257,7 @@ class LazyClone(sk.Tensor):
 
     @classmethod
     def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
-        if func is sk.ops.clone:
+        if func is sk.ops.clone.default:
             return args[0]
         with sk.no_dispatch():
             return func(*args, **(kwargs or {}))

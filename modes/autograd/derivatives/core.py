@@ -97,8 +97,8 @@ NODE_NAMES["mean.dim"] = lambda b: "MeanBackward1" if b.get("dim") else "MeanBac
 @derivative("mm.default", "MmBackward0", inputs=("self", "mat2"), save=("self", "mat2"),
             save_for={"self": ("mat2",), "mat2": ("self",)})
 def _mm(ctx, grad):
-    a = sk.ops.mm(grad, ctx.mat2.t()) if ctx.needs_input_grad[0] else None
-    b = sk.ops.mm(ctx.self.t(), grad) if ctx.needs_input_grad[1] else None
+    a = sk.ops.mm.default(grad, ctx.mat2.t()) if ctx.needs_input_grad[0] else None
+    b = sk.ops.mm.default(ctx.self.t(), grad) if ctx.needs_input_grad[1] else None
     return a, b
 
 
@@ -106,8 +106,9 @@ def _mm(ctx, grad):
             save=("mat1", "mat2"), save_for={"mat1": ("mat2",), "mat2": ("mat1",)})
 def _addmm(ctx, grad):
     a = _scaled(grad, ctx.beta) if ctx.needs_input_grad[0] else None
-    b = _scaled(sk.ops.mm(grad, ctx.mat2.t()), ctx.alpha) if ctx.needs_input_grad[1] else None
-    c = _scaled(sk.ops.mm(ctx.mat1.t(), grad), ctx.alpha) if ctx.needs_input_grad[2] else None
+    mm = sk.ops.mm.default
+    b = _scaled(mm(grad, ctx.mat2.t()), ctx.alpha) if ctx.needs_input_grad[1] else None
+    c = _scaled(mm(ctx.mat1.t(), grad), ctx.alpha) if ctx.needs_input_grad[2] else None
     return a, b, c
 
 

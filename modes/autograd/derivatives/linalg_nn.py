@@ -62,12 +62,13 @@ def _(ctx, grad):
 # -- softmax -------------------------------------------------------------------------------------
 @derivative("_softmax.default", "SoftmaxBackward0", save=("result",))
 def _(ctx, grad):
-    return sk.ops._softmax_backward_data(grad, ctx.result, ctx.dim, ctx.meta("self").dtype)
+    return sk.ops._softmax_backward_data.default(grad, ctx.result, ctx.dim, ctx.meta("self").dtype)
 
 
 @derivative("_log_softmax.default", "LogSoftmaxBackward0", save=("result",))
 def _(ctx, grad):
-    return sk.ops._log_softmax_backward_data(grad, ctx.result, ctx.dim, ctx.meta("self").dtype)
+    return sk.ops._log_softmax_backward_data.default(grad, ctx.result, ctx.dim,
+                                                     ctx.meta("self").dtype)
 
 
 def _as(grad, dtype):
@@ -81,7 +82,7 @@ def _(ctx, grad):
     out, gout = ctx.output, ctx.grad_output
     grad = _as(grad, out.dtype)
     dim = [wrap(ctx.dim, out.dim())]
-    ggo = sk.ops._softmax_backward_data(grad, out, ctx.dim, ctx.input_dtype) \
+    ggo = sk.ops._softmax_backward_data.default(grad, out, ctx.dim, ctx.input_dtype) \
         if ctx.needs_input_grad[0] else None
     gout_ = None
     if ctx.needs_input_grad[1]:
@@ -147,8 +148,8 @@ def _(ctx, grad, _grad_mean, _grad_rstd):
 @derivative("embedding.default", "EmbeddingBackward0", inputs=("weight",), save=("indices",))
 def _(ctx, grad):
     # ``sparse=True`` yields a dense gradient here (no sparse layout; docs/differences.md).
-    return sk.ops.embedding_dense_backward(grad, ctx.indices, ctx.meta("weight").shape[0],
-                                           ctx.padding_idx, ctx.scale_grad_by_freq)
+    return sk.ops.embedding_dense_backward.default(grad, ctx.indices, ctx.meta("weight").shape[0],
+                                                   ctx.padding_idx, ctx.scale_grad_by_freq)
 
 
 @derivative("embedding_dense_backward.default", "EmbeddingDenseBackwardBackward0",
@@ -172,7 +173,7 @@ def _(ctx, grad, _grad_logsumexp):
     # PyTorch's yaml: the three gradients from the fused backward op, which recomputes the
     # attention probabilities from the saved logsumexp; logsumexp is not differentiable.
     output, logsumexp = ctx.results
-    return sk.ops._scaled_dot_product_flash_attention_for_cpu_backward(
+    return sk.ops._scaled_dot_product_flash_attention_for_cpu_backward.default(
         grad, ctx.query, ctx.key, ctx.value, output, logsumexp, ctx.dropout_p, ctx.is_causal,
         attn_mask=ctx.attn_mask, scale=ctx.scale)
 

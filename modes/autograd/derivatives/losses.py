@@ -25,15 +25,15 @@ def _numel(meta) -> int:
 @derivative("nll_loss_forward.default", "NllLossBackward0", inputs=("self",),
             save=("self", "target", "weight", "result1"))
 def _nll(ctx, grad, grad_total_weight):
-    return sk.ops.nll_loss_backward(grad, ctx.self, ctx.target, ctx.weight, ctx.reduction,
-                                    ctx.ignore_index, ctx.results[1])
+    return sk.ops.nll_loss_backward.default(grad, ctx.self, ctx.target, ctx.weight, ctx.reduction,
+                                            ctx.ignore_index, ctx.results[1])
 
 
 @derivative("nll_loss_backward.default", "NllLossBackwardBackward0", inputs=("grad_output",),
             save=("target", "weight"))
 def _nll_backward(ctx, grad):
-    return sk.ops.nll_loss_forward(grad, ctx.target, ctx.weight, ctx.reduction,
-                                   ctx.ignore_index)[0]
+    return sk.ops.nll_loss_forward.default(grad, ctx.target, ctx.weight, ctx.reduction,
+                                           ctx.ignore_index)[0]
 
 
 @derivative("mse_loss.default", "MseLossBackward0", inputs=("self", "target"),
@@ -41,9 +41,9 @@ def _nll_backward(ctx, grad):
 def _mse(ctx, grad):
     self_grad = target_grad = None
     if ctx.needs_input_grad[0]:
-        self_grad = sk.ops.mse_loss_backward(grad, ctx.self, ctx.target, ctx.reduction)
+        self_grad = sk.ops.mse_loss_backward.default(grad, ctx.self, ctx.target, ctx.reduction)
     if ctx.needs_input_grad[1]:
-        target_grad = sk.ops.mse_loss_backward(grad, ctx.target, ctx.self, ctx.reduction)
+        target_grad = sk.ops.mse_loss_backward.default(grad, ctx.target, ctx.self, ctx.reduction)
     return self_grad, target_grad
 
 
@@ -53,7 +53,7 @@ def _mse_backward(ctx, grad):
     n = _numel(ctx.meta("self")) if ctx.reduction == _MEAN else 1
     go = ctx.grad_output
     # Linear in grad_output: the engine sums this to grad_output's shape.
-    gg = sk.ops.mse_loss_backward(grad, ctx.self, ctx.target, ctx.reduction) \
+    gg = sk.ops.mse_loss_backward.default(grad, ctx.self, ctx.target, ctx.reduction) \
         if ctx.needs_input_grad[0] else None
     d_self = grad * go * (2.0 / n)
     return gg, d_self, -d_self
@@ -64,8 +64,8 @@ def _mse_backward(ctx, grad):
 def _bce(ctx, grad):
     self_grad = target_grad = None
     if ctx.needs_input_grad[0]:
-        self_grad = sk.ops.binary_cross_entropy_backward(grad, ctx.self, ctx.target, ctx.weight,
-                                                         ctx.reduction)
+        self_grad = sk.ops.binary_cross_entropy_backward.default(
+            grad, ctx.self, ctx.target, ctx.weight, ctx.reduction)
     if ctx.needs_input_grad[1]:
         x = ctx.self
         target_grad = grad * ((1 - x).log() - x.log())
@@ -79,8 +79,8 @@ def _bce(ctx, grad):
 @derivative("binary_cross_entropy_backward.default", "BinaryCrossEntropyBackwardBackward0",
             inputs=("grad_output",), save=("self", "target", "weight"))
 def _bce_backward(ctx, grad):
-    return sk.ops.binary_cross_entropy_backward(grad, ctx.self, ctx.target, ctx.weight,
-                                                ctx.reduction)
+    return sk.ops.binary_cross_entropy_backward.default(grad, ctx.self, ctx.target, ctx.weight,
+                                                        ctx.reduction)
 
 
 @derivative("binary_cross_entropy_with_logits.default", "BinaryCrossEntropyWithLogitsBackward0",
@@ -111,14 +111,14 @@ def _bce_logits(ctx, grad):
 
 @derivative("softplus.default", "SoftplusBackward0", save=("self",))
 def _softplus(ctx, grad):
-    return sk.ops.softplus_backward(grad, ctx.self, ctx.beta, ctx.threshold)
+    return sk.ops.softplus_backward.default(grad, ctx.self, ctx.beta, ctx.threshold)
 
 
 @derivative("softplus_backward.default", "SoftplusBackwardBackward0",
             inputs=("grad_output", "self"), save=("grad_output", "self"))
 def _softplus_backward(ctx, grad):
     x, beta, threshold = ctx.self, ctx.beta, ctx.threshold
-    d_go = sk.ops.softplus_backward(grad, x, beta, threshold)
+    d_go = sk.ops.softplus_backward.default(grad, x, beta, threshold)
     s = (x * beta).sigmoid()
     inside = (x * beta <= threshold)
     d_self = grad * ctx.grad_output * beta * s * (1 - s) * inside
@@ -127,4 +127,4 @@ def _softplus_backward(ctx, grad):
 
 @derivative("constant_pad_nd.default", "ConstantPadNdBackward0")
 def _pad(ctx, grad):
-    return sk.ops.constant_pad_nd(grad, [-p for p in ctx.pad])
+    return sk.ops.constant_pad_nd.default(grad, [-p for p in ctx.pad])

@@ -193,26 +193,26 @@ def _digamma(ctx, grad):
 # -- activations: PyTorch's backward ops, and their own derivatives (double backward) ---------
 @derivative("sigmoid.default", "SigmoidBackward0", save=("result",))
 def _sigmoid(ctx, grad):
-    return sk.ops.sigmoid_backward(grad, ctx.result)
+    return sk.ops.sigmoid_backward.default(grad, ctx.result)
 
 
 @derivative("sigmoid_backward.default", "SigmoidBackwardBackward0",
             inputs=("grad_output", "output"), save=("grad_output", "output"))
 def _sigmoid_backward(ctx, grad):
     y = ctx.output
-    return (sk.ops.sigmoid_backward(grad, y) if ctx.needs_input_grad[0] else None,
+    return (sk.ops.sigmoid_backward.default(grad, y) if ctx.needs_input_grad[0] else None,
             grad * ctx.grad_output * (-2 * y + 1) if ctx.needs_input_grad[1] else None)
 
 
 @derivative("relu.default", "ReluBackward0", save=("result",))
 def _relu(ctx, grad):
-    return sk.ops.threshold_backward(grad, ctx.result, 0)
+    return sk.ops.threshold_backward.default(grad, ctx.result, 0)
 
 
 @derivative("threshold_backward.default", "ThresholdBackwardBackward0",
             inputs=("grad_output", "self"), save=("self",))
 def _threshold_backward(ctx, grad):
-    return (sk.ops.threshold_backward(grad, ctx.self, ctx.threshold)
+    return (sk.ops.threshold_backward.default(grad, ctx.self, ctx.threshold)
             if ctx.needs_input_grad[0] else None,
             sk.zeros_like(grad) if ctx.needs_input_grad[1] else None)
 
@@ -228,7 +228,7 @@ def _silu(ctx, grad):
 
 @derivative("gelu.default", "GeluBackward0", save=("self",))
 def _gelu(ctx, grad):
-    return sk.ops.gelu_backward(grad, ctx.self, approximate=ctx.approximate)
+    return sk.ops.gelu_backward.default(grad, ctx.self, approximate=ctx.approximate)
 
 
 def _gelu_second(x, approximate: str):
@@ -250,7 +250,7 @@ def _gelu_second(x, approximate: str):
             save=("grad_output", "self"))
 def _gelu_backward(ctx, grad):
     x = ctx.self
-    return (sk.ops.gelu_backward(grad, x, approximate=ctx.approximate)
+    return (sk.ops.gelu_backward.default(grad, x, approximate=ctx.approximate)
             if ctx.needs_input_grad[0] else None,
             grad * ctx.grad_output * _gelu_second(x, ctx.approximate)
             if ctx.needs_input_grad[1] else None)

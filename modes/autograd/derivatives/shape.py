@@ -241,19 +241,20 @@ def _scatter_pair(view_of, scatter_zeros):
 
 derivative("slice_scatter.default", "SliceScatterBackward0", inputs=("self", "src"))(
     _scatter_pair(lambda c, g: sk.ops.slice.Tensor(g, c.dim, c.start, c.end, c.step),
-                  lambda c, g, z: sk.ops.slice_scatter(g, z, c.dim, c.start, c.end, c.step)))
+                  lambda c, g, z: sk.ops.slice_scatter.default(g, z, c.dim, c.start, c.end,
+                                                               c.step)))
 derivative("select_scatter.default", "SelectScatterBackward0", inputs=("self", "src"))(
     _scatter_pair(lambda c, g: g.select(c.dim, c.index),
-                  lambda c, g, z: sk.ops.select_scatter(g, z, c.dim, c.index)))
+                  lambda c, g, z: sk.ops.select_scatter.default(g, z, c.dim, c.index)))
 derivative("diagonal_scatter.default", "DiagonalScatterBackward0", inputs=("self", "src"))(
     _scatter_pair(lambda c, g: g.diagonal(c.offset, c.dim1, c.dim2),
-                  lambda c, g, z: sk.ops.diagonal_scatter(g, z, c.offset, c.dim1, c.dim2)))
+                  lambda c, g, z: sk.ops.diagonal_scatter.default(g, z, c.offset, c.dim1, c.dim2)))
 derivative("as_strided_scatter.default", "AsStridedScatterBackward0",
            inputs=("self", "src"))(
     # PyTorch supports contiguous inputs only here: grad is made contiguous first.
     _scatter_pair(lambda c, g: g.contiguous().as_strided(c.size, c.stride, c.storage_offset),
-                  lambda c, g, z: sk.ops.as_strided_scatter(g.contiguous(), z, c.size,
-                                                            c.stride, c.storage_offset)))
+                  lambda c, g, z: sk.ops.as_strided_scatter.default(g.contiguous(), z, c.size,
+                                                                    c.stride, c.storage_offset)))
 
 
 # -- <view>_copy ---------------------------------------------------------------------------------
@@ -313,19 +314,20 @@ def _(ctx, grad):
 
 @derivative("select_copy.int", "SelectBackward0_copy")
 def _(ctx, grad):
-    return sk.ops.select_scatter(zeros(grad, ctx.meta("self").shape), grad, ctx.dim, ctx.index)
+    return sk.ops.select_scatter.default(zeros(grad, ctx.meta("self").shape), grad, ctx.dim,
+                                         ctx.index)
 
 
 @derivative("slice_copy.Tensor", "SliceBackward0_copy")
 def _(ctx, grad):
-    return sk.ops.slice_scatter(zeros(grad, ctx.meta("self").shape), grad, ctx.dim, ctx.start,
-                                ctx.end, ctx.step)
+    return sk.ops.slice_scatter.default(zeros(grad, ctx.meta("self").shape), grad, ctx.dim,
+                                        ctx.start, ctx.end, ctx.step)
 
 
 @derivative("diagonal_copy.default", "DiagonalBackward0_copy")
 def _(ctx, grad):
-    return sk.ops.diagonal_scatter(zeros(grad, ctx.meta("self").shape), grad, ctx.offset,
-                                   ctx.dim1, ctx.dim2)
+    return sk.ops.diagonal_scatter.default(zeros(grad, ctx.meta("self").shape), grad, ctx.offset,
+                                           ctx.dim1, ctx.dim2)
 
 
 @derivative("unfold_copy.default", "UnfoldBackward0_copy")
