@@ -172,7 +172,13 @@ class Violation:
 
 def exemptions(op) -> frozenset:
     """The rules that the tags of ``op`` (an ``sk.OpOverload``) switch off (Note [Debug-assert
-    allow-lists])."""
+    allow-lists]).
+
+    Raises TypeError for an ``sk.OpOverloadPacket``: exemptions belong to overloads (their
+    tags), and a packet has none (``sk.ops.add`` -> name one, such as ``sk.ops.add.Tensor``)."""
+    if isinstance(op, sk.OpOverloadPacket):
+        raise TypeError(f"exemptions(): op must be an OpOverload, got the packet {op}; name one "
+                        f"of its overloads: {', '.join(op.overloads())}")
     out = frozenset()
     for tag in getattr(op, "tags", ()):
         out |= EXEMPTIONS.get(tag, frozenset())

@@ -365,3 +365,6 @@ def test_allow_lists_come_from_tags():
     assert exemptions(sk.ops._unsafe_view.default) == {"output_aliases_input"}
     assert exemptions(sk.ops.lift_fresh.default) == {"output_not_fresh"}
     assert exemptions(sk.ops.add.Tensor) == frozenset()
+    # a packet has no tags of its own: naming it is an error, not an empty allow-list
+    with pytest.raises(TypeError, match=r"packet sk\.ops\._unsafe_view.*default"):
+        exemptions(sk.ops._unsafe_view)
