@@ -79,6 +79,8 @@ def test_global_hooks_run_before_the_modules_own_and_can_replace(capsys):
         module = lib.nn.modules.module if lib is torch else lib.nn.module
         calls = []
         lin = lib.nn.Linear(2, 2)
+        with lib.no_grad():     # the same bias in both: (b + 1) - b rounds by b's value
+            lin.bias.fill_(0.25)
         lin.register_forward_pre_hook(lambda m, a: calls.append("own pre"))
         lin.register_forward_hook(lambda m, a, o: calls.append("own post"))
         h1 = module.register_module_forward_pre_hook(
