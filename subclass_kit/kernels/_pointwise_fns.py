@@ -331,7 +331,7 @@ _Q = (2.56852019228982242e00, 1.87295284992346725e00, 5.27905102951428412e-1,
 _RSQRT_PI = 5.6418958354775628695e-1  # 1/sqrt(pi)
 
 
-# Elements per block of ``erf``/``erfc``. Their float64 temporaries are written into six
+# Elements per block of ``erf``/``erfc``. Their float64 temporaries are written into seven
 # block-sized scratch arrays (``_cody``) allocated once per call: whole-tensor temporaries
 # were fresh allocations each, and a fresh mapping costs a page fault per 4 KiB (on the gelu
 # of the training benchmark, a third of the step's system time).
@@ -342,14 +342,16 @@ with np.errstate(under="ignore"):
     _EXP_GRID = np.exp(np.negative(np.arange(481) / 16.0) * (np.arange(481) / 16.0))
 
 
-def _cody(x, ax, z, num, den, t, u):
+def _cody(x, ax, z, num, den, t, u, c):
     """Cody's erf (module comment above) of the float64 1-d block ``x`` in scratch arrays of its
     size. Leaves erfc(|x|) in ``t`` (valid where |x| > 0.46875), erf(x) of the small range in
     ``num`` (valid where |x| <= 0.46875) and that range's mask in the returned bool array.
-    Every element gets the arithmetic of each range in the same order as the textbook
-    formulas (the result of each range is picked per element, no gather or scatter); the small
-    range overflows harmlessly (to nan) past its end, and the far range (|x| > 4, where erfc
-    < 2e-8) runs on its own elements only."""
+    Every element gets the small range's arithmetic (it overflows harmlessly, to nan, past
+    its end); the outer ranges run on their own elements only, gathered into the front of
+    the scratch arrays (``c`` is the eighth), so a block of mostly small values (gelu's) skips
+    most of their arithmetic. Each element's operations and their order are the textbook
+    formulas', wherever it sits in the block, so the values are those of the whole-block
+    evaluation."""
     np.abs(x, out=ax)
     small = ax <= 0.46875
     with np.errstate(over="ignore", invalid="ignore"):
@@ -368,21 +370,28 @@ def _cody(x, ax, z, num, den, t, u):
         np.multiply(x, num, out=num)
         np.add(den, _B[3], out=den)
         np.divide(num, den, out=num)
-    y = ax
-    np.minimum(ax, 30.0, out=y)     # erfc underflows to 0 long before (inf too); nan stays
-    # middle range: R(y) = P(y) / Q(y), into z
-    np.multiply(y, _C[8], out=z)
-    np.add(y, _D[0], out=den)
-    np.multiply(den, y, out=den)
+    outer = np.flatnonzero(~small)          # nan included: it takes the outer path to nan
+    n = outer.size
+    if not n:
+        return small
+    # The outer elements, gathered: y in u, R(y) in z, scratch in den / ax, erfc in c.
+    y, zz, dd, tt = u[:n], z[:n], den[:n], c[:n]
+    np.take(ax, outer, out=y)
+    uu = ax[:n]     # ax is free once gathered
+    np.minimum(y, 30.0, out=y)      # erfc underflows to 0 long before (inf too); nan stays
+    # middle range: R(y) = P(y) / Q(y), into zz
+    np.multiply(y, _C[8], out=zz)
+    np.add(y, _D[0], out=dd)
+    np.multiply(dd, y, out=dd)
     for i in range(7):
-        np.add(z, _C[i], out=z)
-        np.multiply(z, y, out=z)
+        np.add(zz, _C[i], out=zz)
+        np.multiply(zz, y, out=zz)
         if i:
-            np.add(den, _D[i], out=den)
-            np.multiply(den, y, out=den)
-    np.add(z, _C[7], out=z)
-    np.add(den, _D[7], out=den)
-    np.divide(z, den, out=z)
+            np.add(dd, _D[i], out=dd)
+            np.multiply(dd, y, out=dd)
+    np.add(zz, _C[7], out=zz)
+    np.add(dd, _D[7], out=dd)
+    np.divide(zz, dd, out=zz)
     far = np.flatnonzero(y > 4.0)
     if far.size:
         yf = y[far]
@@ -391,26 +400,27 @@ def _cody(x, ax, z, num, den, t, u):
         for i in range(4):
             p = (p + _P[i]) * w
             q = (q + _Q[i]) * w
-        z[far] = (_RSQRT_PI - w * (p + _P[4]) / (q + _Q[4])) / yf
+        zz[far] = (_RSQRT_PI - w * (p + _P[4]) / (q + _Q[4])) / yf
     # exp(-y^2) as exp(-ys^2) exp(-(y - ys)(y + ys)), ys = y rounded down to 1/16: the
     # leading square is exact (Cody)
-    ys = den
+    ys = dd
     np.multiply(y, 16.0, out=ys)
     np.trunc(ys, out=ys)
     # exp(-ys^2) from the table (ys is one of its 481 points): an exp less per element.
     # A nan y takes an arbitrary point; the other factors are nan for it.
     with np.errstate(invalid="ignore"):
         k = ys.astype(np.intp)
-    np.take(_EXP_GRID, k, out=t, mode="clip")      # (clip: a nan's index is negative)
+    np.take(_EXP_GRID, k, out=tt, mode="clip")      # (clip: a nan's index is negative)
     np.divide(ys, 16.0, out=ys)
     with np.errstate(under="ignore"):
-        np.add(y, ys, out=u)
+        np.add(y, ys, out=uu)
         np.subtract(y, ys, out=ys)
         np.negative(ys, out=ys)
-        np.multiply(ys, u, out=ys)
+        np.multiply(ys, uu, out=ys)
         np.exp(ys, out=ys)
-        np.multiply(t, ys, out=t)
-        np.multiply(t, z, out=t)
+        np.multiply(tt, ys, out=tt)
+        np.multiply(tt, zz, out=tt)
+    t[outer] = tt
     return small
 
 
@@ -423,7 +433,8 @@ def _blocked(x, dtype, complement: bool):
     out = np.empty(n, dtype)
     if not n:
         return out.reshape(x.shape)
-    scratch = [np.empty(m) for _ in range(6)]
+    # (``t``, the fifth, starts at zero: its small-range slots are never computed, only replaced)
+    scratch = [np.zeros(m) if j == 4 else np.empty(m) for j in range(7)]
     for i in range(0, n, m):
         block = flat[i:i + m].astype(np.float64, copy=False)
         k = block.size
