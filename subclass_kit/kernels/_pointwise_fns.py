@@ -342,6 +342,25 @@ with np.errstate(under="ignore"):
     _EXP_GRID = np.exp(np.negative(np.arange(481) / 16.0) * (np.arange(481) / 16.0))
 
 
+def _cody_ratio(v, p, q, num, den):
+    """Numerator and denominator of one of Cody's rational functions of the float64 array
+    ``v`` into ``num`` and ``den``: coefficient tables ``p`` (n + 2 entries, the leading one
+    last) and ``q`` (n + 1, monic), evaluated in his order (Horner, the constant terms
+    ``p[n]`` and ``q[n]`` added last)."""
+    n = len(q) - 1
+    np.multiply(v, p[n + 1], out=num)
+    np.add(v, q[0], out=den)
+    np.multiply(den, v, out=den)
+    for i in range(n):
+        np.add(num, p[i], out=num)
+        np.multiply(num, v, out=num)
+        if i:
+            np.add(den, q[i], out=den)
+            np.multiply(den, v, out=den)
+    np.add(num, p[n], out=num)
+    np.add(den, q[n], out=den)
+
+
 def _cody(x, ax, z, num, den, t, u, c):
     """Cody's erf (module comment above) of the float64 1-d block ``x`` in scratch arrays of its
     size. Leaves erfc(|x|) in ``t`` (valid where |x| > 0.46875), erf(x) of the small range in
@@ -357,18 +376,8 @@ def _cody(x, ax, z, num, den, t, u, c):
     with np.errstate(over="ignore", invalid="ignore"):
         # small range: x P(x^2) / Q(x^2)
         np.multiply(x, x, out=z)
-        np.multiply(z, _A[4], out=num)
-        np.add(z, _B[0], out=den)
-        np.multiply(den, z, out=den)
-        for i in range(3):
-            np.add(num, _A[i], out=num)
-            np.multiply(num, z, out=num)
-            if i:
-                np.add(den, _B[i], out=den)
-                np.multiply(den, z, out=den)
-        np.add(num, _A[3], out=num)
+        _cody_ratio(z, _A, _B, num, den)
         np.multiply(x, num, out=num)
-        np.add(den, _B[3], out=den)
         np.divide(num, den, out=num)
     outer = np.flatnonzero(~small)          # nan included: it takes the outer path to nan
     n = outer.size
@@ -380,27 +389,15 @@ def _cody(x, ax, z, num, den, t, u, c):
     uu = ax[:n]     # ax is free once gathered
     np.minimum(y, 30.0, out=y)      # erfc underflows to 0 long before (inf too); nan stays
     # middle range: R(y) = P(y) / Q(y), into zz
-    np.multiply(y, _C[8], out=zz)
-    np.add(y, _D[0], out=dd)
-    np.multiply(dd, y, out=dd)
-    for i in range(7):
-        np.add(zz, _C[i], out=zz)
-        np.multiply(zz, y, out=zz)
-        if i:
-            np.add(dd, _D[i], out=dd)
-            np.multiply(dd, y, out=dd)
-    np.add(zz, _C[7], out=zz)
-    np.add(dd, _D[7], out=dd)
+    _cody_ratio(y, _C, _D, zz, dd)
     np.divide(zz, dd, out=zz)
     far = np.flatnonzero(y > 4.0)
     if far.size:
         yf = y[far]
         w = 1.0 / (yf * yf)
-        p, q = _P[5] * w, w
-        for i in range(4):
-            p = (p + _P[i]) * w
-            q = (q + _Q[i]) * w
-        zz[far] = (_RSQRT_PI - w * (p + _P[4]) / (q + _Q[4])) / yf
+        p, q = np.empty_like(w), np.empty_like(w)
+        _cody_ratio(w, _P, _Q, p, q)
+        zz[far] = (_RSQRT_PI - w * p / q) / yf
     # exp(-y^2) as exp(-ys^2) exp(-(y - ys)(y + ys)), ys = y rounded down to 1/16: the
     # leading square is exact (Cody)
     ys = dd
