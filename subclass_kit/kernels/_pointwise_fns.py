@@ -189,21 +189,6 @@ def integral_identity(ufunc):
     return fn
 
 
-def gelu(x, approximate="none"):
-    if approximate == "tanh":
-        k = math.sqrt(2.0 / math.pi)
-        return 0.5 * x * (1.0 + np.tanh(k * (x + 0.044715 * x * x * x)))
-    # 0.5 * x * (1 + erf(x / sqrt(2))), the same roundings in place: two temporaries where
-    # the expression makes five (each a fresh allocation, page faults included)
-    cdf = erf(x * _SQRT1_2)
-    np.add(1.0, cdf, out=cdf)
-    np.multiply(np.multiply(0.5, x, dtype=cdf.dtype), cdf, out=cdf)
-    return cdf
-
-
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
-
-
 def clamp(out, a, lo=None, hi=None):
     if lo is None:
         np.minimum(a, hi, out=out)

@@ -295,8 +295,18 @@ def _to_copy_rule(self, *, dtype=None, device=None, non_blocking=False, memory_f
     return Spec(self._layout.sizes, _preserved_strides(self, memory_format), dtype, dev)
 
 
+def cast_copy(dst, src):
+    """``np.copyto`` with C++'s casts, as PyTorch's copy kernels: a float out of a narrower
+    type's range becomes inf, or an unspecified integer, silently (numpy warns)."""
+    if dst.dtype == src.dtype:
+        np.copyto(dst, src)
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.copyto(dst, src, casting="unsafe")
+
+
 def _to_copy_fill(outs, spec, self, **kwargs):
-    np.copyto(outs[0], self._array(), casting="unsafe")
+    cast_copy(outs[0], self._array())
 
 
 register_rule(ops._to_copy, _to_copy_rule, _to_copy_fill)
@@ -324,12 +334,12 @@ def copy_(self, src, non_blocking=False):
     check_no_internal_overlap(self)
     check_no_partial_overlap(self, (src,))
     if self._storage.device is not META and not write_in_loop_order(self, (src,), _copy_wave):
-        np.copyto(self._array(), src._array(), casting="unsafe")
+        cast_copy(self._array(), src._array())
     return self
 
 
 def _copy_wave(result, args):
-    np.copyto(result, args[0]._array(), casting="unsafe")
+    cast_copy(result, args[0]._array())
 
 
 def _copy_rule(self, src, non_blocking=False):
@@ -339,7 +349,7 @@ def _copy_rule(self, src, non_blocking=False):
 
 
 def _copy_fill(outs, spec, self, src, non_blocking=False):
-    np.copyto(outs[0], src._array(), casting="unsafe")
+    cast_copy(outs[0], src._array())
 
 
 register_rule(ops.copy, _copy_rule, _copy_fill)

@@ -27,6 +27,7 @@ from ..registry import _lookup, ops, register_kernel, overload_of
 from ..storage import CPU, META, round_to_bfloat16
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
+from ._gelu import gelu, gelu_reduced
 from ._common import (Spec, check_no_internal_overlap, check_no_partial_overlap,
                       check_out_device_first, common_device, resize_out, type_name)
 from ._iter_layout import alloc, contig, layout_of, layout_of_pairs
@@ -108,20 +109,21 @@ class _Info:
     skips the iterator's fast setup, see ``_iter_layout.layout_of``) or a parameter of a
     Scalar overload (``pow.Tensor_Scalar``); ``_register`` replaces it by those positions.
     ``bfloat16_fn``: computes bfloat16 results instead of ``fn`` when PyTorch's kernel rounds
-    intermediate results to bfloat16 (``fn`` sees float32 arrays and rounds once).
+    intermediate results to bfloat16 (``fn`` sees float32 arrays and rounds once), or takes
+    another path for it; ``float16_fn`` likewise for float16.
     ``exact_numbers``: a bfloat16 computation uses a wrapped number's exact value (PyTorch's
     ``mul``/``div`` kernels read ``original_scalar_value``); otherwise the number, and
     ``alpha``, are first rounded to bfloat16, as TensorIterator casts them."""
 
     __slots__ = ("bfloat16_fn", "cast_name", "check", "data_check", "exact_numbers", "fast",
-                 "fn", "kind", "kname", "name", "opmath", "out_check", "post", "unsupported",
+                 "float16_fn", "fn", "kind", "kname", "name", "opmath", "out_check", "post", "unsupported",
                  "wrapped")
 
     def __init__(self, name, kind, fn, kname=None, unsupported=frozenset(), check=None,
                  post=None, opmath=False, cast_name=type_name, out_check=None,
                  data_check=None, fast=True, wrapped=True, bfloat16_fn=None,
-                 exact_numbers=False):
-        self.wrapped, self.bfloat16_fn = wrapped, bfloat16_fn
+                 float16_fn=None, exact_numbers=False):
+        self.wrapped, self.bfloat16_fn, self.float16_fn = wrapped, bfloat16_fn, float16_fn
         self.exact_numbers = exact_numbers
         self.name, self.kind, self.fn = name, kind, fn
         self.kname, self.unsupported = kname or f"{name}_cpu", unsupported
@@ -196,6 +198,8 @@ def _make_fill(info):
             alpha = kwargs.get("alpha")
             if rounds_numbers and alpha is not None and alpha.__class__ is not bool:
                 kwargs = {**kwargs, "alpha": float(round_to_bfloat16(alpha))}
+        elif common is dt.float16 and info.float16_fn is not None:
+            fn = info.float16_fn
         cn = common.numpy
         if opmath and common is dt.float16:
             cn = _F32
@@ -242,6 +246,8 @@ def _fast_dtypes(info) -> frozenset:
         ok = ok - {dt.float16}
     if info.bfloat16_fn is not None:
         ok = ok - {dt.bfloat16}
+    if info.float16_fn is not None:
+        ok = ok - {dt.float16}
     return ok if info.kind.__class__ is str else frozenset()
 
 
@@ -475,8 +481,9 @@ _INFOS = {
     ops.logical_not: _Info("logical_not", "bool", fns.uf(np.logical_not)),
     ops.bitwise_not: _Info("bitwise_not", "same", fns.uf(np.invert), unsupported=_NOT_FLOAT),
     ops.erf: _Info("erf", "float", fns.expr(fns.erf), opmath=True),
-    ops.gelu: _Info("gelu", "same", fns.expr(fns.gelu), "GeluKernelImpl", _FLOAT_ONLY,
-                    fns.check_gelu, opmath=True),
+    ops.gelu: _Info("gelu", "same", fns.expr(gelu), "GeluKernelImpl", _FLOAT_ONLY,
+                    fns.check_gelu, opmath=True, bfloat16_fn=fns.expr(gelu_reduced),
+                    float16_fn=fns.expr(gelu_reduced)),
     ops.silu: _Info("silu", "same", fns.silu, unsupported=_FLOAT_ONLY, opmath=True),
     ops.clamp: _Info("clamp", "promote", fns.clamp, fns.clamp_kname, _NOT_BOOL,
                      fns.check_clamp, fns.post_clamp, cast_name=cpp_name, out_check="found",

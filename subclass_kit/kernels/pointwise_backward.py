@@ -13,20 +13,18 @@ dtype errors are PyTorch's: ``"threshold_cpu" not implemented for 'Bool'``,
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import _dtype as dt
 from ..registry import ops
 from . import _pointwise_fns as fns
+from ._gelu import gelu_backward
 from ._common import Spec, register_rule, type_name
 from ._scalars import quiet, unquiet
 from .pointwise import _BOOL, _INTEGRAL, _Info, pointwise_spec
 
 _F32 = np.dtype(np.float32)
-_M_SQRT1_2 = math.sqrt(0.5)
-_M_2_SQRTPI = 2.0 / math.sqrt(math.pi)
+_REDUCED = (dt.float16, dt.bfloat16)
 
 
 def _make_rule(info: _Info, kname: str, unsupported, check=None, self_first=False):
@@ -44,13 +42,16 @@ def _make_rule(info: _Info, kname: str, unsupported, check=None, self_first=Fals
     return rule
 
 
-def _make_fill(compute):
+def _make_fill(compute, reduced=False):
     """``compute(dy, x, *args, **kwargs) -> array`` on the operands in the computation dtype
-    (float32 for float16)."""
+    (float32 for float16); ``reduced``: ``compute`` takes ``reduced=True`` for float16 and
+    bfloat16 (PyTorch's kernel takes another path for them)."""
     def fill(outs, spec, grad_output, other, *args, **kwargs):
         cn = spec.compute.numpy
         if spec.compute is dt.float16:
             cn = _F32
+        if reduced and spec.compute in _REDUCED:
+            kwargs = {**kwargs, "reduced": True}
         dy = grad_output._array().astype(cn, copy=False)
         x = other._array().astype(cn, copy=False)
         token = quiet() if cn.kind == "f" else None
@@ -68,32 +69,6 @@ def _threshold(dy, x, threshold):
     return np.where(x <= thr, np.zeros((), x.dtype), dy)
 
 
-def _gelu(dy, x, *, approximate="none"):
-    if approximate == "tanh":
-        beta = math.sqrt(2.0) * _M_2_SQRTPI * 0.5
-        kappa = 0.044715
-        x_sq = x * x
-        t = np.tanh(beta * (x + kappa * x_sq * x))
-        left = 0.5 * x
-        right = 1 + t
-        right_derivative = left * (1 - t * t) * beta * (1 + 3 * kappa * x_sq)
-        return dy * (0.5 * right + right_derivative)
-    # dy * (cdf + x * pdf), cdf = 0.5 (1 + erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi):
-    # the expression's roundings, in two temporaries instead of ten fresh ones
-    cdf = fns.erf(x * _M_SQRT1_2)
-    np.add(1, cdf, out=cdf)
-    np.multiply(0.5, cdf, out=cdf)
-    pdf = np.multiply(-0.5, x, out=np.empty_like(cdf))
-    np.multiply(pdf, x, out=pdf)
-    np.exp(pdf, out=pdf)
-    np.multiply(pdf, _M_2_SQRTPI * _M_SQRT1_2 * 0.5, out=pdf)
-    np.multiply(x, pdf, out=pdf)
-    np.add(cdf, pdf, out=cdf)
-    if dy.shape != cdf.shape or dy.dtype != cdf.dtype:
-        return dy * cdf         # dy broadcasts over x: a result of its own shape
-    return np.multiply(dy, cdf, out=cdf)
-
-
 def _sigmoid(dy, y):
     return dy * (1 - y) * y
 
@@ -109,6 +84,6 @@ register_rule(ops.threshold_backward,
               _make_rule(_PROMOTE, "threshold_cpu", _BOOL, self_first=True), _make_fill(_threshold))
 register_rule(ops.gelu_backward,
               _make_rule(_PROMOTE, "GeluBackwardKernelImpl", _NOT_FLOAT, _check_gelu),
-              _make_fill(_gelu))
+              _make_fill(gelu_backward, reduced=True))
 register_rule(ops.sigmoid_backward,
               _make_rule(_PROMOTE, "sigmoid_backward_cpu", _NOT_FLOAT), _make_fill(_sigmoid))
