@@ -119,6 +119,8 @@ def expand_error(sizes, target) -> RuntimeError:
 def _check_expands(self, target):
     """addmm expands ``self`` to the product's shape (PyTorch's ``expand_size``)."""
     sizes = self._layout.sizes
+    if sizes == target or (len(sizes) == 1 and sizes[0] == target[-1]):
+        return      # (the bias of a Linear)
     if len(sizes) > len(target):
         raise RuntimeError(
             f"expand({type_string(self._dtype)}{{{format_size(sizes)}}}, "
@@ -137,11 +139,12 @@ def _addmm_rule(self, mat1, mat2, *, beta=1, alpha=1):
     if mat1._dtype is not mat2._dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{type_name(mat1._dtype)} and {type_name(mat2._dtype)}")
-    if mat1.ndim != 2:
-        raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
-    if mat2.ndim != 2:
-        raise RuntimeError(f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
-    (n, k), (k2, m) = mat1._layout.sizes, mat2._layout.sizes
+    s1, s2 = mat1._layout.sizes, mat2._layout.sizes
+    if len(s1) != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {len(s1)}-D tensor")
+    if len(s2) != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {len(s2)}-D tensor")
+    (n, k), (k2, m) = s1, s2
     if k != k2:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
     _check_expands(self, (n, m))
@@ -156,16 +159,19 @@ def _scalar_for(dtype, value):
 
 
 def _addmm_fill(outs, spec, self, mat1, mat2, *, beta=1, alpha=1):
-    beta, alpha = _scalar_for(spec.dtype, beta), _scalar_for(spec.dtype, alpha)
     out = outs[0]
+    if alpha == 1 and beta == 1:
+        a, b, c = mat1._array(), mat2._array(), self._array()
+        if (out.dtype == a.dtype == b.dtype == c.dtype and a.dtype != np.float16
+                and out.flags.c_contiguous and not np.may_share_memory(out, c)):
+            # The common Linear call: the product written straight into the output (numpy's
+            # matmul copies an operand the output overlaps), then the bias added in place:
+            # the same two roundings as below, no temporaries.
+            np.matmul(a, b, out=out)
+            np.add(out, c, out=out)
+            return
+    beta, alpha = _scalar_for(spec.dtype, beta), _scalar_for(spec.dtype, alpha)
     a, b = _compute_array(mat1), _compute_array(mat2)
-    if (alpha == 1 and beta == 1 and out.dtype == a.dtype == b.dtype and out.flags.c_contiguous
-            and not any(np.may_share_memory(out, t) for t in (a, b, self._array()))):
-        # The common Linear call: the product written straight into the output, then the
-        # bias added in place (the same two roundings as below, no temporaries).
-        np.matmul(a, b, out=out)
-        np.add(out, _compute_array(self), out=out)
-        return
     prod = np.matmul(a, b)
     if alpha != 1:
         prod = prod * np.asarray(alpha, prod.dtype)
