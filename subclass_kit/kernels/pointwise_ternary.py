@@ -19,7 +19,11 @@ from .. import _dtype as dt
 from ..registry import ops
 from ..tensor import Tensor
 from ._scalars import cpp_name, wrap_scalar
-from .pointwise import _BOOL, _INTEGRAL, _Info, _register
+from ..registry import overload_of
+from ..storage import CPU
+from ._iter_layout import contig
+from ._scalars import quiet, unquiet
+from .pointwise import _BOOL, _INTEGRAL, _Info, _fast_operands, _register
 
 _ADDCDIV_INTEGER = (
     "Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
@@ -71,8 +75,10 @@ def _combine(out, self, v, t1, t2, ufunc):
     """``out = self + v * t1 <ufunc> t2`` evaluated left to right as PyTorch's kernels do,
     reusing one temporary (written into ``out`` directly when it has the result's dtype)."""
     r = np.asarray(np.multiply(v, t1))
-    r = ufunc(r, t2, out=r if r.shape == np.broadcast_shapes(r.shape, np.shape(t2)) else None)
-    if out.dtype == np.result_type(self, r):
+    shape = np.shape(t2)
+    r = ufunc(r, t2, out=r if r.shape == shape or r.shape == np.broadcast_shapes(r.shape, shape)
+              else None)
+    if out.dtype == r.dtype == self.dtype or out.dtype == np.result_type(self, r):
         np.add(self, r, out=out)
     else:
         np.copyto(out, self + r, casting="unsafe")
@@ -106,3 +112,40 @@ _INFOS = {
 
 for _op, _info in _INFOS.items():
     _register(_op, _info)
+
+
+# In-place fast path (the optimizer's lerp_ / addcmul_ / addcdiv_ on every parameter, every step):
+# a contiguous float32/float64 cpu ``self``, tensor operands of its dtype and shape on cpu that
+# do not share its storage (``_fast_operands``), and a Python number for the scalar pass every
+# check of the full kernel, so they go straight to the compute: the same arithmetic.
+_FAST = frozenset([dt.float32, dt.float64])
+
+
+def _fast_inplace(op_, compute, n_tensors, scalar_name):
+    op_ = overload_of(op_)
+    full = op_._kernels["cpu"]
+
+    def kernel(self, *args, **kwargs):
+        d = self._dtype
+        sizes = self._layout.sizes
+        if (d in _FAST and self._storage.device is CPU and self._layout.strides == contig(sizes)
+                and len(args) <= n_tensors + 1 and kwargs.keys() <= {scalar_name}):
+            scalar = args[n_tensors] if len(args) > n_tensors else kwargs.get(scalar_name, 1)
+            arrays = _fast_operands(args[:n_tensors], d, sizes, self)
+            if arrays is not None and len(arrays) == n_tensors and (
+                    scalar.__class__ is float or scalar.__class__ is int):
+                target = self._array()
+                token = quiet()
+                try:
+                    compute(target, target, *arrays, scalar)
+                finally:
+                    unquiet(token)
+                return self
+        return full(self, *args, **kwargs)
+
+    op_._kernels["cpu"] = kernel
+
+
+_fast_inplace(ops.lerp_.Scalar, _lerp, 1, "weight")
+_fast_inplace(ops.addcmul_.default, _addcmul, 2, "value")
+_fast_inplace(ops.addcdiv_.default, _addcdiv, 2, "value")
