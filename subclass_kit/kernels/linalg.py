@@ -77,8 +77,17 @@ def _mm_rule(self, mat2):
     return _spec((n, m), self._dtype, (self, mat2))
 
 
+def _product_into(out, a, b):
+    """``out = a @ b``: straight into ``out`` when the dtypes agree (numpy's matmul copies an
+    operand the output overlaps), else through a temporary and a cast."""
+    if out.dtype == a.dtype == b.dtype:
+        np.matmul(a, b, out=out)
+    else:
+        _store(out, np.matmul(a, b))
+
+
 def _mm_fill(outs, spec, self, mat2):
-    _store(outs[0], np.matmul(_compute_array(self), _compute_array(mat2)))
+    _product_into(outs[0], _compute_array(self), _compute_array(mat2))
 
 
 # -- bmm -----------------------------------------------------------------------------------------
@@ -100,7 +109,7 @@ def _bmm_rule(self, mat2):
 
 
 def _bmm_fill(outs, spec, self, mat2):
-    _store(outs[0], np.matmul(_compute_array(self), _compute_array(mat2)))
+    _product_into(outs[0], _compute_array(self), _compute_array(mat2))
 
 
 # -- addmm ---------------------------------------------------------------------------------------

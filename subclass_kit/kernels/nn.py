@@ -148,16 +148,25 @@ def _layer_norm_fill(outs, spec, input, normalized_shape, weight, bias, eps):
     if rows == 0:
         return
     with np.errstate(all="ignore"):
-        mean = x.mean(axis=1, keepdims=True)
-        var = np.mean(np.square(x - mean), axis=1, keepdims=True)
+        # mean and biased variance as x.mean / np.mean compute them (a pairwise sum, then a
+        # division), normalised, scaled and shifted in place: the same roundings in two
+        # row-sized temporaries (the output itself when it has the compute dtype)
+        mean = np.add.reduce(x, axis=1, keepdims=True)
+        np.true_divide(mean, cols, out=mean, casting="unsafe")
+        d = np.subtract(x, mean)
+        y = out.reshape(rows, cols) if out.dtype == x.dtype else np.empty_like(d)
+        np.multiply(d, d, out=y)
+        var = np.add.reduce(y, axis=1, keepdims=True)
+        np.true_divide(var, cols, out=var, casting="unsafe")
         rstd = 1.0 / np.sqrt(var + np.asarray(eps, x.dtype))
-        y = (x - mean) * rstd
+        np.multiply(d, rstd, out=y)
         y = y.reshape(sizes)
         if weight is not None:
-            y = y * _opmath(weight._array())
+            np.multiply(y, _opmath(weight._array()), out=y)
         if bias is not None:
-            y = y + _opmath(bias._array())
-    np.copyto(out, y, casting="unsafe")
+            np.add(y, _opmath(bias._array()), out=y)
+    if y.base is not out and y is not out:
+        np.copyto(out, y, casting="unsafe")
     np.copyto(mean_out, mean.reshape(mean_out.shape), casting="unsafe")
     np.copyto(rstd_out, rstd.reshape(rstd_out.shape), casting="unsafe")
 
