@@ -113,3 +113,16 @@ def test_gelu_any_length_and_dtype_within_tolerance(n, scale, dtype):
     np.testing.assert_allclose(g.float().numpy(),
                                torch.ops.aten.gelu_backward(t, t).float().numpy(),
                                rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "column slice", "17 elements"])
+def test_gelu_in_place_and_out_equal_the_functional_result(layout):
+    """The kernels reuse the output array as scratch space, never when it is the input."""
+    base = sk.tensor(_source(3).numpy())
+    want = sk.nn.functional.gelu(LAYOUTS[layout](base)).numpy()
+    x = LAYOUTS[layout](base.clone())
+    assert sk.ops.gelu_(x) is x
+    assert x.numpy().view(np.int32).tolist() == want.view(np.int32).tolist()
+    out = sk.empty(want.shape)
+    sk.ops.gelu.out(LAYOUTS[layout](base), out=out)
+    assert out.numpy().view(np.int32).tolist() == want.view(np.int32).tolist()

@@ -47,10 +47,12 @@ def _onednn(x) -> bool:
     return x.flags.c_contiguous and x.size > 1
 
 
-def _as_terms(z):
+def _as_terms(z, out=None, consume=False):
     """``q = exp(-z^2)`` and ``e = q t R(t)``, so that A&S's erf(z) is
-    ``sign(z) (1 - e)``; both float32 arrays shaped and laid out like ``z``."""
-    t = np.abs(z)
+    ``sign(z) (1 - e)``; both float32 arrays shaped and laid out like ``z``. ``e`` goes into
+    ``out`` when given (laid out as ``z``), ``q`` into ``z`` itself when ``consume``: each a
+    fresh array less (a large one costs its page faults)."""
+    t = np.abs(z, out=out)
     np.multiply(t, _AS_P, out=t)
     np.add(t, _ONE, out=t)
     np.divide(_ONE, t, out=t)
@@ -59,7 +61,7 @@ def _as_terms(z):
         np.add(r, c, out=r)
         np.multiply(r, t, out=r)
     np.add(r, _AS_R[-1], out=r)
-    q = np.multiply(z, z)
+    q = np.multiply(z, z, out=z if consume else None)
     np.negative(q, out=q)
     with np.errstate(under="ignore"):
         np.exp(q, out=q)
@@ -96,24 +98,37 @@ def _loop_rows(*operands):
     return lambda a: a.transpose(perm).reshape(shape)      # views: only contiguous dims merge
 
 
-def _aten_erf(z, *operands, step=_VEC_STEP):
+def _aten_erf(z, *operands, step=_VEC_STEP, out=None, consume=False):
     """erf of float32 ``z = x / sqrt 2`` (laid out as ``x``, or compact in its order) as
     ATen's GeluKernel computes it over ``operands`` (``x``, or ``dy, x``): A&S on each full
     ``step`` of a loop row whose elements are adjacent, ``erf`` on the rest of the row and on
-    every row of a scalar loop."""
+    every row of a scalar loop. ``out`` and ``consume`` as for ``_as_terms`` (the sign is then
+    read from the first operand, ``x``)."""
     rows = _loop_rows(*operands)
     if rows is None:
         return erf(z)
-    e = _as_erf(z, _as_terms(z)[1])
     tail = rows(z).shape[-1] % step
+    exact = erf(rows(z)[..., -tail:]) if tail else None
+    e = _as_erf(operands[-1] if consume else z, _as_terms(z, out, consume)[1])
     if tail:
-        rows(e)[..., -tail:] = erf(rows(z)[..., -tail:])
+        rows(e)[..., -tail:] = exact
     return e
 
 
-def gelu(x, approximate="none", *, reduced=False):
-    """gelu of the float array ``x`` (module docstring); returns a fresh array of its dtype.
-    ``reduced``: ``x`` holds a float16 or bfloat16 tensor's values in float32."""
+def _buffer(out, z, *operands):
+    """``out`` when it can hold a float32 temporary laid out as ``z`` while the ``operands``
+    are still read (no overlap: an in-place ``gelu_`` writes into its input), else None."""
+    if out is not None and out.dtype == _F32 and out.shape == z.shape and \
+            out.strides == z.strides and \
+            not any(np.may_share_memory(out, a) for a in operands):
+        return out
+    return None
+
+
+def gelu(x, approximate="none", *, reduced=False, out=None):
+    """gelu of the float array ``x`` (module docstring); returns an array of its dtype, ``out``
+    when it could be written there. ``reduced``: ``x`` holds a float16 or bfloat16 tensor's
+    values in float32."""
     if x.ndim == 0:     # (numpy's 0-d arithmetic gives scalars, which take no ``out=``)
         return gelu(x.reshape(1), approximate, reduced=reduced).reshape(())
     if approximate == "tanh":
@@ -127,8 +142,11 @@ def gelu(x, approximate="none", *, reduced=False):
         np.multiply(np.multiply(0.5, x, dtype=cdf.dtype), cdf, out=cdf)
         return cdf
     onednn = not reduced and _onednn(x)
-    res = (_as_erf(z, _as_terms(z)[1]) if onednn
-           else _aten_erf(z, x, step=_VEC_STEP_REDUCED if reduced else _VEC_STEP))
+    # z's buffer takes exp(-z^2), then x / 2; the sign comes from x (z's is x's)
+    buf = _buffer(out, z, x)
+    res = (_as_erf(x, _as_terms(z, buf, consume=True)[1]) if onednn
+           else _aten_erf(z, x, step=_VEC_STEP_REDUCED if reduced else _VEC_STEP, out=buf,
+                          consume=True))
     np.add(_ONE, res, out=res)
     np.multiply(np.multiply(x, _HALF, out=z), res, out=res)
     if onednn:
@@ -137,14 +155,23 @@ def gelu(x, approximate="none", *, reduced=False):
     return res
 
 
-def gelu_reduced(x, approximate="none"):
-    """``gelu`` of a float16 or bfloat16 tensor's values in float32."""
-    return gelu(x, approximate, reduced=True)
+def gelu_into(out, x, approximate="none"):
+    """``gelu`` as a pointwise compute: the result written into ``out``."""
+    res = gelu(x, approximate, out=out)
+    if res is not out:
+        np.copyto(out, res, casting="unsafe")
 
 
-def gelu_backward(dy, x, approximate="none", *, reduced=False):
+def gelu_reduced_into(out, x, approximate="none"):
+    """``gelu_into`` of a float16 or bfloat16 tensor's values in float32."""
+    res = gelu(x, approximate, reduced=True, out=out)
+    if res is not out:
+        np.copyto(out, res, casting="unsafe")
+
+
+def gelu_backward(dy, x, approximate="none", *, reduced=False, out=None):
     """d gelu(x) / dx times ``dy`` (float arrays of one dtype; ``dy`` may broadcast over
-    ``x``); a fresh array. ``reduced`` as for ``gelu``."""
+    ``x``); an array, ``out`` when it could be written there. ``reduced`` as for ``gelu``."""
     if x.ndim == 0:
         return gelu_backward(dy, x.reshape(1), approximate,
                              reduced=reduced).reshape(np.shape(dy))
@@ -158,8 +185,9 @@ def gelu_backward(dy, x, approximate="none", *, reduced=False):
         right_derivative = left * (1 - t * t) * beta * (1 + 3 * kappa * x_sq)
         return dy * (0.5 * right + right_derivative)
     z = x * _SQRT1_2
+    buf = _buffer(out, z, x, dy) if np.shape(dy) == x.shape else None
     if x.dtype == _F32 and not reduced and _onednn(x):
-        q, e = _as_terms(z)
+        q, e = _as_terms(z, buf)
         res = _as_erf(z, e)
         np.multiply(res, _HALF, out=res)
         np.multiply(z, _RSQRT_PI, out=z)
@@ -170,7 +198,7 @@ def gelu_backward(dy, x, approximate="none", *, reduced=False):
         # cdf + x pdf, cdf = 0.5 (1 + erf(z)), pdf = exp(-x^2 / 2) / sqrt(2 pi), in two
         # temporaries
         res = (_aten_erf(z, *np.broadcast_arrays(dy, x),
-                         step=_VEC_STEP_REDUCED if reduced else _VEC_STEP)
+                         step=_VEC_STEP_REDUCED if reduced else _VEC_STEP, out=buf)
                if x.dtype == _F32 else erf(z))
         np.add(1, res, out=res)
         np.multiply(0.5, res, out=res)

@@ -27,7 +27,7 @@ from ..registry import _lookup, ops, register_kernel, overload_of
 from ..storage import CPU, META, round_to_bfloat16
 from ..tensor import Tensor
 from . import _pointwise_fns as fns
-from ._gelu import gelu, gelu_reduced
+from ._gelu import gelu_into, gelu_reduced_into
 from ._common import (Spec, check_no_internal_overlap, check_no_partial_overlap,
                       check_out_device_first, common_device, resize_out, type_name)
 from ._iter_layout import alloc, contig, layout_of, layout_of_pairs
@@ -481,9 +481,9 @@ _INFOS = {
     ops.logical_not: _Info("logical_not", "bool", fns.uf(np.logical_not)),
     ops.bitwise_not: _Info("bitwise_not", "same", fns.uf(np.invert), unsupported=_NOT_FLOAT),
     ops.erf: _Info("erf", "float", fns.expr(fns.erf), opmath=True),
-    ops.gelu: _Info("gelu", "same", fns.expr(gelu), "GeluKernelImpl", _FLOAT_ONLY,
-                    fns.check_gelu, opmath=True, bfloat16_fn=fns.expr(gelu_reduced),
-                    float16_fn=fns.expr(gelu_reduced)),
+    ops.gelu: _Info("gelu", "same", gelu_into, "GeluKernelImpl", _FLOAT_ONLY,
+                    fns.check_gelu, opmath=True, bfloat16_fn=gelu_reduced_into,
+                    float16_fn=gelu_reduced_into),
     ops.silu: _Info("silu", "same", fns.silu, unsupported=_FLOAT_ONLY, opmath=True),
     ops.clamp: _Info("clamp", "promote", fns.clamp, fns.clamp_kname, _NOT_BOOL,
                      fns.check_clamp, fns.post_clamp, cast_name=cpp_name, out_check="found",

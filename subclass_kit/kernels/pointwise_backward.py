@@ -42,10 +42,11 @@ def _make_rule(info: _Info, kname: str, unsupported, check=None, self_first=Fals
     return rule
 
 
-def _make_fill(compute, reduced=False):
+def _make_fill(compute, reduced=False, into=False):
     """``compute(dy, x, *args, **kwargs) -> array`` on the operands in the computation dtype
     (float32 for float16); ``reduced``: ``compute`` takes ``reduced=True`` for float16 and
-    bfloat16 (PyTorch's kernel takes another path for them)."""
+    bfloat16 (PyTorch's kernel takes another path for them); ``into``: it takes ``out=``, the
+    output array, and may return it written."""
     def fill(outs, spec, grad_output, other, *args, **kwargs):
         cn = spec.compute.numpy
         if spec.compute is dt.float16:
@@ -56,11 +57,14 @@ def _make_fill(compute, reduced=False):
         x = other._array().astype(cn, copy=False)
         token = quiet() if cn.kind == "f" else None
         try:
+            if into:
+                kwargs = {**kwargs, "out": outs[0]}
             res = compute(dy, x, *args, **kwargs)
         finally:
             if token is not None:
                 unquiet(token)
-        np.copyto(outs[0], res, casting="unsafe")
+        if res is not outs[0]:
+            np.copyto(outs[0], res, casting="unsafe")
     return fill
 
 
@@ -84,6 +88,6 @@ register_rule(ops.threshold_backward,
               _make_rule(_PROMOTE, "threshold_cpu", _BOOL, self_first=True), _make_fill(_threshold))
 register_rule(ops.gelu_backward,
               _make_rule(_PROMOTE, "GeluBackwardKernelImpl", _NOT_FLOAT, _check_gelu),
-              _make_fill(gelu_backward, reduced=True))
+              _make_fill(gelu_backward, reduced=True, into=True))
 register_rule(ops.sigmoid_backward,
               _make_rule(_PROMOTE, "sigmoid_backward_cpu", _NOT_FLOAT), _make_fill(_sigmoid))
