@@ -311,3 +311,23 @@ def test_rms_norm_shape_errors():
         w = None if weight is None else make(weight)
         check(lambda a, b, n=normalized: TF.rms_norm(a, n, b),
               lambda a, b, n=normalized: F.rms_norm(a, n, b), make(shape), w)
+
+
+@given(n=st.integers(0, 400), vocab=st.integers(1, 80), dim=st.sampled_from([1, 3, 64]),
+       padding_idx=st.sampled_from([-1, 0, 2]), scale=st.booleans(),
+       dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_embedding_dense_backward_is_torchs_bit_for_bit(n, vocab, dim, padding_idx, scale, dtype):
+    """Repeated indices add their gradient rows in index order, as PyTorch's loop does (float
+    sums depend on the order). With ``scale_grad_by_freq`` PyTorch fuses the scaling into a
+    multiply-add: last-place differences there."""
+    gen = torch.Generator().manual_seed(n * 7 + vocab)
+    grad = torch.randn(n, dim, generator=gen, dtype=dtype) * 10
+    skew = torch.randint(0, vocab, (n,), generator=gen)
+    idx = torch.where(torch.rand(n, generator=gen) < 0.5, skew, skew % 3 % vocab)
+    pad = padding_idx if padding_idx < vocab else -1
+    theirs = torch.ops.aten.embedding_dense_backward(grad, idx, vocab, pad, scale)
+    ours = sk.ops.embedding_dense_backward(to_sk(grad), to_sk(idx), vocab, pad, scale)
+    if scale:
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-5)
+    else:
+        assert ours.numpy().tobytes() == theirs.numpy().tobytes()
