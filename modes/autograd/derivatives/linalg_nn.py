@@ -111,9 +111,10 @@ def _(ctx, grad, _grad_mean, _grad_rstd):
     # weight and bias need a gradient. As in PyTorch, gradients reaching the mean and rstd
     # outputs are ignored.
     _, mean, rstd = ctx.results
+    need = ctx.needs_input_grad
+    mask = [need[0], need[1] and ctx.weight is not None, need[2] and ctx.bias is not None]
     return sk.ops.native_layer_norm_backward.default(
-        grad, ctx.input, ctx.normalized_shape, mean, rstd, ctx.weight, ctx.bias,
-        list(ctx.needs_input_grad))
+        grad, ctx.input, ctx.normalized_shape, mean, rstd, ctx.weight, ctx.bias, mask)
 
 
 def _row_mean(t, dims):
