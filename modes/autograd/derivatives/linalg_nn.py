@@ -105,11 +105,11 @@ def _(ctx, grad):
 # -- layer norm ----------------------------------------------------------------------------------
 @derivative("native_layer_norm.default", "NativeLayerNormBackward0",
             inputs=("input", "weight", "bias"), save=("input", "weight", "bias", "result1",
-                                                      "result2"))
+                                                      "result2"), outputs=(True, False, False))
 def _(ctx, grad, _grad_mean, _grad_rstd):
     # PyTorch's yaml: one native_layer_norm_backward call, the mask saying which of input,
-    # weight and bias need a gradient. As in PyTorch, gradients reaching the mean and rstd
-    # outputs are ignored.
+    # weight and bias need a gradient. mean and rstd are not differentiable outputs
+    # (output_differentiability [True, False, False]): they never require grad.
     _, mean, rstd = ctx.results
     need = ctx.needs_input_grad
     mask = [need[0], need[1] and ctx.weight is not None, need[2] and ctx.bias is not None]
