@@ -306,30 +306,38 @@ def _layer_norm_backward_fill(outs, spec, grad_out, input, normalized_shape, mea
     dy = _opmath(grad_out._array()).reshape(rows, cols)
     mu = mean._array().reshape(rows, 1).astype(x.dtype, copy=False)
     rs = rstd._array().reshape(rows, 1).astype(x.dtype, copy=False)
+    ones_row = np.ones(cols, x.dtype)
+    scratch = np.empty_like(x)
     with np.errstate(all="ignore"):
         if dx_out is not None:
             # PyTorch's row formula: with dyg = dy * weight, db = sum(dyg), ds = sum(dyg * x),
             # dx = rstd * dyg + b * x + c, b = (db * mean - ds) * rstd^3 / N,
-            # c = -b * mean - db * rstd / N (x_hat folded into b and c: no x_hat array)
-            dyg = dy * _opmath(weight._array()).reshape(1, cols) if weight is not None else dy
-            db = np.add.reduce(dyg, axis=1, keepdims=True)
-            ds = np.add.reduce(dyg * x, axis=1, keepdims=True)
+            # c = -b * mean - db * rstd / N (x_hat folded into b and c: no x_hat array).
+            # Row sums as products with a ones vector / einsum (no product array).
+            dyg = np.multiply(dy, _opmath(weight._array()).reshape(1, cols)) \
+                if weight is not None else dy
+            db = (dyg @ ones_row).reshape(rows, 1)
+            ds = np.einsum("ij,ij->i", dyg, x).reshape(rows, 1)
             scale = x.dtype.type(1.0 / cols)
             b = (db * mu - ds) * (rs * rs * rs) * scale
             c = -b * mu - db * rs * scale
-            dx = dyg * rs
-            dx += x * b
+            direct = dx_out.dtype == x.dtype
+            dx = dx_out.reshape(rows, cols) if direct else np.empty_like(x)
+            np.multiply(dyg, rs, out=dx)
+            np.multiply(x, b, out=scratch)
+            dx += scratch
             dx += c
-            np.copyto(dx_out, dx.reshape(dx_out.shape), casting="unsafe")
+            if not direct:
+                np.copyto(dx_out, dx.reshape(dx_out.shape), casting="unsafe")
         if dw_out is not None:
-            # sum over the rows of dy * x_hat
-            x_hat = np.subtract(x, mu)
-            x_hat *= rs
-            x_hat *= dy
-            np.copyto(dw_out, np.add.reduce(x_hat, axis=0).reshape(dw_out.shape),
-                      casting="unsafe")
+            # the column sums of dy * x_hat
+            np.subtract(x, mu, out=scratch)
+            scratch *= rs
+            dw = np.einsum("ij,ij->j", scratch, dy)
+            np.copyto(dw_out, dw.reshape(dw_out.shape), casting="unsafe")
         if db_out is not None:
-            np.copyto(db_out, np.add.reduce(dy, axis=0).reshape(db_out.shape), casting="unsafe")
+            dbias = np.ones(rows, x.dtype) @ dy
+            np.copyto(db_out, dbias.reshape(db_out.shape), casting="unsafe")
 
 
 def _embedding_backward_rule(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
