@@ -107,6 +107,11 @@ def check_formula(op, sample, torch, seed=0, rtol=RTOL, atol=ATOL):
     problems = []
     grads, tgrad_outs, touts_used = [], [], []
     for i, (r, t) in enumerate(zip(results, touts)):
+        if r is None or t is None:      # an output the op did not compute (undefined in torch)
+            if (r is None) != (t is None):
+                problems.append(f"{key}{sample!r}: output {i} is {r!r}, torch's {t!r}")
+            grads.append(None)
+            continue
         if not (r.dtype.is_floating_point and t.requires_grad):
             grads.append(None)
             continue
@@ -115,8 +120,9 @@ def check_formula(op, sample, torch, seed=0, rtol=RTOL, atol=ATOL):
         tgrad_outs.append(torch.tensor(g, dtype=t.dtype))
         touts_used.append(t)
     if not touts_used:
-        if not touts:           # no outputs at all (unbind of an empty dim)
-            return []
+        # no outputs at all (unbind of an empty dim), or none computed (an all-False mask)
+        if all(t is None for t in touts):
+            return problems
         return [f"{key}{sample!r}: torch output does not require grad"]
     name = touts_used[0].grad_fn.name()
     if name != formula.node:
@@ -228,7 +234,8 @@ def check_meta(op, sample):
     for device in ("cpu", "meta"):
         args, kwargs, _ = build(sample, "sk", device, op=op)
         results = _flat(op(*args, **kwargs))
-        grads = [sk.ones_like(r) if r.dtype.is_floating_point else None for r in results]
+        grads = [sk.ones_like(r) if r is not None and r.dtype.is_floating_point else None
+                 for r in results]
         grads_by_device[device] = formulas.apply_formula(op, args, kwargs, tuple(results),
                                                          grads, validate=False)
     problems = []
@@ -274,7 +281,7 @@ def expanded_grad_problems(op, samples):
         for expanded in (False, True):
             grads = []
             for r in results:
-                if not r.dtype.is_floating_point:
+                if r is None or not r.dtype.is_floating_point:
                     grads.append(None)
                 elif expanded:
                     grads.append(sk.scalar_tensor(0.625, dtype=r.dtype).expand(list(r.shape)))
@@ -309,7 +316,8 @@ def ops_run_by_formula(op, samples) -> set:
     for s in samples:
         args, kwargs, _ = build(s, "sk", op=op)
         results = _flat(op(*args, **kwargs))
-        grads = [sk.ones_like(r) if r.dtype.is_floating_point else None for r in results]
+        grads = [sk.ones_like(r) if r is not None and r.dtype.is_floating_point else None
+                 for r in results]
         if all(g is None for g in grads):       # an integral result: nothing to differentiate
             continue
         if formulas.FORMULAS[qualified(op)].node == "torch::autograd::NotImplemented":

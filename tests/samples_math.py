@@ -419,6 +419,43 @@ ENTRIES["native_layer_norm.default"] = E(
      S(F((0, 4)), [4], None, None, 1e-5)],
     [S(F((2, 3, 4)), [3], None, None, 1e-5), S(F((2, 3, 4)), [4], F((3,)), None, 1e-5)],
     rtol=1e-5, atol=1e-5)
+
+
+def _lnb(shape, k, dtype="float32", params=True, mask=(True, True, True), layout="contig",
+         param_dtype=None, **kw):
+    """A native_layer_norm_backward sample: grad and input of ``shape`` normalized over the
+    last ``k`` dims, mean/rstd of the forward's (rows..., 1...) shape (rstd positive),
+    weight/bias (``params``: both, "weight", "bias" or False) in ``param_dtype``. (float16
+    input with float32 parameters: torch rounds the parameter gradients' terms to float16 on
+    the way, ours not: half-precision tolerance.)"""
+    norm, stat = list(shape[len(shape) - k:]), shape[:len(shape) - k] + (1,) * k
+    pdt = param_dtype or dtype
+    w = F(tuple(norm), pdt) if params in (True, "weight") else None
+    b = F(tuple(norm), pdt) if params in (True, "bias") else None
+    return S(F(shape, dtype), F(shape, dtype, layout), norm, F(stat, pdt),
+             F(stat, pdt, lo=0.5, hi=2.0), w, b, list(mask), **kw)
+
+
+ENTRIES["native_layer_norm_backward.default"] = E(
+    [_lnb((2, 3, 4), 1), _lnb((2, 3, 4), 2, layout="t", params=False, mask=(True, False, False)),
+     _lnb((2, 3, 4), 3, "float64", params="weight", mask=(True, True, False)),
+     _lnb((5, 4), 1, params="bias", mask=(False, False, True)),
+     _lnb((5, 4), 1, mask=(False, True, True)), _lnb((5, 4), 1, mask=(False, False, False)),
+     _lnb((3, 8), 1, "float16"),
+     _lnb((3, 8), 1, "float16", param_dtype="float32", _rtol=1e-3, _atol=1e-3),
+     _lnb((0, 4), 1), _lnb((3, 0), 1), _lnb((4,), 1, "float64")],
+    [_lnb((2, 3, 4), 1, params=False), _lnb((2, 3, 4), 1, params="weight"),
+     S(F((3, 8), "float16"), F((3, 8), "float16"), [8], F((3, 1), "float16"),
+       F((3, 1), "float16", lo=0.5, hi=2.0), F((8,)), None, [True, True, False]),
+     S(F((2, 3)), F((2, 3)), [], F((2, 1)), F((2, 1)), None, None, [True, False, False]),
+     S(F((2, 3)), F((2, 3)), [3], F((2, 1)), F((2, 1)), F((2,)), None, [True, True, False]),
+     S(F((2, 3), "float64"), F((2, 3)), [3], F((2, 1)), F((2, 1)), None, None,
+       [True, False, False]),
+     S(F((2, 3)), F((2, 3)), [3], F((2, 1), "float64"), F((2, 1)), None, None,
+       [True, False, False]),
+     S(F((2, 3), "int64"), F((2, 3), "int64"), [3], F((2, 1)), F((2, 1)), None, None,
+       [True, False, False])],
+    rtol=1e-5, atol=1e-5)
 _SMB = [S(F((3, 4)), F((3, 4)), 1, D("float32")),
         S(F((3, 4), layout="t"), F((3, 4)), 0, D("float32")),
         S(F((2, 3, 4), "float64"), F((2, 3, 4), "float64", "t"), -1, D("float64")),

@@ -43,6 +43,11 @@ KNOWN_VALUES: dict = {
         "rsqrt": ("default", "out"), "rsqrt_": ("default",)}.items() for ov in ovs},
     **{name: _SOFTMAX for name in ("_softmax.default", "softmax.int")},
     **{name: _PROD for name in ("prod.dim_int", "prod.int_out")},
+    "native_layer_norm_backward.default": (
+        "torch accumulates the weight and bias gradients of a bfloat16 input row by row in "
+        "bfloat16 buffers, one per thread (so its rounding depends on the thread count); ours "
+        "sums in float32 and rounds once (the input gradient is bitwise: "
+        "test_layer_norm_backward_oracle.py)"),
     **{name: ("sample artefact: for a Python number the oracle runs torch's mul/div "
               "Scalar_out, whose generated out= wrapper wants out's dtype to be the result's "
               "(float32 here); ours is the Tensor overload with a wrapped number, which casts "

@@ -8,6 +8,8 @@ and torch's node names.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from derivatives_support import (check_formula, expanded_grad_problems, finite_difference,
@@ -46,6 +48,40 @@ EXTRA = {
                           S(T((5, 3), F), T((), "int64", values=[3]))],
 }
 
+
+
+def _ln_backward_sample(shape, k, params=True, mask=(True, True, True), seed=0):
+    """A float64 native_layer_norm_backward sample whose mean and rstd are the input's (eps
+    1e-5): the double backward treats them as functions of the input, as PyTorch's does, so
+    it is only comparable on consistent statistics."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    axes = tuple(range(len(shape) - k, len(shape)))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # empty rows: mean nan -> 0, rstd nan (torch's)
+        mean = np.nan_to_num(x.mean(axis=axes, keepdims=True))
+        rstd = 1 / np.sqrt(x.var(axis=axes, keepdims=True) + 1e-5)
+    norm = shape[len(shape) - k:]
+    w = T(norm, F) if params in (True, "weight") else None
+    b = T(norm, F) if params in (True, "bias") else None
+    return S(T(shape, F), T(shape, F, values=x), list(norm), T(mean.shape, F, values=mean),
+             T(rstd.shape, F, values=rstd), w, b, list(mask))
+
+
+EXTRA["native_layer_norm_backward.default"] = [
+    _ln_backward_sample((2, 3, 4), 1), _ln_backward_sample((2, 3, 4), 2, seed=1),
+    _ln_backward_sample((5, 4), 1, "weight", (True, True, False), seed=2),
+    _ln_backward_sample((5, 4), 1, "weight", (False, True, False), seed=3),
+    _ln_backward_sample((5, 4), 1, True, (False, False, True), seed=4),
+    _ln_backward_sample((5, 4), 1, True, (True, False, True), seed=5),
+    _ln_backward_sample((2, 3, 4), 3, False, (True, False, False), seed=6),
+    _ln_backward_sample((4,), 1, "bias", (True, False, False), seed=7),
+    _ln_backward_sample((0, 4), 1, seed=8), _ln_backward_sample((3, 0), 1, seed=9)]
+# Ops whose table samples do not fit a comparison of the formula with torch's: only their
+# EXTRA samples are compared.
+EXTRA_ONLY = {"native_layer_norm_backward.default":
+              "the table's random mean/rstd are not the input's statistics"}
+
 # Keyword tensors torch does not differentiate (its leaves here would all require grad, and
 # torch refuses "not differentiable with respect to argument 'attn_mask'"): samples passing
 # them are compared on the others' table samples only.
@@ -67,7 +103,8 @@ def _op(key):
 @pytest.mark.parametrize("key", OPS)
 def test_formula_matches_torch(key, torch):
     op = _op(key)
-    samples = _torch_comparable(key, samples_of(op, EXTRA.get(key, ())))
+    samples = EXTRA[key] if key in EXTRA_ONLY else samples_of(op, EXTRA.get(key, ()))
+    samples = _torch_comparable(key, samples)
     assert samples, f"{key}: no float sample"
     problems = []
     for i, s in enumerate(samples):
@@ -90,6 +127,8 @@ def test_type_promotion_grads_keep_input_dtypes():
 @pytest.mark.parametrize("key,sample,name", [
     ("native_layer_norm.default", S(T((2, 5), F), [5], T((5,), F), T((5,), F), 1e-5), "input"),
     ("native_layer_norm.default", S(T((2, 5), F), [5], T((5,), F), T((5,), F), 1e-5), "weight"),
+    ("native_layer_norm_backward.default", _ln_backward_sample((3, 4), 1), "grad_out"),
+    ("native_layer_norm_backward.default", _ln_backward_sample((3, 4), 1), "weight"),
     ("_log_softmax.default", S(T((3, 4), F), 1, False), "self"),
     ("baddbmm.default", S(T((3, 1), F), T((2, 3, 4), F), T((2, 4, 1), F), beta=0.5), "batch2"),
 ])
@@ -107,7 +146,8 @@ def test_finite_differences(key, sample, name):
 
 
 LINALG_NN_BASES = {"bmm", "baddbmm", "dot", "mv", "vdot", "_softmax", "_log_softmax",
-                   "native_layer_norm", "embedding", "_softmax_backward_data",
+                   "native_layer_norm", "native_layer_norm_backward", "embedding",
+                   "_softmax_backward_data",
                    "_log_softmax_backward_data", "embedding_dense_backward",
                    "_scaled_dot_product_flash_attention_for_cpu",
                    "_scaled_dot_product_flash_attention_for_cpu_backward"}
@@ -133,7 +173,7 @@ def test_formula_takes_expanded_grads(key):
     assert not problems, "\n".join(problems[:6])
 
 
-@pytest.mark.parametrize("key", [k for k in OPS if native_samples(_op(k))])
+@pytest.mark.parametrize("key", [k for k in OPS if native_samples(_op(k)) and k not in EXTRA_ONLY])
 def test_formula_matches_torch_in_float32_and_float16(key, torch):
     op = _op(key)
     problems = []

@@ -407,3 +407,29 @@ def test_factory_ops_reach_modes_with_no_types():
     with Types():
         sk.zeros(2)
     assert seen == [("zeros.default", ())]
+
+
+# -- backward streams ------------------------------------------------------------------------------
+def _layer_norm_backward_stream(m, n, affine, x_grad=True):
+    """The calls a mode sees during ``y.backward(g)`` of a layer norm over rows of ``n``
+    built outside it."""
+    F = torch.nn.functional if m is torch else sk.nn.functional
+    x = m.arange(float(n * 6)).view(6, n).sin().requires_grad_(x_grad)
+    w = m.arange(float(n)).cos().requires_grad_() if affine else None
+    b = m.arange(float(n)).requires_grad_() if affine == "both" else None
+    y = F.layer_norm(x, (n,), w, b)
+    g = m.ones(6, n)
+    rec = TorchRecorder() if m is torch else SkRecorder()
+    with rec:
+        y.backward(g)
+    return rec.calls
+
+
+@pytest.mark.parametrize("affine,x_grad", [("both", True), (None, True), ("weight", True),
+                                          ("both", False)])
+def test_layer_norm_backward_is_one_op(affine, x_grad):
+    """PyTorch's backward of layer_norm is one native_layer_norm_backward call (the mask
+    naming the inputs that need a gradient), then the leaves' accumulation."""
+    theirs = _layer_norm_backward_stream(torch, 4, affine, x_grad)
+    assert theirs[0][0] == "native_layer_norm_backward.default"
+    assert _layer_norm_backward_stream(sk, 4, affine, x_grad) == theirs

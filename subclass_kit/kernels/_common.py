@@ -284,9 +284,9 @@ def type_name(d) -> str:
 def register_rule(op, rule, fill):
     """Register cpu and meta kernels for a functional op from its rule and numpy fill.
 
-    ``rule(*args, **kwargs) -> Spec`` (or a tuple of Specs); ``fill(outs, spec, *args,
-    **kwargs)`` writes numpy results into the output arrays (a list, one per Spec). See Note [One rule
-    per op].
+    ``rule(*args, **kwargs) -> Spec`` (or a tuple of Specs, None for an output not computed);
+    ``fill(outs, spec, *args, **kwargs)`` writes numpy results into the output arrays (a list,
+    one per Spec, None for a None Spec). See Note [One rule per op].
     """
     op = overload_of(op)  # packet: the overload it calls
 
@@ -294,7 +294,7 @@ def register_rule(op, rule, fill):
         spec = rule(*args, **kwargs)
         if type(spec) is Spec:
             return new_tensor(spec)
-        return tuple(new_tensor(s) for s in spec)
+        return tuple(None if s is None else new_tensor(s) for s in spec)
 
     def cpu_kernel(*args, **kwargs):
         spec = rule(*args, **kwargs)
@@ -304,9 +304,12 @@ def register_rule(op, rule, fill):
                 return out
             fill([out._array()], spec, *args, **kwargs)
             return out
-        outs = tuple(new_tensor(s) for s in spec)
-        if spec and spec[0].device is not META:
-            fill([o._array() for o in outs], spec, *args, **kwargs)
+        # a None Spec is an output the op does not compute (PyTorch's undefined tensor, None
+        # in Python: native_layer_norm_backward's masked-out gradients); its array is None
+        outs = tuple(None if s is None else new_tensor(s) for s in spec)
+        first = next((s for s in spec if s is not None), None)
+        if first is not None and first.device is not META:
+            fill([None if o is None else o._array() for o in outs], spec, *args, **kwargs)
         return outs
 
     meta_kernel.rule = cpu_kernel.rule = rule

@@ -1,6 +1,6 @@
 """Neural-network primitives: ``_softmax``, ``_log_softmax``, ``native_layer_norm``, ``embedding``,
 and the backward ops PyTorch's derivative formulas call: ``_softmax_backward_data``,
-``_log_softmax_backward_data``, ``embedding_dense_backward``.
+``_log_softmax_backward_data``, ``native_layer_norm_backward``, ``embedding_dense_backward``.
 
 One rule per op (Note [One rule per op]); outputs are fresh and contiguous, as PyTorch's CPU
 kernels make them (softmax of a transposed or channels-last input is contiguous). float16
@@ -243,6 +243,103 @@ def _softmax_backward_fill_for(grad_input):
     return fill
 
 
+def _layer_norm_backward_rule(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+                              output_mask):
+    shape = _check_layer_norm_inputs(input, normalized_shape, weight, bias)
+    device = common_device([t for t in (grad_out, input, mean, rstd, weight, bias)
+                            if t is not None])
+    sizes = input._layout.sizes
+    if grad_out._layout.sizes != sizes:
+        # PyTorch reads grad_out as a buffer of input's numel without a check
+        raise RuntimeError(f"native_layer_norm_backward: expected grad_out of the input's size "
+                           f"{format_size(sizes)}, but got {format_size(grad_out._layout.sizes)}")
+    axis = len(sizes) - len(shape)
+    rows = int(np.prod(sizes[:axis], dtype=np.int64))
+    cols = int(np.prod(shape, dtype=np.int64))
+    for name, t in (("mean", mean), ("rstd", rstd)):
+        n = int(np.prod(t._layout.sizes, dtype=np.int64))
+        if n != rows:
+            raise RuntimeError(f"native_layer_norm_backward: expected {name} with {rows} "
+                               f"elements (one per normalized row), but got {n}")
+    # PyTorch allocates the requested gradients like weight and bias: asking for one whose
+    # parameter is None fails there, with this message.
+    if (output_mask[1] and weight is None) or (output_mask[2] and bias is None):
+        raise RuntimeError("tensor does not have a device")
+    if rows and cols:
+        # the kernel's checks: grad_out in the input's dtype, the statistics and parameters in
+        # the parameter dtype (float32 for a reduced-precision input with float32 parameters)
+        xdt = input._dtype
+        if not xdt.is_floating_point:
+            raise NotImplementedError(
+                f'"LayerNormBackwardKernelImpl" not implemented for \'{type_name(xdt)}\'')
+        params = [p for p in (weight, bias) if p is not None]
+        pdt = dt.float32 if (xdt.itemsize == 2 and params and params[0]._dtype is not xdt) \
+            else xdt
+        checks = [(grad_out, xdt), (mean, pdt), (rstd, pdt), (weight, pdt)]
+        if output_mask[2]:
+            checks.append((bias, pdt))
+        for t, want in checks:
+            if t is not None and t._dtype is not want:
+                raise RuntimeError(f"expected scalar type {type_name(want)} but found "
+                                   f"{type_name(t._dtype)}")
+    return (_fresh(sizes, input._dtype, device) if output_mask[0] else None,
+            _fresh(shape, weight._dtype, device) if output_mask[1] else None,
+            _fresh(shape, bias._dtype, device) if output_mask[2] else None)
+
+
+def _layer_norm_backward_fill(outs, spec, grad_out, input, normalized_shape, mean, rstd, weight,
+                              bias, output_mask):
+    dx_out, dw_out, db_out = outs
+    sizes = input._layout.sizes
+    cols = int(np.prod(tuple(normalized_shape), dtype=np.int64))
+    rows = int(np.prod(sizes, dtype=np.int64)) // cols if cols else 0
+    if rows == 0:
+        # PyTorch: zero parameter gradients when there are no rows (nothing to sum)
+        for o in (dw_out, db_out):
+            if o is not None:
+                o[...] = 0
+        return
+    if cols == 0:
+        return
+    # opmath: float16 computes in float32 (bfloat16 arrays already are float32)
+    x = _opmath(input._array()).reshape(rows, cols)
+    dy = _opmath(grad_out._array()).reshape(rows, cols)
+    mu = mean._array().reshape(rows, 1).astype(x.dtype, copy=False)
+    rs = rstd._array().reshape(rows, 1).astype(x.dtype, copy=False)
+    ones_row = np.ones(cols, x.dtype)
+    scratch = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        if dx_out is not None:
+            # PyTorch's row formula: with dyg = dy * weight, db = sum(dyg), ds = sum(dyg * x),
+            # dx = rstd * dyg + b * x + c, b = (db * mean - ds) * rstd^3 / N,
+            # c = -b * mean - db * rstd / N (x_hat folded into b and c: no x_hat array).
+            # Row sums as products with a ones vector / einsum (no product array).
+            dyg = np.multiply(dy, _opmath(weight._array()).reshape(1, cols)) \
+                if weight is not None else dy
+            db = (dyg @ ones_row).reshape(rows, 1)
+            ds = np.einsum("ij,ij->i", dyg, x).reshape(rows, 1)
+            scale = x.dtype.type(1.0 / cols)
+            b = (db * mu - ds) * (rs * rs * rs) * scale
+            c = -b * mu - db * rs * scale
+            direct = dx_out.dtype == x.dtype
+            dx = dx_out.reshape(rows, cols) if direct else np.empty_like(x)
+            np.multiply(dyg, rs, out=dx)
+            np.multiply(x, b, out=scratch)
+            dx += scratch
+            dx += c
+            if not direct:
+                np.copyto(dx_out, dx.reshape(dx_out.shape), casting="unsafe")
+        if dw_out is not None:
+            # the column sums of dy * x_hat
+            np.subtract(x, mu, out=scratch)
+            scratch *= rs
+            dw = np.einsum("ij,ij->j", scratch, dy)
+            np.copyto(dw_out, dw.reshape(dw_out.shape), casting="unsafe")
+        if db_out is not None:
+            dbias = np.ones(rows, x.dtype) @ dy
+            np.copyto(db_out, dbias.reshape(db_out.shape), casting="unsafe")
+
+
 def _embedding_backward_rule(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
     if indices._dtype not in (dt.int64, dt.int32):
         raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the "
@@ -302,6 +399,8 @@ register_rule(ops._softmax_backward_data, _softmax_backward_rule_for("softmax"),
               _softmax_backward_fill_for(_softmax_grad))
 register_rule(ops._log_softmax_backward_data, _softmax_backward_rule_for("log_softmax"),
               _softmax_backward_fill_for(_log_softmax_grad))
+register_rule(ops.native_layer_norm_backward, _layer_norm_backward_rule,
+              _layer_norm_backward_fill)
 register_rule(ops.embedding_dense_backward, _embedding_backward_rule, _embedding_backward_fill)
 register_rule(ops._softmax, _softmax_rule_for("softmax"), _softmax_fill)
 register_rule(ops._log_softmax, _softmax_rule_for("log_softmax"), _log_softmax_fill)

@@ -2,13 +2,12 @@
 the neural-network primitives of ``kernels/nn.py`` (``_softmax``, ``_log_softmax``,
 ``native_layer_norm``, ``embedding``, the fused attention
 ``_scaled_dot_product_flash_attention_for_cpu``) and of the backward ops their formulas call
-(``_softmax_backward_data``, ``_log_softmax_backward_data``, ``embedding_dense_backward``: their
-double backward), after PyTorch's ``derivatives.yaml``.
+(``_softmax_backward_data``, ``_log_softmax_backward_data``, ``native_layer_norm_backward``,
+``embedding_dense_backward``: their double backward), after PyTorch's ``derivatives.yaml``.
 
 ``matmul``, ``linear``, ``softmax``, ``log_softmax``, ``layer_norm`` and ``einsum`` are composite
 (CompositeImplicitAutograd): they are differentiated through the primitives they lower to and
-have no entry here. ``native_layer_norm_backward`` is not an op here: its arithmetic is
-composed from ``sk`` ops in the formula.
+have no entry here.
 """
 
 from __future__ import annotations
@@ -104,44 +103,79 @@ def _(ctx, grad):
 
 
 # -- layer norm ----------------------------------------------------------------------------------
-def _has(ctx, name) -> bool:
-    """Whether the optional tensor argument ``name`` was given (metadata is kept for tensors)."""
-    try:
-        ctx.meta(name)
-    except KeyError:
-        return False
-    return True
-
-
 @derivative("native_layer_norm.default", "NativeLayerNormBackward0",
-            inputs=("input", "weight", "bias"), save=("input", "weight", "result1", "result2"))
+            inputs=("input", "weight", "bias"), save=("input", "weight", "bias", "result1",
+                                                      "result2"), outputs=(True, False, False))
 def _(ctx, grad, _grad_mean, _grad_rstd):
-    # native_layer_norm_backward: with x_hat = (x - mean) * rstd over the N normalized
-    # elements, dx = rstd / N * (N * dy_hat - sum(dy_hat) - x_hat * sum(dy_hat * x_hat)),
-    # dy_hat = grad * weight; dweight = sum over the batch dims of grad * x_hat, dbias of grad.
-    # As in PyTorch, gradients reaching the mean and rstd outputs are ignored.
-    x, weight = ctx.input, ctx.weight
+    # PyTorch's yaml: one native_layer_norm_backward call, the mask saying which of input,
+    # weight and bias need a gradient. mean and rstd are not differentiable outputs
+    # (output_differentiability [True, False, False]): they never require grad.
     _, mean, rstd = ctx.results
+    need = ctx.needs_input_grad
+    mask = [need[0], need[1] and ctx.weight is not None, need[2] and ctx.bias is not None]
+    return sk.ops.native_layer_norm_backward.default(
+        grad, ctx.input, ctx.normalized_shape, mean, rstd, ctx.weight, ctx.bias, mask)
+
+
+def _row_mean(t, dims):
+    return t.mean(dims, keepdim=True)
+
+
+@derivative("native_layer_norm_backward.default", "NativeLayerNormBackwardBackward0",
+            inputs=("grad_out", "input", "weight"),
+            save=("grad_out", "input", "mean", "rstd", "weight"))
+def _(ctx, ggx, ggw, ggb):
+    # PyTorch's layer_norm_double_backward, derived here per normalized row of N elements with
+    # mean and rstd as functions of the input: x_hat = (x - mean) * rstd, a = grad_out * weight
+    # and the incoming gradients ggx (of dx), ggw (of dweight), ggb (of dbias):
+    #   d grad_out = weight * q + ggw * x_hat + ggb,  q = rstd * (ggx - <ggx> - x_hat <ggx x_hat>)
+    #   d weight   = sum over the rows of grad_out * q
+    #   d input    = c - <c>,  c = rstd^2 * (3 x_hat <a x_hat> <ggx x_hat> - x_hat (<ggx a> -
+    #                <ggx><a>) - a <ggx x_hat> - ggx <a x_hat>) + rstd * (v - x_hat <v x_hat>)
+    # with <.> the row mean and v = ggw * grad_out. mean and rstd get no gradient (PyTorch's
+    # yaml: non_differentiable); bias gets none either (it only gives dbias its shape).
+    x, g, weight = ctx.input, ctx.grad_out, ctx.weight
     k = len(ctx.normalized_shape)
     axis = x.dim() - k
-    norm_dims = list(range(axis, x.dim()))
-    batch_dims = list(range(axis))
-    n = math.prod(x.shape[axis:])
-    need = ctx.needs_input_grad
+    dims = list(range(axis, x.dim()))
+    stat_shape = list(x.shape[:axis]) + [1] * k
+    mean, rstd = ctx.mean, ctx.rstd
+    if list(mean.shape) != stat_shape:
+        mean, rstd = mean.reshape(stat_shape), rstd.reshape(stat_shape)
+    if ggx is not None:
+        ggx = _as(ggx, x.dtype)
+    if math.prod(x.shape) == 0:
+        ggx = ggw = ggb = None
     x_hat = (x - mean) * rstd
-    gx = gw = gb = None
+    a = g * weight if weight is not None else g
+    need = ctx.needs_input_grad
+    q = None
+    if ggx is not None and (need[0] or need[2]):
+        q = rstd * (ggx - _row_mean(ggx, dims) - x_hat * _row_mean(ggx * x_hat, dims))
+    d_g = d_x = d_w = None
     if need[0]:
-        if n == 0:
-            gx = sk.zeros_like(x)
-        else:
-            dy = grad * weight if weight is not None else grad
-            gx = (rstd / n) * (n * dy - dy.sum(norm_dims, keepdim=True)
-                               - x_hat * (dy * x_hat).sum(norm_dims, keepdim=True))
-    if need[1] and weight is not None:
-        gw = (grad * x_hat).sum(batch_dims) if batch_dims else grad * x_hat
-    if need[2] and _has(ctx, "bias"):
-        gb = grad.sum(batch_dims) if batch_dims else grad
-    return gx, gw, gb
+        terms = [q * weight if weight is not None else q] if q is not None else []
+        if ggw is not None:
+            terms.append(ggw * x_hat)
+        if ggb is not None:
+            terms.append(ggb.expand(x.shape))
+        for t in terms:
+            d_g = t if d_g is None else d_g + t
+    if need[1] and (ggx is not None or ggw is not None):
+        c = None
+        if ggx is not None:
+            ax, ux = _row_mean(a * x_hat, dims), _row_mean(ggx * x_hat, dims)
+            ua = _row_mean(ggx * a, dims) - _row_mean(ggx, dims) * _row_mean(a, dims)
+            c = (rstd * rstd) * (x_hat * (3 * ax * ux - ua) - a * ux - ggx * ax)
+        if ggw is not None:
+            v = ggw * g
+            cw = rstd * (v - x_hat * _row_mean(v * x_hat, dims))
+            c = cw if c is None else c + cw
+        d_x = c - _row_mean(c, dims)
+    if need[2] and weight is not None and q is not None:
+        batch = list(range(axis))
+        d_w = (g * q).sum(batch) if batch else g * q
+    return d_g, d_x, d_w
 
 
 # -- embedding -----------------------------------------------------------------------------------
