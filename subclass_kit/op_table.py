@@ -88,6 +88,14 @@ SCATTERS = [
     "resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor",
 ]
 
+# The backward ops of ``select``, ``slice`` and ``diagonal`` (kernels/scatter.py): the gradient
+# written into zeros of the input's sizes through the view, one op as in PyTorch's backward.
+VIEW_BACKWARDS = [
+    "select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
+    "slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step) -> Tensor",
+    "diagonal_backward(Tensor grad_output, SymInt[] input_sizes, int offset, int dim1, int dim2) -> Tensor",
+]
+
 # ``<view>_copy``: one per view op above, fresh contiguous outputs (functionalization's
 # "mutations_and_views" replays views with these).
 VIEW_COPIES = [
@@ -590,7 +598,7 @@ def derived_schemas() -> list:
     return out
 
 
-ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
+ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_BACKWARDS + VIEW_COPIES + COPIES + POINTWISE_UNARY
        + POINTWISE_BINARY + REDUCTIONS + REDUCTIONS_ALL + OTHER + LOSSES + WITH_INPLACE_AND_OUT
        + SORTING + SHAPE_MORE + REDUCTIONS_MORE + POINTWISE_BACKWARD + COMPOSITE + SHIFT_INPLACE
        + RANDOM + SELECTION + METADATA_QUERIES)
