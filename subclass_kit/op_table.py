@@ -81,19 +81,15 @@ SCATTERS = [
     "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor",
     "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor",
     "as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor",
+    # the views' backward ops: grad_output written into zeros of input_sizes through the view
+    "select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
+    "slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step) -> Tensor",
+    "diagonal_backward(Tensor grad_output, SymInt[] input_sizes, int offset, int dim1, int dim2) -> Tensor",
     # functional variants of in-place ops that have no out-of-place op of their own
     "zero(Tensor self) -> Tensor",
     "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
     "normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor",
     "resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor",
-]
-
-# The backward ops of ``select``, ``slice`` and ``diagonal`` (kernels/scatter.py): the gradient
-# written into zeros of the input's sizes through the view, one op as in PyTorch's backward.
-VIEW_BACKWARDS = [
-    "select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
-    "slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step) -> Tensor",
-    "diagonal_backward(Tensor grad_output, SymInt[] input_sizes, int offset, int dim1, int dim2) -> Tensor",
 ]
 
 # ``<view>_copy``: one per view op above, fresh contiguous outputs (functionalization's
@@ -598,7 +594,7 @@ def derived_schemas() -> list:
     return out
 
 
-ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_BACKWARDS + VIEW_COPIES + COPIES + POINTWISE_UNARY
+ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY
        + POINTWISE_BINARY + REDUCTIONS + REDUCTIONS_ALL + OTHER + LOSSES + WITH_INPLACE_AND_OUT
        + SORTING + SHAPE_MORE + REDUCTIONS_MORE + POINTWISE_BACKWARD + COMPOSITE + SHIFT_INPLACE
        + RANDOM + SELECTION + METADATA_QUERIES)
