@@ -193,3 +193,27 @@ def test_ops_match_torch(call, dtype, transposed):
     assert_same(fn_s(), theirs)
     meta = getattr(sk.ops, op)(ours_g.to("meta"), *args)
     assert meta.is_meta and meta.shape == fn_s().shape and meta.stride() == theirs.stride()
+
+
+@pytest.mark.parametrize("view", [p[1] for p in PROGRAMS], ids=_IDS)
+def test_forward_backward_graph_lowers_to_jax(view):
+    """A captured forward + backward graph holds the backward ops; ``Graph.to_jax()`` lowers
+    them (modes/jax_lowering.py) to torch's gradient."""
+    jax = pytest.importorskip("jax", reason="JAX is the optional extra `jax` "
+                                            "(pip install 'subclass-kit[jax]'); not installed")
+    from subclass_kit.modes import functionalize, make_graph
+    jax.config.update("jax_enable_x64", True)
+
+    def step(m):
+        def f(x, w):
+            v = view(x)
+            (g,) = m.autograd.grad(v * v * v, [x], [w])
+            return g
+        return f
+    x = _input(sk).detach()
+    w = sk.tensor(np.linspace(-1.0, 2.0, view(x).numel()).reshape(tuple(view(x).shape)))
+    graph = make_graph(functionalize(step(sk)))(x.requires_grad_(), w)
+    assert any(c.op.name.endswith("_backward") for c in graph.calls)
+    ours = jax.jit(graph.to_jax())(*[jax.numpy.asarray(t.detach().numpy()) for t in (x, w)])
+    theirs = step(torch)(_input(torch), torch.tensor(w.numpy()))
+    np.testing.assert_allclose(np.asarray(ours), theirs.detach().numpy(), rtol=1e-12)
