@@ -150,6 +150,16 @@ def _build(jnp):
             src.astype(x.dtype))
         return jnp.reshape(flat, x.shape)
     reg("as_strided_scatter.default", as_strided_scatter)
+    # the views' backward ops: their scatter into zeros of input_sizes (grad broadcast)
+    reg("select_backward.default", lambda g, sizes, dim, i:
+        select_scatter(jnp.zeros(tuple(sizes), g.dtype), g, dim, i))
+
+    def slice_backward(g, sizes, dim, start, end, step):
+        zeros = jnp.zeros(tuple(sizes), g.dtype)
+        return zeros.at[_slices(zeros, dim, start, end, step)].set(g)
+    reg("slice_backward.default", slice_backward)
+    reg("diagonal_backward.default", lambda g, sizes, offset, d1, d2:
+        diagonal_scatter(jnp.zeros(tuple(sizes), g.dtype), g, offset, d1, d2))
 
     # functional variants and factories
     reg("copy.default", lambda x, src, non_blocking=False:

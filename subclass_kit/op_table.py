@@ -81,6 +81,10 @@ SCATTERS = [
     "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor",
     "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor",
     "as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor",
+    # the views' backward ops: grad_output written into zeros of input_sizes through the view
+    "select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
+    "slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step) -> Tensor",
+    "diagonal_backward(Tensor grad_output, SymInt[] input_sizes, int offset, int dim1, int dim2) -> Tensor",
     # functional variants of in-place ops that have no out-of-place op of their own
     "zero(Tensor self) -> Tensor",
     "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
@@ -583,8 +587,7 @@ def derived_schemas() -> list:
         if qual not in NO_INPLACE and not qual.startswith("where"):
             out.append(_inplace_schema(s))
         out.append(_out_schema(s))
-    for s in REDUCTIONS:
-        out.append(_out_schema(s))
+    out.extend(_out_schema(s) for s in REDUCTIONS)
     for s in WITH_INPLACE_AND_OUT:
         out.append(_inplace_schema(s))
         out.append(_out_schema(s))

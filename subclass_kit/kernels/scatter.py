@@ -4,6 +4,9 @@
   ``self.X(*view_args)`` holds ``src`` (exactly the view's shape; dtype is cast). The output
   keeps ``self``'s sizes, strides and storage offset over a copy of its whole storage (PyTorch's
   ``clone_preserve_strides``); an ``self`` with internal overlap (expanded) is cloned densely.
+- ``select_backward``, ``slice_backward``, ``diagonal_backward(grad_output, input_sizes,
+  *view_args)``: zeros of ``input_sizes`` with ``grad_output`` written into the view's region
+  (PyTorch's backward ops of those views, which its autograd formulas call).
 - ``<view>_copy(self, *view_args)``: the view's values in a fresh contiguous tensor, no aliasing.
   Each kernel is derived from the view op's kernel (view, then materialise), so the errors are
   the view's. ``view_copy`` of a non-viewable layout copies like ``reshape`` (as PyTorch does).
@@ -13,11 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..layout import contiguous_strides, format_size, infer_size
+from ..layout import Layout, broadcast_shapes, contiguous_strides, format_size, infer_size
 from ..registry import ops, register_kernel, overload_of
 from ..storage import META, Storage
 from ..tensor import make_tensor
-from ._common import Spec, new_tensor
+from ._common import Spec, new_tensor, register_rule
+from .views import diagonal_layout, select_layout, slice_layout
 
 
 def _both(op, fn):
@@ -83,6 +87,43 @@ _SCATTERS = {ops.slice_scatter.default: ops.slice.Tensor,
              ops.as_strided_scatter.default: ops.as_strided.default}
 for _op, _view in _SCATTERS.items():
     _both(_op, _scatter_kernel(_view))
+
+
+# -- select_backward / slice_backward / diagonal_backward ---------------------------------------
+def _view_backward(view_layout):
+    """The rule and fill of a view's backward op (PyTorch's ``select_backward``...): zeros of
+    ``input_sizes`` (contiguous, ``grad_output``'s dtype and device) with ``grad_output``
+    written through ``view_layout(zeros_layout, *view_args)``. The checks are PyTorch's, in its
+    order: ``zeros``' negative size, the view's (IndexError/RuntimeError), then ``copy_``'s
+    broadcast of ``grad_output`` to the view's shape."""
+    def rule(grad_output, input_sizes, *view_args):
+        sizes = tuple(input_sizes)
+        if any(s < 0 for s in sizes):
+            raise RuntimeError("zeros: Dimension size must be non-negative.")
+        strides = contiguous_strides(sizes)
+        region = view_layout(Layout(sizes, strides, 0), *view_args)
+        shape = broadcast_shapes(region.sizes, grad_output._layout.sizes)
+        if shape != region.sizes:
+            raise RuntimeError(f"output with shape {format_size(region.sizes)} doesn't match "
+                               f"the broadcast shape {format_size(shape)}")
+        return Spec(sizes, strides, grad_output._dtype, grad_output._storage.device)
+
+    def fill(outs, spec, grad_output, input_sizes, *view_args):
+        out = outs[0]
+        out[...] = 0
+        region = view_layout(Layout(spec.sizes, spec.strides, 0), *view_args)
+        if 0 in region.sizes:
+            return
+        item = out.itemsize
+        view = np.ndarray(region.sizes, out.dtype, out, region.offset * item,
+                          tuple(st * item for st in region.strides))
+        np.copyto(view, grad_output._array())
+    return rule, fill
+
+
+register_rule(ops.select_backward, *_view_backward(select_layout))
+register_rule(ops.slice_backward, *_view_backward(slice_layout))
+register_rule(ops.diagonal_backward, *_view_backward(diagonal_layout))
 
 
 # -- <view>_copy ----------------------------------------------------------------------------------

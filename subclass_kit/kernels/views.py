@@ -248,21 +248,23 @@ def unsqueeze(self, dim):
     return make_view(self, self._layout.unsqueeze(d))
 
 
-def _select_layout(self, dim, index):
-    n = len(self._layout.sizes)
+def select_layout(layout: Layout, dim, index) -> Layout:
+    """``select``'s output layout over ``layout``; PyTorch's IndexErrors (0-d input, dim or
+    index out of range). Shared with ``select_backward``."""
+    n = len(layout.sizes)
     if n == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, n)
-    size = self._layout.sizes[d]
+    size = layout.sizes[d]
     if index < -size or index >= size:
         raise IndexError(f"select(): index {index} out of range for tensor of size "
-                         f"{format_size(self._layout.sizes)} at dimension {d}")
-    return self._layout.select(d, index + size if index < 0 else index)
+                         f"{format_size(layout.sizes)} at dimension {d}")
+    return layout.select(d, index + size if index < 0 else index)
 
 
 @both_devices(ops.select)
 def select(self, dim, index):
-    return make_view(self, _select_layout(self, dim, index))
+    return make_view(self, select_layout(self._layout, dim, index))
 
 
 def slice_bounds(size, start, end, step):
@@ -281,31 +283,35 @@ def slice_bounds(size, start, end, step):
     return start, end
 
 
-def _slice_layout(self, dim, start, end, step):
-    n = len(self._layout.sizes)
+def slice_layout(layout: Layout, dim, start, end, step) -> Layout:
+    """``slice``'s output layout over ``layout`` (bounds clamped by :func:`slice_bounds`);
+    IndexError for a 0-d input or a bad dim. Shared with ``slice_backward``."""
+    n = len(layout.sizes)
     if n == 0:
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, n)
-    start, end = slice_bounds(self._layout.sizes[d], start, end, step)
-    return self._layout.slice(d, start, end, step)
+    start, end = slice_bounds(layout.sizes[d], start, end, step)
+    return layout.slice(d, start, end, step)
 
 
 @both_devices(ops.slice)
 def slice_(self, dim=0, start=None, end=None, step=1):
-    return make_view(self, _slice_layout(self, dim, start, end, step))
+    return make_view(self, slice_layout(self._layout, dim, start, end, step))
 
 
-def _diagonal_layout(self, offset, dim1, dim2):
-    n = len(self._layout.sizes)
+def diagonal_layout(layout: Layout, offset, dim1, dim2) -> Layout:
+    """``diagonal``'s output layout over ``layout``; IndexError for a bad dim, RuntimeError
+    for identical dims. Shared with ``diagonal_backward``."""
+    n = len(layout.sizes)
     d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return self._layout.diagonal(offset, d1, d2)
+    return layout.diagonal(offset, d1, d2)
 
 
 @both_devices(ops.diagonal)
 def diagonal(self, offset=0, dim1=0, dim2=1):
-    return make_view(self, _diagonal_layout(self, offset, dim1, dim2))
+    return make_view(self, diagonal_layout(self._layout, offset, dim1, dim2))
 
 
 @both_devices(ops.unfold)
@@ -525,4 +531,5 @@ ops.resize_.default.bump_if = resize_changes
 ops.resize_as_.default.bump_if = lambda self, the_template, **kw: resize_changes(
     self, the_template._layout.sizes)
 
-__all__ = ["check_bounds", "expand_sizes", "slice_bounds"]
+__all__ = ["check_bounds", "diagonal_layout", "expand_sizes", "select_layout", "slice_bounds",
+           "slice_layout"]

@@ -1,8 +1,10 @@
 """Derivatives of the view ops, the copies (``clone``, ``_to_copy``, ``copy``) and the fills
 (``fill``, ``zero_``), with PyTorch's node names. A view's gradient goes back to its input's
-shape by the inverse view, or by writing it into zeros through the same view (``select``,
-``slice``, ``diagonal``, ``as_strided``): ``copy_`` into a view of fresh zeros, which the
-engine differentiates too (``CopySlices``), so double backward works."""
+shape by the inverse view, or by writing it into zeros through the same view: ``select``,
+``slice`` and ``diagonal`` call PyTorch's backward ops (``select_backward``, ``slice_backward``,
+``diagonal_backward``: one op each in a mode's stream, with rows of their own for double
+backward); ``unfold`` adds into views of fresh zeros and ``as_strided`` scatter-adds, in ops the
+engine differentiates too."""
 
 from __future__ import annotations
 
@@ -77,25 +79,43 @@ def _unsqueeze(ctx, grad):
     return grad.squeeze(ctx.dim)
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
 @derivative("select.int", "SelectBackward0")
 def _select(ctx, grad):
-    out = _zeros(ctx.meta("self"), grad)
-    out.select(ctx.dim, ctx.index).copy_(grad)
-    return out
+    return sk.ops.select_backward.default(grad, list(ctx.meta("self").shape), ctx.dim, ctx.index)
 
 
 @derivative("slice.Tensor", "SliceBackward0")
 def _slice(ctx, grad):
-    out = _zeros(ctx.meta("self"), grad)
-    sk.ops.slice.Tensor(out, ctx.dim, ctx.start, ctx.end, ctx.step).copy_(grad)
-    return out
+    # PyTorch's slice_backward_wrapper: an omitted start is 0, an omitted end INT64_MAX
+    start = 0 if ctx.start is None else ctx.start
+    end = _INT64_MAX if ctx.end is None else ctx.end
+    return sk.ops.slice_backward.default(grad, list(ctx.meta("self").shape), ctx.dim, start, end,
+                                         ctx.step)
 
 
 @derivative("diagonal.default", "DiagonalBackward0")
 def _diagonal(ctx, grad):
-    out = _zeros(ctx.meta("self"), grad)
-    out.diagonal(ctx.offset, ctx.dim1, ctx.dim2).copy_(grad)
-    return out
+    return sk.ops.diagonal_backward.default(grad, list(ctx.meta("self").shape), ctx.offset,
+                                            ctx.dim1, ctx.dim2)
+
+
+# The backward ops are linear in ``grad_output``: their derivative is the view itself.
+@derivative("select_backward.default", "SelectBackwardBackward0", inputs=("grad_output",))
+def _select_backward(ctx, grad):
+    return grad.select(ctx.dim, ctx.index)
+
+
+@derivative("slice_backward.default", "SliceBackwardBackward0", inputs=("grad_output",))
+def _slice_backward(ctx, grad):
+    return sk.ops.slice.Tensor(grad, ctx.dim, ctx.start, ctx.end, ctx.step)
+
+
+@derivative("diagonal_backward.default", "DiagonalBackwardBackward0", inputs=("grad_output",))
+def _diagonal_backward(ctx, grad):
+    return grad.diagonal(ctx.offset, ctx.dim1, ctx.dim2)
 
 
 def _storage_index(shape, stride, offset):
