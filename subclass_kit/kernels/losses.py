@@ -20,6 +20,7 @@ from ..layout import broadcast_shapes, contiguous_strides
 from ..registry import ops
 from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule
+from ._scalars import quiet, unquiet
 from ._iter_layout import layout_of
 
 NONE, MEAN, SUM = 0, 1, 2
@@ -94,7 +95,45 @@ def _nll_terms(self, target, weight, ignore_index):
     return x[np.arange(len(t)), safe], w, safe
 
 
+def _nll_plain_targets(self, target, weight, ignore_index):
+    """The targets of the common case -- a 2-D float32/float64 input of 1 to 2**24 samples, no
+    weight, every target in range and none equal to ``ignore_index`` (then every sample weighs
+    exactly 1 and the total weight is the sample count) -- or None for ``_nll_terms``' path."""
+    x = self._array()
+    if weight is not None or x.ndim != 2 or x.dtype not in _PLAIN:
+        return None
+    n, c = x.shape
+    if not 0 < n < 2**24:
+        return None
+    t = target._array()
+    lo, hi = int(np.minimum.reduce(t)), int(np.maximum.reduce(t))
+    if lo < 0 or hi >= c or lo <= ignore_index <= hi:
+        return None
+    return t
+
+
+_PLAIN = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _nll_fill(outs, spec, self, target, weight, reduction, ignore_index):
+    t = _nll_plain_targets(self, target, weight, ignore_index)
+    if t is not None:
+        # Weights all 1: -(w * picked) is -picked (negated before the sum, as a signed zero
+        # sums to +0.0).
+        x = self._array()
+        if reduction == NONE:
+            np.negative(x[np.arange(len(t)), t], out=outs[0])
+            outs[1][...] = 0
+            return
+        loss = x[np.arange(len(t)), t]
+        token = quiet()
+        try:
+            loss = np.add.reduce(np.negative(loss, out=loss))
+            outs[0][...] = loss / x.dtype.type(len(t)) if reduction == MEAN else loss
+        finally:
+            unquiet(token)
+        outs[1][...] = len(t)
+        return
     picked, w, _ = _nll_terms(self, target, weight, ignore_index)
     loss = -(w * picked)
     total = w.sum()
@@ -116,17 +155,33 @@ def _nll_backward_rule(grad_output, self, target, weight, reduction, ignore_inde
 
 def _nll_backward_fill(outs, spec, grad_output, self, target, weight, reduction, ignore_index,
                        total_weight):
+    out = outs[0]
+    t = _nll_plain_targets(self, target, weight, ignore_index)
+    if t is not None and out.flags.c_contiguous:
+        # Weights all 1: -w * g is g * -1 (which keeps a NaN's sign); the rest of the (fresh)
+        # output is +0.0 as in PyTorch.
+        out.fill(0)
+        out.reshape(-1)[np.arange(0, out.size, out.shape[1]) + t] = (
+            _nll_grad_scale(grad_output, reduction, total_weight) * -1)
+        return
     _, w, safe = _nll_terms(self, target, weight, ignore_index)
-    g = grad_output._array()
-    if reduction == NONE:
-        g = g.reshape(-1)
-    elif reduction == MEAN:
-        g = g / total_weight._array()
-    grad = np.zeros((len(safe), self._layout.sizes[-1]), outs[0].dtype)
+    g = _nll_grad_scale(grad_output, reduction, total_weight)
+    grad = np.zeros((len(safe), self._layout.sizes[-1]), out.dtype)
     # Ignored samples stay +0.0 (PyTorch writes only the others; -0 * g would give -0.0).
     keep = target._array().reshape(-1) != ignore_index
     grad[np.arange(len(safe))[keep], safe[keep]] = np.broadcast_to(-w * g, w.shape)[keep]
-    _store(outs[0], grad.reshape(outs[0].shape))
+    _store(out, grad.reshape(out.shape))
+
+
+def _nll_grad_scale(grad_output, reduction, total_weight):
+    """The incoming gradient of each sample's loss before its weight: one per sample (none) or
+    one for all (sum; mean: over the total weight)."""
+    g = grad_output._array()
+    if reduction == NONE:
+        return g.reshape(-1)
+    if reduction == MEAN:
+        return g / total_weight._array()
+    return g
 
 
 # -- mse -----------------------------------------------------------------------------------------

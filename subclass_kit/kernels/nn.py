@@ -18,6 +18,7 @@ from ..layout import contiguous_strides, format_size, wrap_dim
 from ..registry import ops
 from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule, type_name, type_string
+from ._scalars import quiet, unquiet
 
 
 def _opmath(a: np.ndarray) -> np.ndarray:
@@ -64,7 +65,13 @@ def _softmax_fill(outs, spec, self, dim, half_to_float):
 
 
 def _log_softmax_fill(outs, spec, self, dim, half_to_float):
-    if outs[0].size == 0:
+    out = outs[0]
+    if out.size == 0:
+        return
+    x = self._array()
+    if (x.dtype is out.dtype and x.dtype in _IN_PLACE and spec.dtype is not dt.bfloat16
+            and x.ndim and x.flags.c_contiguous and out.flags.c_contiguous):
+        _log_softmax_in_place(out, x, wrap_dim(dim, x.ndim))
         return
     with np.errstate(all="ignore"):
         shifted, d = _shifted(self, dim)
@@ -76,6 +83,23 @@ def _log_softmax_fill(outs, spec, self, dim, half_to_float):
             total = np.log(total)
         res = shifted - total
     np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
+
+
+# float32/float64 arrays the softmax fills may compute straight into the output.
+_IN_PLACE = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _log_softmax_in_place(out, x, d):
+    """``out = x - max - log(sum(exp(x - max)))`` over axis ``d``, ``out`` (fresh, C-contiguous,
+    x's shape and dtype) holding ``x - max``: the general path's operations on arrays of the same
+    layout (bitwise its result), one temporary instead of four and no final copy."""
+    token = quiet()
+    try:
+        np.subtract(x, np.maximum.reduce(x, axis=d, keepdims=True), out=out)
+        total = np.add.reduce(np.exp(out), axis=d, keepdims=True)
+        np.subtract(out, np.log(total, out=total), out=out)
+    finally:
+        unquiet(token)
 
 
 # -- layer norm ----------------------------------------------------------------------------------
@@ -231,9 +255,15 @@ def _softmax_backward_fill_for(grad_input):
     """The fill of ``_softmax_backward_data`` / ``_log_softmax_backward_data``:
     ``grad_input(g, y, dim)`` on the grad and the forward output in opmath (0-d as 1-d)."""
     def fill(outs, spec, grad_output, output, dim, input_dtype):
-        if outs[0].size == 0:
+        out = outs[0]
+        if out.size == 0:
             return
-        g, y = _opmath(grad_output._array()), _opmath(output._array())
+        g, y = grad_output._array(), output._array()
+        if (grad_input is _log_softmax_grad and g.dtype is out.dtype and y.dtype is out.dtype
+                and out.dtype in _IN_PLACE and y.ndim and out.flags.c_contiguous):
+            _log_softmax_grad_in_place(out, g, y, wrap_dim(dim, y.ndim))
+            return
+        g, y = _opmath(g), _opmath(y)
         d = wrap_dim(dim, y.ndim)
         if y.ndim == 0:
             g, y = g.reshape(1), y.reshape(1)
@@ -241,6 +271,18 @@ def _softmax_backward_fill_for(grad_input):
             res = grad_input(g, y, d)
         np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
     return fill
+
+
+def _log_softmax_grad_in_place(out, g, y, d):
+    """``_log_softmax_grad`` computed in ``out`` (float32/float64, the operands' dtype; fresh:
+    these ops have no ``out=`` form): the same operations, bitwise its result, no temporaries."""
+    token = quiet()
+    try:
+        total = np.add.reduce(g, axis=d, keepdims=True)
+        np.multiply(np.exp(y, out=out), total, out=out)
+        np.subtract(g, out, out=out)
+    finally:
+        unquiet(token)
 
 
 def _embedding_backward_rule(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
