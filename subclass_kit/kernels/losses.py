@@ -54,31 +54,36 @@ def _store(out: np.ndarray, value) -> None:
 
 # -- nll_loss ------------------------------------------------------------------------------------
 def _nll_check(self, target, weight):
-    if not 0 < self.ndim <= 2:
+    sizes, target_sizes = self._layout.sizes, target._layout.sizes
+    if not 0 < len(sizes) <= 2:
         raise RuntimeError("input tensor should be 1D or 2D")
-    if target.ndim > 1:
+    if len(target_sizes) > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    no_batch = self.ndim == 1 and target.ndim == 0
-    if not no_batch and self._layout.sizes[0] != target._layout.sizes[0]:
-        raise RuntimeError(f"size mismatch (got input: {list(self._layout.sizes)}, target: "
-                           f"{list(target._layout.sizes)})")
-    n_classes = self._layout.sizes[-1]
-    if weight is not None and not (weight.ndim == 1 and weight.numel() == n_classes):
+    no_batch = len(sizes) == 1 and not target_sizes
+    if not no_batch and sizes[0] != target_sizes[0]:
+        raise RuntimeError(f"size mismatch (got input: {list(sizes)}, target: "
+                           f"{list(target_sizes)})")
+    n_classes = sizes[-1]
+    if weight is not None and weight._layout.sizes != (n_classes,):
         raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
                            "classes or no classes but got weight tensor of shape: "
                            f"{list(weight._layout.sizes)}")
-    if target._dtype not in (dt.int64, dt.uint8):
+    if target._dtype not in _TARGET_DTYPES:
         raise RuntimeError("expected target dtype to be Long or Byte, but got "
                            f"{target._dtype.legacy_name.replace('Tensor', '')}")
 
 
+_TARGET_DTYPES = (dt.int64, dt.uint8)
+
+
 def _nll_rule(self, target, weight, reduction, ignore_index):
     _nll_check(self, target, weight)
-    device = common_device([t for t in (self, target, weight) if t is not None])
-    batched = self.ndim == 2
-    out_sizes = (self._layout.sizes[0],) if reduction == NONE and batched else ()
-    return (Spec(out_sizes, contiguous_strides(out_sizes), self._dtype, device),
-            Spec((), (), self._dtype, device))
+    device = common_device((self, target) if weight is None else (self, target, weight))
+    dtype = self._dtype
+    if reduction == NONE and len(self._layout.sizes) == 2:
+        out_sizes = self._layout.sizes[:1]
+        return Spec(out_sizes, (1,), dtype, device), Spec((), (), dtype, device)
+    return Spec((), (), dtype, device), Spec((), (), dtype, device)
 
 
 def _nll_terms(self, target, weight, ignore_index):
