@@ -55,7 +55,12 @@ def _shifted(self, dim):
 
 
 def _softmax_fill(outs, spec, self, dim, half_to_float):
-    if outs[0].size == 0:
+    out = outs[0]
+    if out.size == 0:
+        return
+    x = self._array()
+    if _in_place(out, x):
+        _softmax_in_place(out, x, wrap_dim(dim, x.ndim))
         return
     with np.errstate(all="ignore"):
         shifted, d = _shifted(self, dim)
@@ -69,8 +74,7 @@ def _log_softmax_fill(outs, spec, self, dim, half_to_float):
     if out.size == 0:
         return
     x = self._array()
-    if (x.dtype is out.dtype and x.dtype in _IN_PLACE and spec.dtype is not dt.bfloat16
-            and x.ndim and x.flags.c_contiguous and out.flags.c_contiguous):
+    if spec.dtype is not dt.bfloat16 and _in_place(out, x):
         _log_softmax_in_place(out, x, wrap_dim(dim, x.ndim))
         return
     with np.errstate(all="ignore"):
@@ -85,14 +89,31 @@ def _log_softmax_fill(outs, spec, self, dim, half_to_float):
     np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
 
 
-# float32/float64 arrays the softmax fills may compute straight into the output.
+def _in_place(out, x) -> bool:
+    """Whether a softmax fill may compute straight into ``out``: a float32/float64 ``x`` of
+    ``out``'s dtype, at least 1-d, and both C-contiguous (then every temporary of the general
+    path has the same layout, and the in-place operations give bitwise its results)."""
+    return (x.dtype is out.dtype and x.dtype in _IN_PLACE and x.ndim > 0
+            and x.flags.c_contiguous and out.flags.c_contiguous)
+
+
 _IN_PLACE = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _softmax_in_place(out, x, d):
+    """``out = exp(x - max) / sum(exp(x - max))`` over axis ``d`` (``out`` fresh)."""
+    token = quiet()
+    try:
+        np.subtract(x, np.maximum.reduce(x, axis=d, keepdims=True), out=out)
+        np.exp(out, out=out)
+        np.divide(out, np.add.reduce(out, axis=d, keepdims=True), out=out)
+    finally:
+        unquiet(token)
+
+
 def _log_softmax_in_place(out, x, d):
-    """``out = x - max - log(sum(exp(x - max)))`` over axis ``d``, ``out`` (fresh, C-contiguous,
-    x's shape and dtype) holding ``x - max``: the general path's operations on arrays of the same
-    layout (bitwise its result), one temporary instead of four and no final copy."""
+    """``out = x - max - log(sum(exp(x - max)))`` over axis ``d``, ``out`` (fresh) holding
+    ``x - max``: one temporary instead of four and no final copy."""
     token = quiet()
     try:
         np.subtract(x, np.maximum.reduce(x, axis=d, keepdims=True), out=out)
@@ -259,9 +280,12 @@ def _softmax_backward_fill_for(grad_input):
         if out.size == 0:
             return
         g, y = grad_output._array(), output._array()
-        if (grad_input is _log_softmax_grad and g.dtype is out.dtype and y.dtype is out.dtype
-                and out.dtype in _IN_PLACE and y.ndim and out.flags.c_contiguous):
-            _log_softmax_grad_in_place(out, g, y, wrap_dim(dim, y.ndim))
+        # softmax sums the temporary g * y, which has the operands' layout: C-contiguous ones
+        # only; log_softmax sums g itself.
+        if (g.dtype is out.dtype and y.dtype is out.dtype and out.dtype in _IN_PLACE
+                and y.ndim and out.flags.c_contiguous and (grad_input is _log_softmax_grad or (
+                    g.flags.c_contiguous and y.flags.c_contiguous))):
+            _IN_PLACE_GRADS[grad_input](out, g, y, wrap_dim(dim, y.ndim))
             return
         g, y = _opmath(g), _opmath(y)
         d = wrap_dim(dim, y.ndim)
@@ -273,9 +297,19 @@ def _softmax_backward_fill_for(grad_input):
     return fill
 
 
+# The grads computed in ``out`` (float32/float64, the operands' dtype; fresh: these ops have no
+# ``out=`` form): the same operations as ``_softmax_grad`` / ``_log_softmax_grad`` (bitwise their
+# results but for the sign of a NaN made of two NaNs), no temporaries.
+def _softmax_grad_in_place(out, g, y, d):
+    token = quiet()
+    try:
+        total = np.add.reduce(np.multiply(g, y, out=out), axis=d, keepdims=True)
+        np.multiply(y, np.subtract(g, total, out=out), out=out)
+    finally:
+        unquiet(token)
+
+
 def _log_softmax_grad_in_place(out, g, y, d):
-    """``_log_softmax_grad`` computed in ``out`` (float32/float64, the operands' dtype; fresh:
-    these ops have no ``out=`` form): the same operations, bitwise its result, no temporaries."""
     token = quiet()
     try:
         total = np.add.reduce(g, axis=d, keepdims=True)
@@ -283,6 +317,10 @@ def _log_softmax_grad_in_place(out, g, y, d):
         np.subtract(g, out, out=out)
     finally:
         unquiet(token)
+
+
+_IN_PLACE_GRADS = {_softmax_grad: _softmax_grad_in_place,
+                   _log_softmax_grad: _log_softmax_grad_in_place}
 
 
 def _embedding_backward_rule(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
