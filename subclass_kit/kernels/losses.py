@@ -140,14 +140,17 @@ def _nll_fill(outs, spec, self, target, weight, reduction, ignore_index):
         outs[1][...] = len(t)
         return
     picked, w, _ = _nll_terms(self, target, weight, ignore_index)
-    loss = -(w * picked)
-    total = w.sum()
-    if reduction == NONE:
-        _store(outs[0], loss)
-        _store(outs[1], 0)
-        return
-    with np.errstate(all="ignore"):
+    token = quiet()     # an ignored -inf is 0 * -inf: nan, not a warning (PyTorch never warns)
+    try:
+        loss = -(w * picked)
+        total = w.sum()
+        if reduction == NONE:
+            _store(outs[0], loss)
+            _store(outs[1], 0)
+            return
         _store(outs[0], loss.sum() / total if reduction == MEAN else loss.sum())
+    finally:
+        unquiet(token)
     _store(outs[1], total)
 
 
@@ -166,15 +169,23 @@ def _nll_backward_fill(outs, spec, grad_output, self, target, weight, reduction,
         # Weights all 1: -w * g is g * -1 (which keeps a NaN's sign); the rest of the (fresh)
         # output is +0.0 as in PyTorch.
         out.fill(0)
-        out.reshape(-1)[np.arange(0, out.size, out.shape[1]) + t] = (
-            _nll_grad_scale(grad_output, reduction, total_weight) * -1)
+        token = quiet()
+        try:
+            out.reshape(-1)[np.arange(0, out.size, out.shape[1]) + t] = (
+                _nll_grad_scale(grad_output, reduction, total_weight) * -1)
+        finally:
+            unquiet(token)
         return
     _, w, safe = _nll_terms(self, target, weight, ignore_index)
-    g = _nll_grad_scale(grad_output, reduction, total_weight)
-    grad = np.zeros((len(safe), self._layout.sizes[-1]), out.dtype)
-    # Ignored samples stay +0.0 (PyTorch writes only the others; -0 * g would give -0.0).
-    keep = target._array().reshape(-1) != ignore_index
-    grad[np.arange(len(safe))[keep], safe[keep]] = np.broadcast_to(-w * g, w.shape)[keep]
+    token = quiet()     # a total weight of 0 (all ignored) divides to inf/nan without warning
+    try:
+        g = _nll_grad_scale(grad_output, reduction, total_weight)
+        grad = np.zeros((len(safe), self._layout.sizes[-1]), out.dtype)
+        # Ignored samples stay +0.0 (PyTorch writes only the others; -0 * g would give -0.0).
+        keep = target._array().reshape(-1) != ignore_index
+        grad[np.arange(len(safe))[keep], safe[keep]] = np.broadcast_to(-w * g, w.shape)[keep]
+    finally:
+        unquiet(token)
     _store(out, grad.reshape(out.shape))
 
 
