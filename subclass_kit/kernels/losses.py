@@ -20,8 +20,8 @@ from ..layout import broadcast_shapes, contiguous_strides
 from ..registry import ops
 from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule
-from ._scalars import quiet, unquiet
 from ._iter_layout import layout_of
+from ._scalars import quiet, unquiet
 
 NONE, MEAN, SUM = 0, 1, 2
 _BCE_EPS = 1e-12
@@ -101,9 +101,10 @@ def _nll_terms(self, target, weight, ignore_index):
 
 
 def _nll_plain_targets(self, target, weight, ignore_index):
-    """The targets of the common case -- a 2-D float32/float64 input of 1 to 2**24 samples, no
-    weight, every target in range and none equal to ``ignore_index`` (then every sample weighs
-    exactly 1 and the total weight is the sample count) -- or None for ``_nll_terms``' path."""
+    """The targets of the common case -- a 2-D input of 1 to 2**24 samples computing in float32
+    or float64 (bfloat16 too: its float32 shadow), no weight, every target in range and none
+    equal to ``ignore_index`` (then every sample weighs exactly 1 and the total weight is the
+    sample count) -- or None for ``_nll_terms``' path."""
     x = self._array()
     if weight is not None or x.ndim != 2 or x.dtype not in _PLAIN:
         return None
