@@ -104,6 +104,36 @@ def test_nll_mse_l1(reduction):
              ops=False)
 
 
+@settings(max_examples=40)
+@given(dtype=st.sampled_from([torch.float32, torch.float64]), n=st.integers(0, 9),
+       c=st.integers(1, 6), reduction=st.sampled_from([0, 1, 2]),
+       ignore=st.sampled_from([-100, 0, 2, 9]), byte=st.booleans(), transposed=st.booleans(),
+       seed=st.integers(0, 100))
+def test_nll_loss_primitives_every_path(dtype, n, c, reduction, ignore, byte, transposed,
+                                        seed):
+    """``nll_loss_forward``/``nll_loss_backward`` (no weight) against torch's ops over the
+    kernels' paths: every target counted (the common case), an ``ignore_index`` hit, or inside
+    the targets' range but not hit, or outside it; int64 and uint8 targets, empty batches and
+    transposed inputs; values, the total weight and the zeros' signs of the gradient."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(c, n, generator=g, dtype=dtype).t() if transposed else torch.randn(
+        n, c, generator=g, dtype=dtype)
+    target = torch.randint(0, c, (n,), generator=g).to(torch.uint8 if byte else torch.int64)
+    aten = torch.ops.aten
+    loss, total = aten.nll_loss_forward(x, target, None, reduction, ignore)
+    grad_out = torch.randn(loss.shape, generator=g, dtype=dtype)
+    grad = aten.nll_loss_backward(grad_out, x, target, None, reduction, ignore, total)
+    ours_loss, ours_total = sk.ops.nll_loss_forward(to_sk(x), to_sk(target), None, reduction,
+                                                    ignore)
+    ours_grad = sk.ops.nll_loss_backward(to_sk(grad_out), to_sk(x), to_sk(target), None,
+                                         reduction, ignore, ours_total)
+    rtol = 1e-6 if dtype is torch.float32 else 1e-12
+    for ours, theirs in ((ours_loss, loss), (ours_total, total), (ours_grad, grad)):
+        assert tuple(ours.shape) == tuple(theirs.shape)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=rtol, atol=0)
+    assert (np.signbit(ours_grad.numpy()) == np.signbit(grad.numpy())).all()
+
+
 def test_broadcast_warning():
     a, b = torch.randn(3, 4, dtype=torch.float64), torch.randn(4, dtype=torch.float64)
     with warnings.catch_warnings(record=True) as tw:

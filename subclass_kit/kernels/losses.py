@@ -21,6 +21,7 @@ from ..registry import ops
 from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule
 from ._iter_layout import layout_of
+from ._scalars import quiet, unquiet
 
 NONE, MEAN, SUM = 0, 1, 2
 _BCE_EPS = 1e-12
@@ -53,31 +54,36 @@ def _store(out: np.ndarray, value) -> None:
 
 # -- nll_loss ------------------------------------------------------------------------------------
 def _nll_check(self, target, weight):
-    if not 0 < self.ndim <= 2:
+    sizes, target_sizes = self._layout.sizes, target._layout.sizes
+    if not 0 < len(sizes) <= 2:
         raise RuntimeError("input tensor should be 1D or 2D")
-    if target.ndim > 1:
+    if len(target_sizes) > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    no_batch = self.ndim == 1 and target.ndim == 0
-    if not no_batch and self._layout.sizes[0] != target._layout.sizes[0]:
-        raise RuntimeError(f"size mismatch (got input: {list(self._layout.sizes)}, target: "
-                           f"{list(target._layout.sizes)})")
-    n_classes = self._layout.sizes[-1]
-    if weight is not None and not (weight.ndim == 1 and weight.numel() == n_classes):
+    no_batch = len(sizes) == 1 and not target_sizes
+    if not no_batch and sizes[0] != target_sizes[0]:
+        raise RuntimeError(f"size mismatch (got input: {list(sizes)}, target: "
+                           f"{list(target_sizes)})")
+    n_classes = sizes[-1]
+    if weight is not None and weight._layout.sizes != (n_classes,):
         raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
                            "classes or no classes but got weight tensor of shape: "
                            f"{list(weight._layout.sizes)}")
-    if target._dtype not in (dt.int64, dt.uint8):
+    if target._dtype not in _TARGET_DTYPES:
         raise RuntimeError("expected target dtype to be Long or Byte, but got "
                            f"{target._dtype.legacy_name.replace('Tensor', '')}")
 
 
+_TARGET_DTYPES = (dt.int64, dt.uint8)
+
+
 def _nll_rule(self, target, weight, reduction, ignore_index):
     _nll_check(self, target, weight)
-    device = common_device([t for t in (self, target, weight) if t is not None])
-    batched = self.ndim == 2
-    out_sizes = (self._layout.sizes[0],) if reduction == NONE and batched else ()
-    return (Spec(out_sizes, contiguous_strides(out_sizes), self._dtype, device),
-            Spec((), (), self._dtype, device))
+    device = common_device((self, target) if weight is None else (self, target, weight))
+    dtype = self._dtype
+    if reduction == NONE and len(self._layout.sizes) == 2:
+        out_sizes = self._layout.sizes[:1]
+        return Spec(out_sizes, (1,), dtype, device), Spec((), (), dtype, device)
+    return Spec((), (), dtype, device), Spec((), (), dtype, device)
 
 
 def _nll_terms(self, target, weight, ignore_index):
@@ -94,16 +100,58 @@ def _nll_terms(self, target, weight, ignore_index):
     return x[np.arange(len(t)), safe], w, safe
 
 
+def _nll_plain_targets(self, target, weight, ignore_index):
+    """The targets of the common case -- a 2-D input of 1 to 2**24 samples computing in float32
+    or float64 (bfloat16 too: its float32 shadow), no weight, every target in range and none
+    equal to ``ignore_index`` (then every sample weighs exactly 1 and the total weight is the
+    sample count) -- or None for ``_nll_terms``' path."""
+    x = self._array()
+    if weight is not None or x.ndim != 2 or x.dtype not in _PLAIN:
+        return None
+    n, c = x.shape
+    if not 0 < n < 2**24:
+        return None
+    t = target._array()
+    lo, hi = int(np.minimum.reduce(t)), int(np.maximum.reduce(t))
+    if lo < 0 or hi >= c or lo <= ignore_index <= hi:
+        return None
+    return t
+
+
+_PLAIN = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _nll_fill(outs, spec, self, target, weight, reduction, ignore_index):
-    picked, w, _ = _nll_terms(self, target, weight, ignore_index)
-    loss = -(w * picked)
-    total = w.sum()
-    if reduction == NONE:
-        _store(outs[0], loss)
-        _store(outs[1], 0)
+    t = _nll_plain_targets(self, target, weight, ignore_index)
+    if t is not None:
+        # Weights all 1: -(w * picked) is -picked (negated before the sum, as a signed zero
+        # sums to +0.0).
+        x = self._array()
+        if reduction == NONE:
+            np.negative(x[np.arange(len(t)), t], out=outs[0])
+            outs[1][...] = 0
+            return
+        loss = x[np.arange(len(t)), t]
+        token = quiet()
+        try:
+            loss = np.add.reduce(np.negative(loss, out=loss))
+            outs[0][...] = loss / x.dtype.type(len(t)) if reduction == MEAN else loss
+        finally:
+            unquiet(token)
+        outs[1][...] = len(t)
         return
-    with np.errstate(all="ignore"):
+    picked, w, _ = _nll_terms(self, target, weight, ignore_index)
+    token = quiet()     # an ignored -inf is 0 * -inf: nan, not a warning (PyTorch never warns)
+    try:
+        loss = -(w * picked)
+        total = w.sum()
+        if reduction == NONE:
+            _store(outs[0], loss)
+            _store(outs[1], 0)
+            return
         _store(outs[0], loss.sum() / total if reduction == MEAN else loss.sum())
+    finally:
+        unquiet(token)
     _store(outs[1], total)
 
 
@@ -116,17 +164,41 @@ def _nll_backward_rule(grad_output, self, target, weight, reduction, ignore_inde
 
 def _nll_backward_fill(outs, spec, grad_output, self, target, weight, reduction, ignore_index,
                        total_weight):
+    out = outs[0]
+    t = _nll_plain_targets(self, target, weight, ignore_index)
+    if t is not None and out.flags.c_contiguous:
+        # Weights all 1: -w * g is g * -1 (which keeps a NaN's sign); the rest of the (fresh)
+        # output is +0.0 as in PyTorch.
+        out.fill(0)
+        token = quiet()
+        try:
+            out.reshape(-1)[np.arange(0, out.size, out.shape[1]) + t] = (
+                _nll_grad_scale(grad_output, reduction, total_weight) * -1)
+        finally:
+            unquiet(token)
+        return
     _, w, safe = _nll_terms(self, target, weight, ignore_index)
+    token = quiet()     # a total weight of 0 (all ignored) divides to inf/nan without warning
+    try:
+        g = _nll_grad_scale(grad_output, reduction, total_weight)
+        grad = np.zeros((len(safe), self._layout.sizes[-1]), out.dtype)
+        # Ignored samples stay +0.0 (PyTorch writes only the others; -0 * g would give -0.0).
+        keep = target._array().reshape(-1) != ignore_index
+        grad[np.arange(len(safe))[keep], safe[keep]] = np.broadcast_to(-w * g, w.shape)[keep]
+    finally:
+        unquiet(token)
+    _store(out, grad.reshape(out.shape))
+
+
+def _nll_grad_scale(grad_output, reduction, total_weight):
+    """The incoming gradient of each sample's loss before its weight: one per sample (none) or
+    one for all (sum; mean: over the total weight)."""
     g = grad_output._array()
     if reduction == NONE:
-        g = g.reshape(-1)
-    elif reduction == MEAN:
-        g = g / total_weight._array()
-    grad = np.zeros((len(safe), self._layout.sizes[-1]), outs[0].dtype)
-    # Ignored samples stay +0.0 (PyTorch writes only the others; -0 * g would give -0.0).
-    keep = target._array().reshape(-1) != ignore_index
-    grad[np.arange(len(safe))[keep], safe[keep]] = np.broadcast_to(-w * g, w.shape)[keep]
-    _store(outs[0], grad.reshape(outs[0].shape))
+        return g.reshape(-1)
+    if reduction == MEAN:
+        return g / total_weight._array()
+    return g
 
 
 # -- mse -----------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from ..layout import contiguous_strides, format_size, wrap_dim
 from ..registry import ops
 from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule, type_name, type_string
+from ._scalars import quiet, unquiet
 
 
 def _opmath(a: np.ndarray) -> np.ndarray:
@@ -54,7 +55,12 @@ def _shifted(self, dim):
 
 
 def _softmax_fill(outs, spec, self, dim, half_to_float):
-    if outs[0].size == 0:
+    out = outs[0]
+    if out.size == 0:
+        return
+    x = self._array()
+    if _in_place(out, x):
+        _softmax_in_place(out, x, wrap_dim(dim, x.ndim))
         return
     with np.errstate(all="ignore"):
         shifted, d = _shifted(self, dim)
@@ -64,7 +70,12 @@ def _softmax_fill(outs, spec, self, dim, half_to_float):
 
 
 def _log_softmax_fill(outs, spec, self, dim, half_to_float):
-    if outs[0].size == 0:
+    out = outs[0]
+    if out.size == 0:
+        return
+    x = self._array()
+    if spec.dtype is not dt.bfloat16 and _in_place(out, x):
+        _log_softmax_in_place(out, x, wrap_dim(dim, x.ndim))
         return
     with np.errstate(all="ignore"):
         shifted, d = _shifted(self, dim)
@@ -76,6 +87,40 @@ def _log_softmax_fill(outs, spec, self, dim, half_to_float):
             total = np.log(total)
         res = shifted - total
     np.copyto(outs[0], res.reshape(outs[0].shape), casting="unsafe")
+
+
+def _in_place(out, x) -> bool:
+    """Whether a softmax fill may compute straight into ``out``: a float32/float64 ``x`` of
+    ``out``'s dtype, at least 1-d, and both C-contiguous (then every temporary of the general
+    path has the same layout, and the in-place operations give bitwise its results)."""
+    return (x.dtype is out.dtype and x.dtype in _IN_PLACE and x.ndim > 0
+            and x.flags.c_contiguous and out.flags.c_contiguous)
+
+
+_IN_PLACE = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _softmax_in_place(out, x, d):
+    """``out = exp(x - max) / sum(exp(x - max))`` over axis ``d`` (``out`` fresh)."""
+    token = quiet()
+    try:
+        np.subtract(x, np.maximum.reduce(x, axis=d, keepdims=True), out=out)
+        np.exp(out, out=out)
+        np.divide(out, np.add.reduce(out, axis=d, keepdims=True), out=out)
+    finally:
+        unquiet(token)
+
+
+def _log_softmax_in_place(out, x, d):
+    """``out = x - max - log(sum(exp(x - max)))`` over axis ``d``, ``out`` (fresh) holding
+    ``x - max``: one temporary instead of four and no final copy."""
+    token = quiet()
+    try:
+        np.subtract(x, np.maximum.reduce(x, axis=d, keepdims=True), out=out)
+        total = np.add.reduce(np.exp(out), axis=d, keepdims=True)
+        np.subtract(out, np.log(total, out=total), out=out)
+    finally:
+        unquiet(token)
 
 
 # -- layer norm ----------------------------------------------------------------------------------
@@ -231,9 +276,18 @@ def _softmax_backward_fill_for(grad_input):
     """The fill of ``_softmax_backward_data`` / ``_log_softmax_backward_data``:
     ``grad_input(g, y, dim)`` on the grad and the forward output in opmath (0-d as 1-d)."""
     def fill(outs, spec, grad_output, output, dim, input_dtype):
-        if outs[0].size == 0:
+        out = outs[0]
+        if out.size == 0:
             return
-        g, y = _opmath(grad_output._array()), _opmath(output._array())
+        g, y = grad_output._array(), output._array()
+        # softmax sums the temporary g * y, which has the operands' layout: C-contiguous ones
+        # only; log_softmax sums g itself.
+        if (g.dtype is out.dtype and y.dtype is out.dtype and out.dtype in _IN_PLACE
+                and y.ndim and out.flags.c_contiguous and (grad_input is _log_softmax_grad or (
+                    g.flags.c_contiguous and y.flags.c_contiguous))):
+            _IN_PLACE_GRADS[grad_input](out, g, y, wrap_dim(dim, y.ndim))
+            return
+        g, y = _opmath(g), _opmath(y)
         d = wrap_dim(dim, y.ndim)
         if y.ndim == 0:
             g, y = g.reshape(1), y.reshape(1)
@@ -338,6 +392,32 @@ def _layer_norm_backward_fill(outs, spec, grad_out, input, normalized_shape, mea
         if db_out is not None:
             dbias = np.ones(rows, x.dtype) @ dy
             np.copyto(db_out, dbias.reshape(db_out.shape), casting="unsafe")
+
+
+# The grads computed in ``out`` (float32/float64, the operands' dtype; fresh: these ops have no
+# ``out=`` form): the same operations as ``_softmax_grad`` / ``_log_softmax_grad`` (bitwise their
+# results but for the sign of a NaN made of two NaNs), no temporaries.
+def _softmax_grad_in_place(out, g, y, d):
+    token = quiet()
+    try:
+        total = np.add.reduce(np.multiply(g, y, out=out), axis=d, keepdims=True)
+        np.multiply(y, np.subtract(g, total, out=out), out=out)
+    finally:
+        unquiet(token)
+
+
+def _log_softmax_grad_in_place(out, g, y, d):
+    token = quiet()
+    try:
+        total = np.add.reduce(g, axis=d, keepdims=True)
+        np.multiply(np.exp(y, out=out), total, out=out)
+        np.subtract(g, out, out=out)
+    finally:
+        unquiet(token)
+
+
+_IN_PLACE_GRADS = {_softmax_grad: _softmax_grad_in_place,
+                   _log_softmax_grad: _log_softmax_grad_in_place}
 
 
 def _embedding_backward_rule(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
