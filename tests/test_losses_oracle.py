@@ -16,8 +16,8 @@ pytest.importorskip("hypothesis", reason="hypothesis draws the loss options")
 import torch.nn.functional as TF  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from oracle import (SkOpLog, assert_same_error, normalize_message, to_sk,  # noqa: E402
-                    torch_op_log)
+from oracle import (SkOpLog, assert_same, assert_same_error,  # noqa: E402
+                    normalize_message, to_sk, torch_op_log)
 
 F = sk.nn.functional
 
@@ -226,3 +226,24 @@ def test_meta_shapes():
     assert F.mse_loss(x, x, reduction="none").shape == (6, 5)
     assert F.pad(x, (1, 1, 2, 0)).shape == (8, 7)
     assert F.softplus(x).device.type == "meta"
+
+
+@pytest.mark.parametrize("input_shape,reduction,grad_shape", [
+    ((4, 5), 0, (3,)), ((4, 5), 0, (4, 1)), ((4, 5), 0, ()), ((4, 5), 1, (3,)),
+    ((4, 5), 2, (2, 2)), ((5,), 0, (3,)), ((4, 5), 1, (1,)), ((5,), 0, ())])
+def test_nll_loss_backward_checks_grad_output_size(input_shape, reduction, grad_shape):
+    """A grad_output of the wrong size raises PyTorch's error (or computes, where it does)."""
+    x = torch.randn(input_shape)
+    t = torch.tensor([0, 1, 2, 3]) if len(input_shape) == 2 else torch.tensor(2)
+    g, tw = torch.randn(grad_shape), torch.tensor(4.0)
+    args = (g, x, t, None, reduction, -100, tw)
+    try:
+        want = torch.ops.aten.nll_loss_backward(*args)
+    except Exception as e:      # noqa: BLE001 - the oracle's class and text are compared
+        with pytest.raises(type(e)) as ours:
+            sk.ops.nll_loss_backward(*[to_sk(a) if isinstance(a, torch.Tensor) else a
+                                       for a in args])
+        assert normalize_message(str(ours.value)) == normalize_message(str(e))
+        return
+    got = sk.ops.nll_loss_backward(*[to_sk(a) if isinstance(a, torch.Tensor) else a for a in args])
+    assert_same(got, want)

@@ -13,10 +13,12 @@ them as in PyTorch. The functional API (``F.cross_entropy``, ``F.nll_loss``, ...
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dtype as dt
-from ..layout import broadcast_shapes, contiguous_strides
+from ..layout import broadcast_shapes, contiguous_strides, format_size
 from ..registry import ops
 from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule
@@ -158,6 +160,17 @@ def _nll_fill(outs, spec, self, target, weight, reduction, ignore_index):
 def _nll_backward_rule(grad_output, self, target, weight, reduction, ignore_index,
                        total_weight):
     _nll_check(self, target, weight)
+    gs = grad_output._layout.sizes
+    if reduction == NONE and self.ndim == 2:
+        n = self._layout.sizes[0]
+        if not gs:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        if len(gs) != 1 or gs[0] != n:
+            raise RuntimeError(f"Expected a tensor of dimension 1 and tensor.size[0] == {n} but "
+                               f"got: dimension {len(gs)} and tensor.size[0] = {gs[0]}")
+    elif math.prod(gs) != 1:
+        raise RuntimeError(f"Expected a single element grad_output tensor, but got: "
+                           f"{format_size(gs)}")
     device = common_device([grad_output, self, target])
     return Spec(self._layout.sizes, contiguous_strides(self._layout.sizes), self._dtype, device)
 
