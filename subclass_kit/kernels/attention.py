@@ -7,13 +7,19 @@ kernel (``api/nn.py`` says when); the autograd formula calls the backward. One r
 (``empty_like``), ``logsumexp`` is ``(B, H, L)`` laid out as ``(B, L, H)`` transposed, and
 the three gradients are ``(B, H, *, E)`` laid out as ``(B, *, H, E)`` transposed.
 
-The fill computes, per chunk of (batch, head) pairs so that no more than ``_CHUNK`` score
-elements exist at once, ``scores = q @ k^T * scale + mask`` (causal: the upper triangle
-``j > i`` masked, top-left aligned as ``tril``), ``logsumexp`` over the keys and
+The fill computes ``scores = q @ k^T * scale + mask`` (causal: the upper triangle ``j > i``
+masked, top-left aligned as ``tril``), ``logsumexp`` over the keys and
 ``output = softmax(scores) @ v``; a query row with every key masked gives output 0 and
 logsumexp 0, as PyTorch's kernel does. float16 computes in float32 (``opmath``) and
 ``logsumexp`` is float32 then; GQA (fewer key/value heads) maps query head ``h`` to key/value
 head ``h // (H / H_kv)``, PyTorch's ``repeat_interleave`` order.
+
+Speed: the fills are a fixed sequence of numpy calls, each over every batch and
+head at once (per block of at most ``_CHUNK`` score elements, ``_blocks``), on the views
+``(B, H_kv, group, L, *)`` that let one key/value head broadcast over its query heads. The
+softmax runs in place in the one fresh scores array, and results go straight into the op's
+output arrays. The arithmetic per element is that of a per-head loop, so every layout gives
+the same bits as one (``_kv_operand`` says the one exception numpy's matmul needs).
 """
 
 from __future__ import annotations
