@@ -278,13 +278,15 @@ def _backward_fill(outs, spec, grad_out, query, key, value, out, logsumexp, drop
     with np.errstate(all="ignore"):
         for block in _blocks(b, hk, group, n, s):
             p = _scores(q, k, mask, is_causal, scale, block)
-            np.subtract(p, lse[block][..., None], out=p)
-            np.exp(p, out=p)                                      # (.., L, S)
+            rows = p.reshape(-1, s)           # row broadcasts iterate simplest in 2-D
+            np.subtract(rows, lse[block].reshape(-1, 1), out=rows)
+            np.exp(rows, out=rows)                                # p: (.., L, S)
             ds = np.matmul(do[block], np.swapaxes(v[block], -1, -2))
             prod = np.multiply(do[block], o[block])
-            delta = np.add.reduce(prod.reshape(ds.size // s, e), axis=-1, keepdims=True)
-            ds -= delta.reshape(prod.shape[:-1] + (1,))
-            np.multiply(p, ds, out=ds)                # p * (dp - delta), in place
+            delta = np.add.reduce(prod.reshape(rows.shape[0], e), axis=-1, keepdims=True)
+            ds_rows = ds.reshape(-1, s)
+            ds_rows -= delta
+            np.multiply(rows, ds_rows, out=ds_rows)   # p * (dp - delta), in place
             np.multiply(np.matmul(ds, k[block]), scale, out=gq[block], casting="unsafe")
             _store_group_sum(gv[block], np.matmul(np.swapaxes(p, -1, -2), do[block]))
             gk_part = np.matmul(np.swapaxes(ds, -1, -2), q[block])
