@@ -270,7 +270,7 @@ def _backward_fill(outs, spec, grad_out, query, key, value, out, logsumexp, drop
     do, o = _opmath(grad_out), _opmath(out)
     b, h, n, e = q.shape
     hk, s = k.shape[1], k.shape[2]
-    if s == 0 or n == 0:
+    if 0 in (b, h, n, s):                 # no score: every gradient 0
         for g in outs:
             g.fill(0)
         return
