@@ -224,11 +224,14 @@ def _forward_fill(outs, spec, query, key, value, dropout_p=0.0, is_causal=False,
         for block in _blocks(b, hk, group, n, s):
             p = _scores(q, k, mask, is_causal, scale, block)
             rows = p.reshape(-1, s)           # the row reductions iterate simplest in 2-D
-            # the row maxima as an elementwise maximum over the columns of a transposed
-            # copy: a per-row reduction costs numpy an iteration step per row (with a nan
-            # it is the one whose nan, sign and payload, the row order propagates)
-            top = np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)[:, None]
-            if np.isnan(top).any():
+            # short rows: the maxima as an elementwise maximum over the columns of a
+            # transposed copy, as a per-row reduction costs numpy an iteration step per
+            # row (2x faster at 32 keys, even at 64); with a nan the row reduction, whose
+            # nan (sign, payload) is the one the row order propagates
+            top = None
+            if s < 64:
+                top = np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)[:, None]
+            if top is None or np.isnan(top).any():
                 top = np.maximum.reduce(rows, axis=-1, keepdims=True)
             dead = top == -np.inf             # every key masked: output 0, logsumexp 0
             dead = dead if dead.any() else None
