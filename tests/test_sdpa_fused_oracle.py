@@ -125,6 +125,31 @@ def test_direct_calls_outputs_and_layouts(name, device):
     assert_same(list(ours_b), list(theirs_b), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("name", ["causal", "causal_L_gt_S", "float_mask_4d", "bool_mask_2d",
+                                  "gqa", "bshd_layout", "float64"])
+def test_blocks_of_a_long_op_match_torch(name, monkeypatch):
+    """Above ``_CHUNK`` score elements the fills go block by block (per batch, per range of
+    key/value heads with their query heads): shrunk to force one block per key/value head,
+    forward and gradients still match torch."""
+    from subclass_kit.kernels import attention
+    monkeypatch.setattr(attention, "_CHUNK", 1)
+    _, kw = CASES[name]
+    qkv_kw = {"q": (2, 6, 5, 4), "k": (2, 3, 7, 4)} if name == "gqa" else CASES[name][0]
+    kw = dict(kw, enable_gqa=True) if name == "gqa" else kw
+    ts = _qkv(**qkv_kw)
+    kwargs = _kwargs(torch, ts, kw)
+    ours_in = [to_sk(t).requires_grad_(True) for t in ts]
+    theirs_in = [t.clone().requires_grad_(True) for t in ts]
+    ours_kw = {n: (to_sk(v) if isinstance(v, torch.Tensor) else v) for n, v in kwargs.items()}
+    ours = F.scaled_dot_product_attention(*ours_in, **ours_kw)
+    theirs = TF.scaled_dot_product_attention(*theirs_in, **kwargs)
+    (ours * ours).sum().backward()
+    (theirs * theirs).sum().backward()
+    assert_same(ours, theirs)
+    for g, tg in zip(ours_in, theirs_in):
+        assert_same(g.grad, tg.grad, rtol=1e-5, atol=1e-5, check_strides=False)
+
+
 def test_fully_masked_rows_give_zero_output_and_logsumexp():
     q, k, v = _qkv(q=(1, 1, 3, 2), k=(1, 1, 4, 2))
     mask = torch.zeros(3, 4)

@@ -7,13 +7,19 @@ kernel (``api/nn.py`` says when); the autograd formula calls the backward. One r
 (``empty_like``), ``logsumexp`` is ``(B, H, L)`` laid out as ``(B, L, H)`` transposed, and
 the three gradients are ``(B, H, *, E)`` laid out as ``(B, *, H, E)`` transposed.
 
-The fill computes, per chunk of (batch, head) pairs so that no more than ``_CHUNK`` score
-elements exist at once, ``scores = q @ k^T * scale + mask`` (causal: the upper triangle
-``j > i`` masked, top-left aligned as ``tril``), ``logsumexp`` over the keys and
+The fill computes ``scores = q @ k^T * scale + mask`` (causal: the upper triangle ``j > i``
+masked, top-left aligned as ``tril``), ``logsumexp`` over the keys and
 ``output = softmax(scores) @ v``; a query row with every key masked gives output 0 and
 logsumexp 0, as PyTorch's kernel does. float16 computes in float32 (``opmath``) and
 ``logsumexp`` is float32 then; GQA (fewer key/value heads) maps query head ``h`` to key/value
 head ``h // (H / H_kv)``, PyTorch's ``repeat_interleave`` order.
+
+Speed: the fills are a fixed sequence of numpy calls, each over every batch and
+head at once (per block of at most ``_CHUNK`` score elements, ``_blocks``), on the views
+``(B, H_kv, group, L, *)`` that let one key/value head broadcast over its query heads. The
+softmax runs in place in the one fresh scores array, and results go straight into the op's
+output arrays. The arithmetic per element is that of a per-head loop, so every layout gives
+the same bits as one (``_kv_operand`` says the one exception numpy's matmul needs).
 """
 
 from __future__ import annotations
@@ -110,50 +116,90 @@ def _opmath(t) -> np.ndarray:
     return a.astype(np.float32) if _reduced(t._dtype) else a
 
 
-def _blocks(b, h, n, s, mask):
-    """(batch, head range) chunks of at most ``_CHUNK`` score elements (one head at least).
-    With no mask and every score fitting in one chunk, one block of all batches (``batch`` a
-    slice): the same arithmetic per (batch, head) matrix, without a Python round per batch."""
-    if mask is None and b * h * n * s <= _CHUNK:
-        yield slice(None), slice(0, h)
+def _grouped(a: np.ndarray, hk: int) -> np.ndarray:
+    """A ``(B, H, ...)`` array as the view ``(B, H_kv, H / H_kv, ...)``: query head ``h`` is
+    ``[:, h // group, h % group]``, so a key/value head ``[:, :, None]`` broadcasts over its
+    group (PyTorch's ``repeat_interleave`` order) and numpy's matmul loops over no copies.
+    A view always (splitting an axis needs no copy): the outputs are written through it."""
+    if a.shape[1] == hk:
+        return a[:, :, None]
+    return np.reshape(a, (a.shape[0], hk, a.shape[1] // hk) + a.shape[2:], copy=False)
+
+
+def _kv_operand(a: np.ndarray, n: int) -> np.ndarray:
+    """Keys or values as a ``(B, H_kv, 1, S, E)`` matmul operand: ``a`` itself when its
+    matrices take numpy's general BLAS path (gemm) as they are, else an index copy over the
+    heads. numpy picks its routine by shape and strides (a one-row product, a matrix BLAS
+    cannot read in place), and the routines' sums differ in the last bits; an index copy
+    keeps the results of every layout those of the per-head index copies this kernel made."""
+    item, rows, cols = a.itemsize, a.shape[-2], a.shape[-1]
+    if not (min(n, rows, cols) > 1 and a.strides[-1] == item
+            and a.strides[-2] % item == 0 and a.strides[-2] >= cols * item):
+        a = a[:, np.arange(a.shape[1])]
+    return a[:, :, None]
+
+
+def _blocks(b, hk, group, n, s):
+    """(batch slice, key/value head slice) blocks of at most ``_CHUNK`` score elements (one
+    key/value head's group of query heads at least). Every batch and head in one block when
+    they fit: each numpy call then covers the whole op. The blocks partition the key/value
+    heads, so the backward writes each gradient element once."""
+    if b * hk * group * n * s <= _CHUNK:
+        yield slice(None), slice(None)
         return
-    per = max(1, _CHUNK // max(1, n * s))
+    per = max(1, _CHUNK // max(1, group * n * s))
     for i in range(b):
-        for j in range(0, h, per):
-            yield i, slice(j, min(h, j + per))
+        for j in range(0, hk, per):
+            yield slice(i, i + 1), slice(j, min(hk, j + per))
 
 
-def _scores(q, k, mask, is_causal, scale, i, hs, group):
-    """``q @ k^T * scale + mask`` for batch ``i``, query heads ``hs``: (heads, L, S); for a
-    batch slice ``i`` (``_blocks``, only without a mask), (batches, heads, L, S)."""
-    kv = np.arange(hs.start, hs.stop) // group
-    sc = np.matmul(q[i, hs], np.swapaxes(k[i, kv], -1, -2)) * scale
+def _scores(q, k, mask, is_causal, scale, block):
+    """``q @ k^T * scale + mask``, causal: the upper triangle ``j > i`` -inf, for one block
+    of the grouped arrays (``_grouped``): a fresh (batches, kv heads, group, L, S) array."""
+    sc = np.matmul(q[block], np.swapaxes(k[block], -1, -2))
+    sc *= scale
     if mask is not None:
-        m = mask if mask.ndim == 2 else mask[min(i, mask.shape[0] - 1)]
-        if m.ndim == 3:
-            m = m if m.shape[0] == 1 else m[hs]
-        sc = sc + m
+        sc += mask[block]
     if is_causal:
         n, s = sc.shape[-2:]
-        sc = np.where(_causal_mask(n, s), sc, -np.inf)
-    return sc, kv
+        # adding 0 / -inf costs a fifth of a masked assignment; it is the assignment unless a
+        # masked score is +inf or nan (then nan, which the full max propagates), so only
+        # then assign (PyTorch fills the masked scores with -inf whatever they are)
+        sc += _causal_bias(n, s, sc.dtype)
+        if np.isnan(np.maximum.reduce(sc, axis=None)):
+            np.copyto(sc, -np.inf, where=_causal_mask(n, s))
+    return sc
 
 
 @functools.lru_cache(maxsize=16)
 def _causal_mask(n: int, s: int) -> np.ndarray:
-    """The (n, s) lower-triangular bool mask of ``is_causal`` (read-only: shared by calls)."""
-    m = np.tril(np.ones((n, s), dtype=bool))
+    """The (n, s) bool mask of the positions ``is_causal`` masks, ``j > i`` (the complement
+    of ``tril``; read-only: shared by calls)."""
+    m = np.triu(np.ones((n, s), dtype=bool), 1)
     m.flags.writeable = False
     return m
 
 
-def _mask_array(attn_mask, dtype):
+@functools.lru_cache(maxsize=16)
+def _causal_bias(n: int, s: int, dtype) -> np.ndarray:
+    """``_causal_mask`` as an additive (n, s) mask of ``dtype``: -inf masked, 0 elsewhere
+    (read-only: shared by calls)."""
+    m = np.where(_causal_mask(n, s), -np.inf, 0.0).astype(dtype)
+    m.flags.writeable = False
+    return m
+
+
+def _mask_array(attn_mask, dtype, b, hk, group):
+    """The additive mask in ``dtype`` (a bool mask as 0 / -inf) broadcast to the grouped
+    ``(B, H_kv, group, L, S)`` view; a 3-D mask is ``(B, L, S)``. None without a mask."""
     if attn_mask is None:
         return None
     m = attn_mask._array()
-    if m.dtype == np.bool_:
-        return np.where(m, 0.0, -np.inf).astype(dtype)
-    return m.astype(dtype)
+    m = np.where(m, 0.0, -np.inf).astype(dtype) if m.dtype == np.bool_ else m.astype(dtype)
+    if m.ndim == 3:
+        m = m[:, None]
+    m = np.broadcast_to(m, (b, hk * group) + m.shape[-2:])
+    return _grouped(m, hk)
 
 
 def _forward_fill(outs, spec, query, key, value, dropout_p=0.0, is_causal=False, *,
@@ -161,32 +207,63 @@ def _forward_fill(outs, spec, query, key, value, dropout_p=0.0, is_causal=False,
     out, lse = outs
     q, k, v = _opmath(query), _opmath(key), _opmath(value)
     b, h, n, e = q.shape
-    s = k.shape[2]
-    scale = 1.0 / math.sqrt(e) if scale is None else scale
-    mask = _mask_array(attn_mask, q.dtype)
-    group = h // k.shape[1] if k.shape[1] else 1
-    rounded = _rounder(query._dtype)
+    hk, s = k.shape[1], k.shape[2]
     if out.size == 0:
         return
+    if s == 0:
+        out.fill(0)
+        lse.fill(-np.inf)
+        return
+    scale = 1.0 / math.sqrt(e) if scale is None else scale
+    group = h // hk
+    mask = _mask_array(attn_mask, q.dtype, b, hk, group)
+    rounded = _rounder(query._dtype)
+    q, out, lse = _grouped(q, hk), _grouped(out, hk), _grouped(lse, hk)
+    k, v = _kv_operand(k, n), _kv_operand(v, n)
     with np.errstate(all="ignore"):
-        for i, hs in _blocks(b, h, n, s, mask):
-            if s == 0:
-                np.copyto(out[i, hs], 0)
-                np.copyto(lse[i, hs], -np.inf)
-                continue
-            sc, kv = _scores(q, k, mask, is_causal, scale, i, hs, group)
-            top = np.max(sc, axis=-1, keepdims=True)
-            dead = np.isneginf(top)           # every key masked: output 0, logsumexp 0
-            top = np.where(dead, 0.0, top)
-            p = np.exp(sc - top)
-            total = np.sum(p, axis=-1, keepdims=True)
-            np.copyto(lse[i, hs], np.where(dead, 0.0, np.log(total) + top)[..., 0],
-                      casting="unsafe")
+        for block in _blocks(b, hk, group, n, s):
+            p = _scores(q, k, mask, is_causal, scale, block)
+            rows = p.reshape(-1, s)           # the row reductions iterate simplest in 2-D
+            # short rows: the maxima as an elementwise maximum over the columns of a
+            # transposed copy, as a per-row reduction costs numpy an iteration step per
+            # row (2x faster at 32 keys, even at 64); with a nan the row reduction, whose
+            # nan (sign, payload) is the one the row order propagates
+            top = None
+            if s < 64:
+                top = np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0)[:, None]
+            if top is None or np.isnan(top).any():
+                top = np.maximum.reduce(rows, axis=-1, keepdims=True)
+            dead = top == -np.inf             # every key masked: output 0, logsumexp 0
+            dead = dead if dead.any() else None
+            if dead is not None:
+                top[dead] = 0.0
+            np.subtract(rows, top, out=rows)
+            np.exp(rows, out=rows)            # the unnormalised probabilities, in place
+            total = np.add.reduce(rows, axis=-1, keepdims=True)
+            lse_block = np.log(total)
+            lse_block += top
+            if dead is not None:
+                lse_block[dead] = 0.0
+                total[dead] = 1.0
+            total = total.reshape(p.shape[:-1] + (1,))
+            np.copyto(lse[block], lse_block.reshape(p.shape[:-1]), casting="unsafe")
             # PyTorch's order: (p @ v) / sum, with p in the input dtype for 16-bit inputs
             # (one key block; longer keys are processed in blocks there, rescaled online).
-            o = np.matmul(p if rounded is None else rounded(p), v[i, kv])
-            o /= np.where(dead, 1.0, total)
-            np.copyto(out[i, hs], o, casting="unsafe")
+            o = np.matmul(p if rounded is None else rounded(p), v[block])
+            np.divide(o, total, out=out[block], casting="unsafe")
+
+
+def _store_group_sum(dst, part):
+    """``dst = 0 + part[:, :, 0] + part[:, :, 1] + ...``: the gradient of a key/value head
+    summed over its group of query heads in order, into zeros as PyTorch accumulates it (so
+    a -0 sum is +0)."""
+    if part.shape[2] == 1:
+        np.add(part[:, :, 0], 0.0, out=dst, casting="unsafe")
+        return
+    acc = part[:, :, 0] + 0.0
+    for j in range(1, part.shape[2]):
+        acc += part[:, :, j]
+    np.copyto(dst, acc, casting="unsafe")
 
 
 def _backward_fill(outs, spec, grad_out, query, key, value, out, logsumexp, dropout_p,
@@ -194,42 +271,35 @@ def _backward_fill(outs, spec, grad_out, query, key, value, out, logsumexp, drop
     gq, gk, gv = outs
     q, k, v = _opmath(query), _opmath(key), _opmath(value)
     do, o = _opmath(grad_out), _opmath(out)
-    lse = logsumexp._array().astype(q.dtype)
     b, h, n, e = q.shape
     hk, s = k.shape[1], k.shape[2]
+    if 0 in (b, h, n, s):                 # no score: every gradient 0
+        for g in outs:
+            g.fill(0)
+        return
+    lse = logsumexp._array().astype(q.dtype, copy=False)
     scale = 1.0 / math.sqrt(e) if scale is None else scale
-    mask = _mask_array(attn_mask, q.dtype)
-    group = h // hk if hk else 1
-    dk = np.zeros(k.shape, dtype=q.dtype)
-    dv = np.zeros(v.shape, dtype=q.dtype)
-    dq = np.zeros(q.shape, dtype=q.dtype)
+    group = h // hk
+    mask = _mask_array(attn_mask, q.dtype, b, hk, group)
+    q, do, o, lse, gq = (_grouped(a, hk) for a in (q, do, o, lse, gq))
+    k, v = _kv_operand(k, n), _kv_operand(v, n)
     with np.errstate(all="ignore"):
-        for i, hs in _blocks(b, h, n, s, mask):
-            if s == 0 or n == 0:
-                continue
-            sc, kv = _scores(q, k, mask, is_causal, scale, i, hs, group)
-            p = np.exp(sc - lse[i, hs][..., None])                    # (heads, L, S)
-            dp = np.matmul(do[i, hs], np.swapaxes(v[i, kv], -1, -2))
-            delta = np.sum(do[i, hs] * o[i, hs], axis=-1, keepdims=True)
-            ds = p * (dp - delta)
-            dq[i, hs] = np.matmul(ds, k[i, kv]) * scale
-            # key/value heads shared by a group of query heads sum their gradients
-            gv_part = np.matmul(np.swapaxes(p, -1, -2), do[i, hs])
-            gk_part = np.matmul(np.swapaxes(ds, -1, -2), q[i, hs]) * scale
-            if group == 1:
-                # one query head per key/value head: one addition per element, as np.add.at
-                # does (which costs ~100 ns an element)
-                dv[i, hs] += gv_part
-                dk[i, hs] += gk_part
-            elif isinstance(i, slice):  # every batch in one block: np.add.at per batch
-                for j in range(b):          # (a (slice, kv) index is slower still)
-                    np.add.at(dv[j], kv, gv_part[j])
-                    np.add.at(dk[j], kv, gk_part[j])
-            else:
-                np.add.at(dv[i], kv, gv_part)
-                np.add.at(dk[i], kv, gk_part)
-    for dst, src in ((gq, dq), (gk, dk), (gv, dv)):
-        np.copyto(dst, src, casting="unsafe")
+        for block in _blocks(b, hk, group, n, s):
+            p = _scores(q, k, mask, is_causal, scale, block)
+            rows = p.reshape(-1, s)           # row broadcasts iterate simplest in 2-D
+            np.subtract(rows, lse[block].reshape(-1, 1), out=rows)
+            np.exp(rows, out=rows)                                # p: (.., L, S)
+            ds = np.matmul(do[block], np.swapaxes(v[block], -1, -2))
+            prod = np.multiply(do[block], o[block])
+            delta = np.add.reduce(prod.reshape(rows.shape[0], e), axis=-1, keepdims=True)
+            ds_rows = ds.reshape(-1, s)
+            ds_rows -= delta
+            np.multiply(rows, ds_rows, out=ds_rows)   # p * (dp - delta), in place
+            np.multiply(np.matmul(ds, k[block]), scale, out=gq[block], casting="unsafe")
+            _store_group_sum(gv[block], np.matmul(np.swapaxes(p, -1, -2), do[block]))
+            gk_part = np.matmul(np.swapaxes(ds, -1, -2), q[block])
+            gk_part *= scale
+            _store_group_sum(gk[block], gk_part)
 
 
 register_rule(ops._scaled_dot_product_flash_attention_for_cpu, _forward_rule, _forward_fill)
