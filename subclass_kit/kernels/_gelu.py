@@ -103,12 +103,13 @@ def _aten_erf(z, *operands, step=_VEC_STEP, out=None, consume=False):
     ATen's GeluKernel computes it over ``operands`` (``x``, or ``dy, x``): A&S on each full
     ``step`` of a loop row whose elements are adjacent, ``erf`` on the rest of the row and on
     every row of a scalar loop. ``out`` and ``consume`` as for ``_as_terms`` (the sign is then
-    read from the first operand, ``x``)."""
+    read from the last operand, ``x``)."""
     rows = _loop_rows(*operands)
     if rows is None:
         return erf(z)
-    tail = rows(z).shape[-1] % step
-    exact = erf(rows(z)[..., -tail:]) if tail else None
+    z_rows = rows(z)
+    tail = z_rows.shape[-1] % step
+    exact = erf(z_rows[..., -tail:]) if tail else None    # before ``consume`` overwrites z
     e = _as_erf(operands[-1] if consume else z, _as_terms(z, out, consume)[1])
     if tail:
         rows(e)[..., -tail:] = exact
@@ -155,18 +156,18 @@ def gelu(x, approximate="none", *, reduced=False, out=None):
     return res
 
 
-def gelu_into(out, x, approximate="none"):
-    """``gelu`` as a pointwise compute: the result written into ``out``."""
-    res = gelu(x, approximate, out=out)
-    if res is not out:
-        np.copyto(out, res, casting="unsafe")
+def _gelu_into(reduced: bool):
+    """``gelu`` as a pointwise compute ``fn(out, x, approximate="none")``: the result written
+    into ``out``; ``reduced`` for float16 and bfloat16 tensors' values in float32."""
+    def compute(out, x, approximate="none"):
+        res = gelu(x, approximate, reduced=reduced, out=out)
+        if res is not out:
+            np.copyto(out, res, casting="unsafe")
+    compute.__name__ = "gelu_reduced_into" if reduced else "gelu_into"
+    return compute
 
 
-def gelu_reduced_into(out, x, approximate="none"):
-    """``gelu_into`` of a float16 or bfloat16 tensor's values in float32."""
-    res = gelu(x, approximate, reduced=True, out=out)
-    if res is not out:
-        np.copyto(out, res, casting="unsafe")
+gelu_into, gelu_reduced_into = _gelu_into(False), _gelu_into(True)
 
 
 def gelu_backward(dy, x, approximate="none", *, reduced=False, out=None):
