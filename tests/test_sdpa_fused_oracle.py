@@ -213,3 +213,16 @@ def test_input_validation_errors(case):
     assert_same_error(lambda: F.scaled_dot_product_attention(to_sk(q), to_sk(k), to_sk(v),
                                                              **ours_kw),
                       lambda: TF.scaled_dot_product_attention(q, k, v, **kw))
+
+
+def test_long_causal_masks_are_not_retained():
+    """A causal mask is cached for short sequences only: a long one (here 1100 x 1100) is built
+    per call, so no shape keeps megabytes alive after the call."""
+    from subclass_kit.kernels import attention
+    before = (attention._cached_causal_mask.cache_info().currsize,
+              attention._cached_causal_bias.cache_info().currsize)
+    q = sk.randn(1, 1, 1100, 4)
+    out = sk.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert out.shape == (1, 1, 1100, 4)
+    assert (attention._cached_causal_mask.cache_info().currsize,
+            attention._cached_causal_bias.cache_info().currsize) == before

@@ -171,22 +171,38 @@ def _scores(q, k, mask, is_causal, scale, block):
     return sc
 
 
-@functools.lru_cache(maxsize=16)
+# The causal masks of short sequences are kept (at most 16 shapes of up to 2**20 positions:
+# 5 MB of masks and biases at worst); longer ones are built per call, not retained.
+_CACHED_POSITIONS = 1 << 20
+
+
 def _causal_mask(n: int, s: int) -> np.ndarray:
     """The (n, s) bool mask of the positions ``is_causal`` masks, ``j > i`` (the complement
-    of ``tril``; read-only: shared by calls)."""
+    of ``tril``; read-only: may be shared by calls)."""
+    return _cached_causal_mask(n, s) if n * s <= _CACHED_POSITIONS else _build_mask(n, s)
+
+
+def _causal_bias(n: int, s: int, dtype) -> np.ndarray:
+    """``_causal_mask`` as an additive (n, s) mask of ``dtype``: -inf masked, 0 elsewhere
+    (read-only: may be shared by calls)."""
+    return (_cached_causal_bias(n, s, dtype) if n * s <= _CACHED_POSITIONS
+            else _build_bias(n, s, dtype))
+
+
+def _build_mask(n, s):
     m = np.triu(np.ones((n, s), dtype=bool), 1)
     m.flags.writeable = False
     return m
 
 
-@functools.lru_cache(maxsize=16)
-def _causal_bias(n: int, s: int, dtype) -> np.ndarray:
-    """``_causal_mask`` as an additive (n, s) mask of ``dtype``: -inf masked, 0 elsewhere
-    (read-only: shared by calls)."""
+def _build_bias(n, s, dtype):
     m = np.where(_causal_mask(n, s), -np.inf, 0.0).astype(dtype)
     m.flags.writeable = False
     return m
+
+
+_cached_causal_mask = functools.lru_cache(maxsize=16)(_build_mask)
+_cached_causal_bias = functools.lru_cache(maxsize=16)(_build_bias)
 
 
 def _mask_array(attn_mask, dtype, b, hk, group):
