@@ -281,12 +281,16 @@ def type_name(d) -> str:
     return _TYPE_NAMES[d.name]
 
 
-def register_rule(op, rule, fill):
+def register_rule(op, rule, fill, fast=None):
     """Register cpu and meta kernels for a functional op from its rule and numpy fill.
 
     ``rule(*args, **kwargs) -> Spec`` (or a tuple of Specs, None for an output not computed);
     ``fill(outs, spec, *args, **kwargs)`` writes numpy results into the output arrays (a list,
     one per Spec, None for a None Spec). See Note [One rule per op].
+
+    ``fast(*args)``, optional: the cpu kernel of the op's most common call (positional
+    arguments only), returning the output, or None to go through ``rule`` and ``fill``. It
+    must give the very result ``rule`` + ``fill`` give, and may return None for any call.
     """
     op = overload_of(op)  # packet: the overload it calls
 
@@ -311,6 +315,16 @@ def register_rule(op, rule, fill):
         if first is not None and first.device is not META:
             fill([None if o is None else o._array() for o in outs], spec, *args, **kwargs)
         return outs
+
+    if fast is not None:
+        general = cpu_kernel
+
+        def cpu_kernel(*args, **kwargs):
+            if not kwargs:
+                out = fast(*args)
+                if out is not None:
+                    return out
+            return general(*args, **kwargs)
 
     meta_kernel.rule = cpu_kernel.rule = rule
     register_kernel(op, "meta")(meta_kernel)

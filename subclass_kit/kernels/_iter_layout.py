@@ -29,7 +29,9 @@ _CONTIG: dict = {}
 def contig(sizes):
     s = _CONTIG.get(sizes)
     if s is None:
-        s = _CONTIG[sizes] = contiguous_strides(sizes)
+        s = contiguous_strides(sizes)
+        if len(_CONTIG) < 65536:     # bounded: a program of ever-new shapes must not grow it
+            _CONTIG[sizes] = s
     return s
 
 

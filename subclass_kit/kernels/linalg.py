@@ -18,7 +18,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..layout import contiguous_strides, format_size
 from ..registry import ops, register_kernel, overload_of
-from ..storage import META
+from ..storage import CPU, META
 from ._common import (
     Spec,
     check_out_device_first,
@@ -28,6 +28,7 @@ from ._common import (
     type_name,
     type_string,
 )
+from ._iter_layout import alloc, contig
 
 # C++ spellings of scalar types, as ``c10::ScalarType`` prints through ``caffe2::TypeMeta``.
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -58,6 +59,63 @@ def _compute_array(t):
 
 def _store(out, value):
     np.copyto(out, value, casting="unsafe")
+
+
+# The fast paths below serve the calls a model makes (a Linear, attention's batched products):
+# cpu operands of one float32/float64 dtype whose sizes fit. Such a call passes every check of
+# the rule, and its fill is one matmul (and a bias add) straight into a fresh contiguous output,
+# so these skip the rule's Spec and the fill's dtype and overlap tests. Any other call gets None
+# and takes the full path (its checks, its errors, float16's float32 accumulation).
+_FAST_PRODUCT = frozenset((dt.float32, dt.float64))
+
+
+def _product_out(a, b):
+    """A fresh output for ``a @ b`` (2-D or 3-D, batch sizes equal) or None, see above."""
+    d = a._dtype
+    if d is not b._dtype or d not in _FAST_PRODUCT or a._storage.device is not CPU or (
+            b._storage.device is not CPU):
+        return None
+    s1, s2 = a._layout.sizes, b._layout.sizes
+    n = len(s1)
+    if n != len(s2) or not (n == 2 or (n == 3 and s1[0] == s2[0])) or s1[-1] != s2[-2]:
+        return None
+    sizes = s1[:-1] + s2[-1:]
+    return alloc(sizes, contig(sizes), d, CPU)
+
+
+def _fast_product(self, mat2, rank):
+    """mm (``rank`` 2) and bmm (3); other ranks take the rule, which raises their errors."""
+    if len(self._layout.sizes) != rank:
+        return None
+    out = _product_out(self, mat2)
+    if out is not None:
+        np.matmul(self._array(), mat2._array(), out=out._np)
+    return out
+
+
+def _fast_mm(self, mat2):
+    return _fast_product(self, mat2, 2)
+
+
+def _fast_bmm(self, mat2):
+    return _fast_product(self, mat2, 3)
+
+
+def _fast_addmm(self, mat1, mat2):
+    """``addmm(bias, x, w)`` with the bias of the product's shape or of its last dim."""
+    s1, s2 = mat1._layout.sizes, mat2._layout.sizes
+    if (self._dtype is not mat1._dtype or self._storage.device is not CPU or len(s1) != 2
+            or len(s2) != 2):
+        return None
+    sizes = self._layout.sizes
+    if sizes != s2[1:] and sizes != (s1[0], s2[1]):
+        return None
+    out = _product_out(mat1, mat2)
+    if out is not None:
+        o = out._np
+        np.matmul(mat1._array(), mat2._array(), out=o)
+        np.add(o, self._array(), out=o)
+    return out
 
 
 # -- mm ------------------------------------------------------------------------------------------
@@ -233,9 +291,9 @@ def _mv_fill(outs, spec, self, vec):
     _store(outs[0], np.matmul(_compute_array(self), _compute_array(vec)))
 
 
-register_rule(ops.mm, _mm_rule, _mm_fill)
-register_rule(ops.bmm, _bmm_rule, _bmm_fill)
-register_rule(ops.addmm, _addmm_rule, _addmm_fill)
+register_rule(ops.mm, _mm_rule, _mm_fill, fast=_fast_mm)
+register_rule(ops.bmm, _bmm_rule, _bmm_fill, fast=_fast_bmm)
+register_rule(ops.addmm, _addmm_rule, _addmm_fill, fast=_fast_addmm)
 register_rule(ops.dot, _dot_rule, _dot_fill)
 register_rule(ops.mv, _mv_rule, _mv_fill)
 
