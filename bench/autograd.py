@@ -165,9 +165,9 @@ FORWARDS_PER_SAMPLE = 10   # as inference_mlp: a sample is a short run of forwar
 
 def autograd_forward_modes(repeats=None) -> list:
     """Each library's inference/normal and inference/no_grad ratios, side by side. A sample is
-    ``FORWARDS_PER_SAMPLE`` forwards: the harness collects garbage before every sample, which
-    leaves the caches cold, and on a single forward that refill (about 350 us here for the bare
-    numpy kernels) is a fixed cost added to all three modes alike."""
+    ``FORWARDS_PER_SAMPLE`` forwards, so that what the first forward of a sample pays alone
+    (refilling the caches after the collection that starts every sample) is spread as in a
+    real run of forwards."""
     repeats = repeats or 30
     r = OwnRatio("autograd_forward_modes", "inf/normal", target=0.8)
     notes = []

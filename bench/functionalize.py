@@ -21,7 +21,8 @@ import math
 import gc
 import statistics
 
-from harness import CLOCK, SK, TORCH, Case, Result, import_torch, measure, median_seconds
+from harness import (CLOCK, SK, TORCH, Case, Result, import_torch, measure, median_seconds,
+                     settled_heap)
 
 DEFAULT_REPEATS = 3
 SIZES = (1000, 4000)
@@ -39,12 +40,13 @@ def _interleaved_medians(thunks: dict, repeats: int) -> dict:
     for fn in thunks.values():
         fn()
     samples = {key: [] for key in thunks}
-    for _ in range(repeats):
-        for key, fn in thunks.items():
-            gc.collect()
-            t0 = CLOCK()
-            fn()
-            samples[key].append(CLOCK() - t0)
+    with settled_heap():
+        for _ in range(repeats):
+            for key, fn in thunks.items():
+                gc.collect()
+                t0 = CLOCK()
+                fn()
+                samples[key].append(CLOCK() - t0)
     return {key: statistics.median(v) for key, v in samples.items()}
 
 

@@ -23,7 +23,7 @@ import statistics
 
 import numpy as np
 from eager import N_OPS, _check, _inputs, chain
-from harness import CLOCK, SK, TORCH, Case, Result, Skip, import_torch
+from harness import CLOCK, SK, TORCH, Case, Result, Skip, import_torch, settled_heap
 
 TARGET = 0.80
 DEFAULT_REPEATS = 25
@@ -48,13 +48,14 @@ def _interleaved(fns: dict, repeats: int) -> dict:
             fn()
     samples = {name: [] for name in fns}
     order = list(fns.items())
-    for _ in range(repeats):
-        order.reverse()                 # alternate which goes first
-        for name, fn in order:
-            gc.collect()
-            t0 = CLOCK()
-            fn()
-            samples[name].append(CLOCK() - t0)
+    with settled_heap():
+        for _ in range(repeats):
+            order.reverse()                 # alternate which goes first
+            for name, fn in order:
+                gc.collect()
+                t0 = CLOCK()
+                fn()
+                samples[name].append(CLOCK() - t0)
     return samples
 
 

@@ -22,7 +22,6 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import gc  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -80,21 +79,6 @@ def print_table(results: list, out=sys.stdout) -> None:
             print(f"{r.case}: {note}", file=out)
 
 
-def _freeze_imports() -> None:
-    """Import the libraries the cases measure, then move every object alive into the
-    collector's permanent generation (``gc.freeze``). The harness collects garbage before each
-    sample; without this, that collection walks every module object of torch and numpy (about
-    70-100 ms with torch loaded) and leaves the caches cold for the sample that follows, a cost
-    no real program pays between two steps and the same for every library measured."""
-    for name in ("numpy", "subclass_kit", "subclass_kit.modes", "torch"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-    gc.collect()
-    gc.freeze()
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", metavar="NAME",
@@ -119,7 +103,6 @@ def main(argv=None) -> int:
         cases = [(f, c) for f, c in cases if f in args.only or c.name in args.only]
 
     print(f"python {platform.python_version()}, {platform.machine()}, 1 thread", file=log)
-    _freeze_imports()
     results, skipped, failed = [], [], []
     for _family, case in cases:
         print(f"running {case.name} ...", file=log, flush=True)
