@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import math
 
-import gc
 import statistics
 
 from harness import (CLOCK, SK, TORCH, Case, Result, import_torch, measure, median_seconds,
-                     settled_heap)
+                     collect_young, settled_heap)
 
 DEFAULT_REPEATS = 3
 SIZES = (1000, 4000)
@@ -43,7 +42,7 @@ def _interleaved_medians(thunks: dict, repeats: int) -> dict:
     with settled_heap():
         for _ in range(repeats):
             for key, fn in thunks.items():
-                gc.collect()
+                collect_young()
                 t0 = CLOCK()
                 fn()
                 samples[key].append(CLOCK() - t0)

@@ -62,19 +62,26 @@ CLOCK = time.process_time
 
 @contextmanager
 def settled_heap():
-    """Sampling with the collector's work kept out of the samples. Every sample starts with
-    ``gc.collect()`` (a collection must not land inside a sample); what is alive when sampling
-    starts (modules, models, inputs) is first moved to the permanent generation
-    (``gc.freeze``), so that collection walks only what the samples made. A full collection
-    walks every object of torch and numpy (70-100 ms here) and leaves the caches cold for the
-    sample after it: a cost no real program pays between two steps, which made a one-step
-    sample of a small model measure torch at 3x its steady time."""
+    """Sampling with the collector's work kept out of the samples: one full collection, then
+    what is alive (modules, models, inputs) goes to the permanent generation (``gc.freeze``)
+    and each sample starts with ``collect_young()``. A full collection before every sample
+    cost no real program pays between two steps, and it skewed the figures: it walks every
+    object of torch and numpy (70-100 ms here), leaving the caches cold (torch's step of a
+    small MLP measured 3x its steady time), and it empties CPython's free lists of tuples,
+    lists, dicts and floats (a Python-heavy step measured 1.5x its steady time)."""
     gc.collect()
     gc.freeze()
     try:
         yield
     finally:
         gc.unfreeze()
+
+
+def collect_young() -> None:
+    """The collection before a sample: the young generations (what the last samples made), so
+    no collection lands inside the sample; generation 2 (which clears the free lists) is left
+    to the interpreter, as in a real program."""
+    gc.collect(1)
 
 
 def median_seconds(fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
@@ -84,7 +91,7 @@ def median_seconds(fn: Callable[[], object], repeats: int, warmup: int = 2) -> f
     samples = []
     with settled_heap():
         for _ in range(repeats):
-            gc.collect()
+            collect_young()
             t0 = CLOCK()
             fn()
             samples.append(CLOCK() - t0)

@@ -18,12 +18,12 @@ inference/normal <= 0.80; torch's ratio is there for reference).
 
 from __future__ import annotations
 
-import gc
 import statistics
 
 import numpy as np
 from eager import N_OPS, _check, _inputs, chain
-from harness import CLOCK, SK, TORCH, Case, Result, Skip, import_torch, settled_heap
+from harness import (CLOCK, SK, TORCH, Case, Result, Skip, collect_young, import_torch,
+                     settled_heap)
 
 TARGET = 0.80
 DEFAULT_REPEATS = 25
@@ -52,7 +52,7 @@ def _interleaved(fns: dict, repeats: int) -> dict:
         for _ in range(repeats):
             order.reverse()                 # alternate which goes first
             for name, fn in order:
-                gc.collect()
+                collect_young()
                 t0 = CLOCK()
                 fn()
                 samples[name].append(CLOCK() - t0)

@@ -462,12 +462,12 @@ SHAPE_MORE = [
     "vdot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
 ]
 
-# PyTorch's pointwise backward ops (kernels/pointwise_backward.py), called by the autograd
-# mode's formulas as PyTorch's backward calls them (relu -> threshold_backward ...).
+# PyTorch's pointwise backward ops (kernels/pointwise_backward.py), as its formulas call them.
 POINTWISE_BACKWARD = [
     "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
     "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
     "sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor",
+    "tanh_backward(Tensor grad_output, Tensor output) -> Tensor",
 ]
 
 # Composite ops: decomposed into the ops above before the dispatch level (PyTorch's

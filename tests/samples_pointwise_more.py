@@ -200,3 +200,7 @@ ENTRIES["sigmoid_backward.default"] = E(
     _backward_samples(),
     [S(F((4,), "int64"), F((4,), "int64")), S(F((4,), "bool"), F((4,), "bool")),
      S(F((2, 3)), F((4,)))])
+ENTRIES["tanh_backward.default"] = E(
+    _backward_samples(),
+    [S(F((4,), "int64"), F((4,), "int64")), S(F((4,), "bool"), F((4,), "bool")),
+     S(F((2, 3)), F((4,)))])

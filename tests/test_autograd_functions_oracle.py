@@ -227,6 +227,51 @@ def test_modes_see_forward_and_backward_ops_as_torch():
     assert ours == theirs
 
 
+@pytest.mark.parametrize("call", ["Tensor.backward", "autograd.backward", "autograd.grad",
+                                  "hook"])
+def test_function_modes_see_backward_not_its_ops_as_torch(call):
+    """``backward`` / ``grad`` take part in the function level; the backward pass runs inside
+    the mode's handler, so the mode sees none of its ops (nor a hook's), as in PyTorch."""
+    from torch.overrides import TorchFunctionMode
+
+    class TorchLog(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    class SkLog(sk.FunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __tensor_function__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    def program(L, log):
+        x = L.tensor([1.0, -2.0, 0.5], requires_grad=True)
+        y = (x.tanh() * x).sum()
+        if call == "hook":
+            x.register_hook(lambda g: g * 2)
+        g = None
+        with log:
+            if call in ("Tensor.backward", "hook"):
+                y.backward()
+            elif call == "autograd.backward":
+                L.autograd.backward(y)
+            else:
+                (g,) = L.autograd.grad(y, x)
+        return log.names, (x.grad if g is None else g).tolist()
+
+    ours, theirs = program(sk, SkLog()), program(torch, TorchLog())
+    assert ours[0] == theirs[0] and len(ours[0]) == 1
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+
+
 def test_meta_backward_gives_shapes_and_dtypes():
     w = sk.empty(4, 3, device="meta", requires_grad=True)
     x = sk.empty(5, 4, device="meta")

@@ -264,6 +264,7 @@ def test_gradients_match_torch(torch, key, i, sample):
 # others, checked in a create_graph backward too.
 GRAPH_KEYS = ("logit.default", "silu.default", "gelu.default", "pow.Tensor_Tensor",
               "gelu_backward.default", "threshold_backward.default", "sigmoid_backward.default",
+              "tanh_backward.default",
               "digamma.default", "maximum.default", "clamp.Tensor")
 GRAPH_CASES = [c for c in CASES if c[0] in GRAPH_KEYS]
 
@@ -286,6 +287,7 @@ FD = [
                                 approximate="tanh")),
     ("gelu_backward.default", S(_v((3,), [0.7, -0.2, 1.1]), _v((3,), [-1.2, 0.1, 2.0]))),
     ("sigmoid_backward.default", S(_v((3,), [0.7, -0.2, 1.1]), _v((3,), [0.2, 0.5, 0.9]))),
+    ("tanh_backward.default", S(_v((3,), [0.7, -0.2, 1.1]), _v((3,), [0.2, -0.5, 0.9]))),
     ("logit.default", S(_v((3,), [0.2, 0.5, 0.9]))),
     ("erfinv.default", S(_v((3,), [-0.7, 0.1, 0.95]))),
     ("pow.Tensor_Tensor", S(_v((3,), [0.5, 1.5, 2.0]), _v((3,), [-1.0, 0.5, 2.5]))),

@@ -299,6 +299,9 @@ def _pre_hooks(node, buf):
     return buf
 
 
+# ``sk.autograd.backward`` and ``grad`` take part in the function level, as PyTorch's do
+# (``handle_torch_function``): see ``Tensor.backward`` in the core's api/autograd.py.
+@sk.public_api
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """``sk.autograd.backward``: accumulate into the leaves' ``.grad`` (or only ``inputs``')."""
     if inputs is not None:
@@ -306,6 +309,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate=True)
 
 
+@sk.public_api
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``

@@ -254,7 +254,7 @@ class AccumulateGrad(Node):
                 if (self.shared(g) or g.stride() != var.stride() or g.requires_grad):
                     g = _like(var, g)
                 else:
-                    g = g.detach()
+                    g = _detach(g)
             var.grad = g
         elif sk.is_grad_enabled():
             var.grad = var.grad + g
@@ -263,6 +263,11 @@ class AccumulateGrad(Node):
         for hook in self._post_hooks:
             hook(var)
         return []
+
+
+def _detach(g):
+    """``g.detach()`` as the op itself (PyTorch's engine calls it in C++: no function level)."""
+    return sk.ops.detach.default(g)
 
 
 def _like(var, g):

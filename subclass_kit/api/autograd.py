@@ -5,6 +5,7 @@ first use (Note [Autograd layer] in registry.py), so the core never needs it to 
 
 from __future__ import annotations
 
+from ..function import public_api
 from ..tensor import Tensor
 
 
@@ -59,6 +60,11 @@ def detach_(self) -> "Tensor":
     self._grad_fn = None
     return self
 
+
+# ``backward`` takes part in the function level, as PyTorch's ``Tensor.backward`` does
+# (``handle_torch_function``): a function mode sees the call, and the backward pass runs inside
+# its handler, where the mode is off, so it sees none of the ops the formulas run.
+backward = public_api(backward)
 
 for _f in (backward, retain_grad, register_hook, register_post_accumulate_grad_hook, detach_):
     setattr(Tensor, _f.__name__, _f)

@@ -6,9 +6,9 @@ Each formula follows PyTorch 2.13's entry for the op (the node names are its cod
 Gradients come back in the broadcast shape and computation dtype; the engine reduces and casts
 them (``formulas.finish_grads``).
 
-relu, gelu and sigmoid call PyTorch's backward ops (``threshold_backward``, ``gelu_backward``,
-``sigmoid_backward``, kernels in ``kernels/pointwise_backward.py``), which have rows of their own
-for double backward. ``silu_backward``, ``logit_backward`` and ``polygamma`` are not in
+relu, gelu, sigmoid and tanh call PyTorch's backward ops (``threshold_backward``,
+``gelu_backward``, ``sigmoid_backward``, ``tanh_backward``, kernels in
+``kernels/pointwise_backward.py``), which have rows of their own for double backward. ``silu_backward``, ``logit_backward`` and ``polygamma`` are not in
 ``sk.ops``: their math is composed here from existing ops, with PyTorch's values and a longer
 backward op stream (docs/differences.md). The binary, ternary and predicate ops are in
 ``pointwise_binary.py``.
@@ -202,6 +202,14 @@ def _sigmoid_backward(ctx, grad):
     y = ctx.output
     return (sk.ops.sigmoid_backward.default(grad, y) if ctx.needs_input_grad[0] else None,
             grad * ctx.grad_output * (-2 * y + 1) if ctx.needs_input_grad[1] else None)
+
+
+@derivative("tanh_backward.default", "TanhBackwardBackward0",
+            inputs=("grad_output", "output"), save=("grad_output", "output"))
+def _tanh_backward(ctx, grad):
+    y = ctx.output
+    return (sk.ops.tanh_backward.default(grad, y) if ctx.needs_input_grad[0] else None,
+            grad * (-2 * y * ctx.grad_output) if ctx.needs_input_grad[1] else None)
 
 
 @derivative("relu.default", "ReluBackward0", save=("result",))
