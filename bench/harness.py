@@ -75,6 +75,7 @@ def settled_heap():
         yield
     finally:
         gc.unfreeze()
+        gc.collect()        # what the samples left in the old generation
 
 
 def collect_young() -> None:
