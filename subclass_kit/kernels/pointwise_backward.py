@@ -1,15 +1,15 @@
 """PyTorch's pointwise backward ops: ``threshold_backward`` (relu's backward),
-``gelu_backward``, ``sigmoid_backward`` and ``tanh_backward``, so that the autograd mode's backward pass calls the
-same ops as PyTorch's (a mode sees one op where a composition would show five).
+``gelu_backward``, ``sigmoid_backward`` and ``tanh_backward``, so that the autograd mode's
+backward pass calls the same ops as PyTorch's (a mode sees one op where a composition would
+show five).
 
 Each is a binary TensorIterator op over ``(grad_output, self|output)``: broadcasting, type
 promotion and TensorIterator's output layout as ``pointwise.py``; the Scalar ``threshold`` takes
 no part in promotion (it is cast to the computation type, as ATen's ``threshold_kernel`` does).
 dtype errors are PyTorch's: ``"threshold_cpu" not implemented for 'Bool'``,
 ``"GeluBackwardKernelImpl"``, ``"sigmoid_backward_cpu"`` and ``"tanh_backward_cpu"`` for
-integral and bool types;
-``gelu_backward`` checks ``approximate`` as ``gelu`` does. float16 computes in float32
-(ATen's opmath). Note [One rule per op].
+integral and bool types; ``gelu_backward`` checks ``approximate`` as ``gelu`` does. float16
+computes in float32 (ATen's opmath). Note [One rule per op].
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ them (``formulas.finish_grads``).
 
 relu, gelu, sigmoid and tanh call PyTorch's backward ops (``threshold_backward``,
 ``gelu_backward``, ``sigmoid_backward``, ``tanh_backward``, kernels in
-``kernels/pointwise_backward.py``), which have rows of their own for double backward. ``silu_backward``, ``logit_backward`` and ``polygamma`` are not in
-``sk.ops``: their math is composed here from existing ops, with PyTorch's values and a longer
-backward op stream (docs/differences.md). The binary, ternary and predicate ops are in
-``pointwise_binary.py``.
+``kernels/pointwise_backward.py``), which have rows of their own for double backward.
+``silu_backward``, ``logit_backward`` and ``polygamma`` are not in ``sk.ops``: their math is
+composed here from existing ops, with PyTorch's values and a longer backward op stream
+(docs/differences.md). The binary, ternary and predicate ops are in ``pointwise_binary.py``.
 """
 
 from __future__ import annotations
