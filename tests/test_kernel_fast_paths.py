@@ -1,11 +1,12 @@
 """The cpu kernels' fast paths give what the rule and fill they skip give.
 
 ``register_rule(op, rule, fill, fast=...)`` lets an op serve its common call without building a
-Spec (``mm``, ``bmm``, ``addmm``: one matmul into a fresh output). Each case here runs the public
-call, which tries the fast path first, and the op's ``rule`` + ``fill`` by hand on the same
-inputs (contiguous, transposed, strided, expanded and offset operands of several dtypes), and
-compares values bit for bit, sizes, strides, dtype and version; a call the rule rejects must
-raise the rule's error through the public call too.
+Spec (``mm``, ``bmm``, ``addmm``: one matmul into a fresh output); ``sum`` and ``mean`` over
+float32/float64 have such a kernel too (``reductions._fast_reduction``). Each case here runs
+the public call, which tries the fast path first, and the op's ``rule`` + ``fill`` by hand on
+the same inputs (contiguous, transposed, strided, expanded and offset operands of several
+dtypes), and compares values bit for bit, sizes, strides, dtype and version; a call the rule
+rejects must raise the rule's error through the public call too.
 """
 
 from __future__ import annotations
@@ -98,6 +99,17 @@ def test_addmm_fast_path_matches_rule_and_fill(data, n, k, m, dtype, bias_dtype)
     x = _operand(data.draw, (n, k), dtype)
     w = _operand(data.draw, (k, m), dtype)
     _run_both(sk.addmm, ops.addmm.default, bias, x, w)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.lists(st.integers(0, 4), max_size=4), st.sampled_from(DTYPES),
+       st.sampled_from(["sum", "mean"]), st.booleans())
+def test_sum_and_mean_fast_paths_match_rule_and_fill(data, sizes, dtype, name, keepdim):
+    x = _operand(data.draw, tuple(sizes), dtype)
+    ndim = max(len(sizes), 1)
+    dims = data.draw(st.one_of(st.none(), st.lists(st.integers(-ndim - 1, ndim), max_size=3)))
+    op = ops.sum.dim_IntList if name == "sum" else ops.mean.dim
+    _run_both(lambda *a: op(*a), op, x, dims, keepdim)
 
 
 def test_fast_path_output_never_aliases_an_input():

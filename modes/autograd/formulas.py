@@ -215,11 +215,12 @@ def sum_to(grad, shape):
     dims summed away, size-1 dims summed with keepdim). Returns ``grad`` itself when the shape
     already matches."""
     shape = tuple(shape)
-    if tuple(grad.shape) == shape:
+    gshape = tuple(grad.shape)
+    if gshape == shape:
         return grad
-    lead = grad.dim() - len(shape)
+    lead = len(gshape) - len(shape)
     dims = list(range(lead)) + [lead + i for i, s in enumerate(shape)
-                                if s == 1 and grad.shape[lead + i] != 1]
+                                if s == 1 and gshape[lead + i] != 1]
     # the ops themselves, as PyTorch's engine calls ``at::sum_to`` (no function level)
     if dims:
         grad = sk.ops.sum.dim_IntList(grad, dims, True)

@@ -262,34 +262,44 @@ def _sum_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None):
 
 
 _register(ops.sum.dim_IntList, _sum_rule, _sum_compute, ops.sum.IntList_out, _out_as_dtype)
-_sum_general = ops.sum.dim_IntList._kernels["cpu"]
 _FAST_SUM = frozenset((dt.float32, dt.float64))
 
 
-def _sum_cpu(self, dim=None, keepdim=False, **kwargs):
-    """``_sum_general`` for the common call (float32/float64 cpu input, no ``dtype=``): the same
-    rule, spec and numpy reduction without the generic fill's indirections."""
-    d = self._dtype
-    if kwargs or d not in _FAST_SUM or self._storage.device is not CPU:
-        return _sum_general(self, dim, keepdim, **kwargs)
-    sizes = self._layout.sizes
-    dims = reduce_dims(self, dim)
-    key = (sizes, dims, keepdim)
-    shape = _SHAPES.get(key)
-    if shape is None:
-        shape = _spec(self, dims, keepdim, d)[:2]
-    out = alloc(shape[0], shape[1], d, CPU)
-    token = quiet()
-    try:
-        np.add.reduce(self._array(), axis=_axis(self, dims), dtype=d.numpy,
-                      out=out._np, keepdims=keepdim)
-    finally:
-        unquiet(token)
-    return out
+def _fast_reduction(op, rule, mean: bool):
+    """``op``'s cpu kernel for the common call (float32/float64 cpu input, no ``dtype=``):
+    the same rule, spec and numpy reduction as the general kernel (``_register``'s), then for
+    ``mean`` the same in-place division by the count, without the generic fill's
+    indirections. Other calls go to the general kernel."""
+    general = op._kernels["cpu"]
+
+    def kernel(self, dim=None, keepdim=False, **kwargs):
+        d = self._dtype
+        if kwargs or d not in _FAST_SUM or self._storage.device is not CPU:
+            return general(self, dim, keepdim, **kwargs)
+        sizes = self._layout.sizes
+        dims = reduce_dims(self, dim)
+        key = (sizes, dims, keepdim)
+        shape = _SHAPES.get(key)
+        if shape is None:
+            shape = _spec(self, dims, keepdim, d)[:2]
+        out = alloc(shape[0], shape[1], d, CPU)
+        o = out._np
+        token = quiet()
+        try:
+            np.add.reduce(self._array(), axis=_axis(self, dims), dtype=d.numpy, out=o,
+                          keepdims=keepdim)
+            if mean:
+                np.divide(o, _count(self, dims), out=o)
+        finally:
+            unquiet(token)
+        return out
+
+    kernel.rule = rule
+    register_kernel(op, "cpu")(kernel)
+    return kernel
 
 
-_sum_cpu.rule = _sum_rule
-register_kernel(ops.sum.dim_IntList, "cpu")(_sum_cpu)
+_fast_reduction(ops.sum.dim_IntList, _sum_rule, mean=False)
 
 
 def _mean_rule(self, dim=None, keepdim=False, *, dtype=None):
@@ -318,6 +328,7 @@ def _mean_compute(dest, arr, spec, self, dim=None, keepdim=False, *, dtype=None)
 
 
 _register(ops.mean.dim, _mean_rule, _mean_compute, ops.mean.out, _mean_out_cast)
+_fast_reduction(ops.mean.dim, _mean_rule, mean=True)
 # ``x.sum()`` / ``x.mean()`` (PyTorch's ``sum.default`` / ``mean.default``): the kernels of
 # the dims overloads, whose ``dim`` defaults to None (all dims), called as ``(self, *, dtype)``.
 for _op, _dims in ((ops.sum.default, ops.sum.dim_IntList), (ops.mean.default, ops.mean.dim)):
