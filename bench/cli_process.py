@@ -2,12 +2,12 @@
 
 The issue-16 acceptance figures are for whole processes (``/usr/bin/time -f "%e s %M KB"``):
 interpreter start-up, imports, the meta trace and the printing. Each command here runs in a
-fresh interpreter (``sys.executable``, so no console-script wrapper in front of it), with bytecode
-caching on (``PYTHONDONTWRITEBYTECODE`` cleared: an installed wheel has its ``.pyc`` files) and
-one untimed warm-up run that writes them; each figure is the median over ``repeats`` runs of
-the wall time, and the peak RSS of the child (``ru_maxrss`` of ``os.wait4``, taken by a small
-launcher process: see ``_LAUNCHER``). Wall time grows
-when other processes share the cores: say so next to figures measured on a busy machine.
+fresh interpreter (``sys.executable``, so no console-script wrapper in front of it), with
+bytecode caching on (``PYTHONDONTWRITEBYTECODE`` cleared: an installed wheel has its ``.pyc``
+files) and one untimed warm-up run that writes them; each figure is the median over
+``repeats`` runs of the wall time, and the peak RSS of the child (``ru_maxrss`` of
+``os.wait4``, taken by a small launcher process: see ``_LAUNCHER``). Wall time grows when
+other processes share the cores: say so next to figures measured on a busy machine.
 
 Rows: ``python -c "import numpy"`` (the floor: sk's one heavy dependency) in the numpy column;
 ``import subclass_kit`` and the sizing commands in the sk column, each with its target from
