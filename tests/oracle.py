@@ -251,20 +251,24 @@ def same_storage(a, b) -> bool:
 # -- op streams: the same recording mode in both libraries -----------------------------------------
 class SkOpLog(sk.DispatchMode):
     """Records the ops a program dispatches: ``name`` or ``name.overload`` (``overloads=True``),
-    leaving out names in ``skip``."""
+    leaving out names in ``skip``; with ``args`` (a function of the positional arguments) each
+    entry is ``(name, args(arguments))``."""
 
-    def __init__(self, overloads=False, skip=()):
-        self.ops, self.overloads, self.skip = [], overloads, frozenset(skip)
+    def __init__(self, overloads=False, skip=(), args=None):
+        self.ops, self.overloads, self.skip, self.args = [], overloads, frozenset(skip), args
 
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
         if func.name not in self.skip:
-            self.ops.append(f"{func.name}.{func.overload}" if self.overloads else func.name)
+            name = f"{func.name}.{func.overload}" if self.overloads else func.name
+            self.ops.append(name if self.args is None else (name, self.args(args)))
         return func(*args, **(kwargs or {}))
 
 
-def torch_op_log(overloads=False, skip=()):
-    """A TorchDispatchMode recording names the way :class:`SkOpLog` does."""
+def torch_op_log(overloads=False, skip=(), args=None):
+    """A TorchDispatchMode recording the way :class:`SkOpLog` does."""
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    record = args
 
     class TorchOpLog(TorchDispatchMode):
         def __init__(self):
@@ -274,7 +278,8 @@ def torch_op_log(overloads=False, skip=()):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func._schema.name.split("::")[1]
             if name not in skip:
-                self.ops.append(f"{name}.{func._overloadname}" if overloads else name)
+                name = f"{name}.{func._overloadname}" if overloads else name
+                self.ops.append(name if record is None else (name, record(args)))
             return func(*args, **(kwargs or {}))
 
     return TorchOpLog()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle import assert_same, assert_same_error, to_sk
+from oracle import SkOpLog, assert_same, assert_same_error, to_sk, torch_op_log
 
 import subclass_kit as sk
 
@@ -21,7 +21,6 @@ torch = pytest.importorskip("torch", reason="torch (the test oracle) is not inst
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis draws the arguments")
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 sk.autograd.install()
 _INT64_MAX = (1 << 63) - 1
@@ -33,26 +32,6 @@ def _norm(x):
     if isinstance(x, (list, tuple)):
         return [_norm(v) for v in x]
     return x
-
-
-class _TorchLog(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.calls = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls.append((f"{func._overloadpacket.__name__}.{func._overloadname}",
-                           _norm(args)))
-        return func(*args, **(kwargs or {}))
-
-
-class _SkLog(sk.DispatchMode):
-    def __init__(self):
-        self.calls = []
-
-    def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls.append((func.__name__, _norm(args)))
-        return func(*args, **(kwargs or {}))
 
 
 # (name, view program on a (4, 5, 3) tensor)
@@ -79,10 +58,10 @@ def _input(m, dtype="float64"):
 def _backward_stream(m, view):
     x = _input(m, "float32")
     y = view(x)
-    log = _TorchLog() if m is torch else _SkLog()
+    log = (torch_op_log if m is torch else SkOpLog)(overloads=True, args=_norm)
     with log:
         (y * y).sum().backward()
-    return log.calls, x.grad
+    return log.ops, x.grad
 
 
 @pytest.mark.parametrize("view", [p[1] for p in PROGRAMS], ids=_IDS)
