@@ -2,7 +2,10 @@
 
 - ``autograd_mlp_train``: one SGD step of an MLP 784-256-256-10 (tanh, batch 64, cross-entropy);
   skipped while the derivative table lacks the loss's formulas;
-- ``autograd_tiny_mlp``: the same step for 16-16-16-1, batch 4, mean-squared error;
+- ``autograd_tiny_mlp``: the same step for 16-16-16-1, batch 4, mean-squared error. A sample is
+  one step (timed after an untimed one); the three libraries' samples are taken in rounds (one
+  of each per round), each column is a median of its samples and the sk/torch column the
+  median of the per-round ratios;
 - ``autograd_paper_views``: the paper's program (clone, ``mul_`` on each of N ``select`` views,
   ``sum().backward()``) at N = 1000 and 4000, and the growth exponent between them (target
   <= 1.1: linear, no O(N^2) rebase of views);
@@ -17,20 +20,20 @@ import math
 import statistics
 
 import numpy as np
-from harness import NUMPY, SK, TORCH, Case, Result, Skip, measure, median_seconds
+from harness import (NUMPY, SK, TORCH, Case, OwnRatio, Result, Skip, import_torch,
+                     interleaved_samples, median_seconds, round_ratio)
 
-from inference import OwnRatio, _interleaved
 
-
-def _libs():
+def _libs(notes=None):
+    """subclass_kit and, when installed, torch (single-threaded); torch's absence is appended
+    to ``notes`` when given."""
     import subclass_kit as sk
     libs = {SK: sk}
     try:
-        import torch
-        torch.set_num_threads(1)
-        libs[TORCH] = torch
-    except ImportError:
-        pass
+        libs[TORCH] = import_torch()
+    except Skip as e:
+        if notes is not None:
+            notes.append(f"{TORCH}: skipped: {e}")
     return libs
 
 
@@ -63,24 +66,35 @@ def _step(L, params, x, loss_fn, lr=0.01):
 
 
 def _train_case(name, sizes, batch, loss_fn, np_step, target, repeats):
+    """One row: each library's median us per SGD step, the step of each library timed once per
+    round (``interleaved_samples``, each timed step right after an untimed one of the same
+    library: a step of a training loop, not one just after another library's), and sk/torch
+    as the median of the per-round ratios, so a drift of the machine between libraries does not
+    land in the ratio. A library whose step fails (a missing formula or op) becomes a note."""
     rng = np.random.default_rng(0)
     data = rng.standard_normal((batch, sizes[0])).astype(np.float32)
     r = Result(name, "us/step", target=target)
-    for impl, L in _libs().items():
+    steps = {}
+    for impl, L in _libs(r.notes).items():
         params = _params(L, sizes, np.random.default_rng(1))
         x = L.tensor(data)
 
         def run(L=L, params=params, x=x):
             _step(L, params, x, loss_fn)
-
-        def timed(run=run):
-            try:
-                run()
-            except (RuntimeError, AttributeError) as e:
-                raise Skip(f"{e}") from None
-            return median_seconds(run, repeats) * 1e6
-        measure(r, impl, timed)
-    measure(r, NUMPY, lambda: median_seconds(np_step(sizes, data), repeats) * 1e6)
+        try:
+            run()
+        except (RuntimeError, AttributeError) as e:
+            r.notes.append(f"{impl}: skipped: {e}")
+            continue
+        steps[impl] = run
+    steps[NUMPY] = np_step(sizes, data)
+    samples = interleaved_samples(steps, repeats, rewarm=1)
+    for impl, s in samples.items():
+        r.values[impl] = statistics.median(s) * 1e6
+    if SK in samples and TORCH in samples:
+        r.paired_ratio = round_ratio(samples[SK], samples[TORCH])
+        r.notes.append(f"sk/torch = median of per-round ratios ({repeats} rounds); ratio of the "
+                       f"medians {r.values[SK] / r.values[TORCH]:.2f}")
     return [r]
 
 
@@ -123,12 +137,12 @@ def _np_step(sizes, data, ce=False):
 
 def autograd_mlp_train(repeats=None) -> list:
     return _train_case("autograd_mlp_train", [784, 256, 256, 10], 64, _cross_entropy,
-                       lambda s, d: _np_step(s, d, ce=True), 1.5, repeats or 15)
+                       lambda s, d: _np_step(s, d, ce=True), 1.5, repeats or 30)
 
 
 def autograd_tiny_mlp(repeats=None) -> list:
     return _train_case("autograd_tiny_mlp", [16, 16, 16, 1], 4, _mse, _np_step, 2.5,
-                       repeats or 50)
+                       repeats or 100)
 
 
 def _paper(L, n):
@@ -189,12 +203,13 @@ def autograd_forward_modes(repeats=None) -> list:
                 for _ in range(FORWARDS_PER_SAMPLE):
                     _forward(L, params, x)
 
-        s = _interleaved({"normal": normal, "no_grad": no_grad, "inference": inference}, repeats)
+        s = interleaved_samples({"normal": normal, "no_grad": no_grad, "inference": inference},
+                                repeats)
         med = {k: statistics.median(v) * 1e6 / FORWARDS_PER_SAMPLE for k, v in s.items()}
         # Ratios of the samples taken in one round, as for inference/normal: a drift of the
         # machine between rounds then moves both sides of a ratio alike.
-        r.values[impl] = statistics.median(i / n for n, i in zip(s["normal"], s["inference"]))
-        vs_no_grad = statistics.median(i / n for n, i in zip(s["no_grad"], s["inference"]))
+        r.values[impl] = round_ratio(s["inference"], s["normal"])
+        vs_no_grad = round_ratio(s["inference"], s["no_grad"])
         notes.append(f"{impl} us/forward: " + ", ".join(f"{k} {v:.0f}" for k, v in med.items())
                      + f"; inference/no_grad {vs_no_grad:.2f}")
     r.notes.extend(notes)

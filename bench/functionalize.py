@@ -17,11 +17,10 @@
 from __future__ import annotations
 
 import math
-
 import statistics
 
-from harness import (CLOCK, SK, TORCH, Case, Result, import_torch, measure, median_seconds,
-                     collect_young, settled_heap)
+from harness import (SK, TORCH, Case, Result, import_torch, interleaved_samples, measure,
+                     median_seconds)
 
 DEFAULT_REPEATS = 3
 SIZES = (1000, 4000)
@@ -33,24 +32,9 @@ def _program(x):
     return x
 
 
-def _interleaved_medians(thunks: dict, repeats: int) -> dict:
-    """Median CPU seconds of each thunk, after one untimed call each; every repeat runs each
-    thunk once, in turn."""
-    for fn in thunks.values():
-        fn()
-    samples = {key: [] for key in thunks}
-    with settled_heap():
-        for _ in range(repeats):
-            for key, fn in thunks.items():
-                collect_young()
-                t0 = CLOCK()
-                fn()
-                samples[key].append(CLOCK() - t0)
-    return {key: statistics.median(v) for key, v in samples.items()}
-
-
 def _sk_times(repeats):
-    """``{(kind, n): seconds}`` for kind "func" (functionalized) and "eager", n in SIZES."""
+    """``{(kind, n): median seconds}`` for kind "func" (functionalized) and "eager", n in SIZES,
+    sampled in rounds (one untimed call of each first)."""
     import subclass_kit as sk
     from subclass_kit.modes import functionalize
     f = functionalize(_program)
@@ -58,7 +42,8 @@ def _sk_times(repeats):
     for n in SIZES:
         thunks["func", n] = lambda n=n: f(sk.ones(8, n))
         thunks["eager", n] = lambda n=n: _program(sk.ones(8, n))
-    return _interleaved_medians(thunks, repeats)
+    samples = interleaved_samples(thunks, repeats, warmup=1)
+    return {key: statistics.median(v) for key, v in samples.items()}
 
 
 def unbind(repeats=None) -> list:

@@ -5,6 +5,10 @@ them. Every benchmark family module (``eager.py``, ``gpt2_meta.py``, ``import_ti
 its cases in ``CASES`` as ``Case(name, fn, help)``; ``fn(repeats)`` returns a list of Results.
 A case whose pieces are missing raises ``Skip(reason)`` (or ImportError), and run.py prints
 "skipped: reason" for it.
+
+Timing: ``median_seconds(fn, repeats)`` samples one thunk; ``interleaved_samples(fns, repeats)``
+samples several in alternating rounds, for figures compared with each other, and
+``round_ratio(num, den)`` is the median of the per-round ratios of two of them.
 """
 
 from __future__ import annotations
@@ -26,15 +30,22 @@ class Skip(Exception):
 
 @dataclass
 class Result:
-    """One row of the table: a median per implementation, and the sk/torch ratio's target."""
+    """One row of the table: a median per implementation, and the sk/torch ratio's target.
+
+    The sk/torch ratio is ``values[SK] / values[TORCH]`` unless the case sets ``paired_ratio``:
+    the median of per-round ratios of interleaved samples (``round_ratio``), which a drift of the
+    machine between the rounds moves less than it moves the ratio of the two medians."""
 
     case: str
     unit: str
     values: dict = field(default_factory=dict)      # impl name -> median
     target: float | None = None                     # pass if sk/torch <= target
     notes: list = field(default_factory=list)       # e.g. "torch: skipped: not installed"
+    paired_ratio: float | None = None               # sk/torch measured round by round
 
     def ratio(self, num: str = SK, den: str = TORCH) -> float | None:
+        if (num, den) == (SK, TORCH) and self.paired_ratio is not None:
+            return self.paired_ratio
         a, b = self.values.get(num), self.values.get(den)
         if a is None or not b:
             return None
@@ -46,6 +57,14 @@ class Result:
                 "ratio_sk_torch": r, "target": self.target,
                 "meets_target": None if r is None or self.target is None else r <= self.target,
                 "notes": self.notes}
+
+
+class OwnRatio(Result):
+    """A row whose ratio column is subclass_kit's own figure (its value: e.g. its
+    inference/normal time, or a growth exponent), not sk/torch."""
+
+    def ratio(self, num: str = SK, den: str = TORCH):
+        return self.values.get(SK)
 
 
 @dataclass
@@ -97,6 +116,41 @@ def median_seconds(fn: Callable[[], object], repeats: int, warmup: int = 2) -> f
             fn()
             samples.append(CLOCK() - t0)
     return statistics.median(samples)
+
+
+def interleaved_samples(fns: dict, repeats: int, warmup: int = 2, rewarm: int = 0) -> dict:
+    """``{name: [CPU seconds of fns[name]() per round]}``: ``warmup`` untimed calls of each
+    thunk, then ``repeats`` rounds, each timing every thunk once, so a drift of the machine
+    (and going first after another) hits every one alike; sample ``k`` of each comes from
+    round ``k``. The order within a round alternates (forward, reversed, ...).
+
+    ``rewarm`` untimed calls of a thunk come right before each of its timed calls: a sample
+    then measures the thunk as in a loop of it, not cold just after another thunk filled the
+    caches (without it, a torch training step taken right after subclass_kit's measured 1.2-1.5x
+    its time in a loop of steps, numpy's small step 2.4x)."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    samples = {name: [] for name in fns}
+    order = list(fns.items())
+    with settled_heap():
+        for _ in range(repeats):
+            order.reverse()
+            for name, fn in order:
+                for _ in range(rewarm):
+                    fn()
+                collect_young()
+                t0 = CLOCK()
+                fn()
+                samples[name].append(CLOCK() - t0)
+    return samples
+
+
+def round_ratio(num: list, den: list) -> float:
+    """Median of ``num[k] / den[k]`` over the rounds of ``interleaved_samples``: a round's
+    samples are adjacent in time, so load from other processes mostly cancels (the ratio of
+    the two medians moved by 10% between runs)."""
+    return statistics.median(a / b for a, b in zip(num, den, strict=True))
 
 
 def measure(result: Result, impl: str, thunk: Callable[[], float]) -> None:

@@ -22,41 +22,14 @@ import statistics
 
 import numpy as np
 from eager import N_OPS, _check, _inputs, chain
-from harness import (CLOCK, SK, TORCH, Case, Result, Skip, collect_young, import_torch,
-                     settled_heap)
+from harness import (SK, TORCH, Case, OwnRatio, Result, Skip, import_torch, interleaved_samples,
+                     round_ratio)
 
 TARGET = 0.80
 DEFAULT_REPEATS = 25
-WARMUP = 2
 
 WIDTH, BATCH, LAYERS = 64, 8, 3
 MLP_CALLS = 100          # forwards per timed sample
-
-
-class OwnRatio(Result):
-    """A row whose ratio column is subclass_kit's own inference/normal (its value), not sk/torch."""
-
-    def ratio(self, num: str = SK, den: str = TORCH):
-        return self.values.get(SK)
-
-
-def _interleaved(fns: dict, repeats: int) -> dict:
-    """CPU-seconds samples of each thunk, taken in alternating rounds so drift (and going
-    first after another) hits every one alike; sample ``k`` of each comes from round ``k``."""
-    for fn in fns.values():
-        for _ in range(WARMUP):
-            fn()
-    samples = {name: [] for name in fns}
-    order = list(fns.items())
-    with settled_heap():
-        for _ in range(repeats):
-            order.reverse()                 # alternate which goes first
-            for name, fn in order:
-                collect_young()
-                t0 = CLOCK()
-                fn()
-                samples[name].append(CLOCK() - t0)
-    return samples
 
 
 def _sk():
@@ -90,12 +63,11 @@ def _time_library(lib, inference_mode, make_inputs, run, check, repeats, scale):
         with inference_mode():
             run(*inf_in)
 
-    samples = _interleaved({"normal": lambda: run(*normal_in), "inference": inference}, repeats)
+    samples = interleaved_samples({"normal": lambda: run(*normal_in), "inference": inference},
+                                  repeats)
     normal, inf = samples["normal"], samples["inference"]
-    # The ratio is the median of per-round ratios: a round's two samples are adjacent in time,
-    # so load from other processes mostly cancels (medians of each moved the ratio by 10%).
-    ratio = statistics.median(i / n for n, i in zip(normal, inf, strict=True))
-    return statistics.median(normal) * scale, statistics.median(inf) * scale, ratio
+    return (statistics.median(normal) * scale, statistics.median(inf) * scale,
+            round_ratio(inf, normal))
 
 
 def _rows(name, unit, per_lib: dict, what: str) -> list:

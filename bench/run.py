@@ -6,7 +6,10 @@
     python bench/run.py --list               # the registered cases
 
 Each number is a median over repeats (``--repeats`` overrides every case's default) of the
-process's CPU time, which other processes on the machine do not inflate. A case
+process's CPU time, which other processes on the machine do not inflate. Figures compared with
+each other in one row (inference vs normal, the libraries' training steps) are sampled in
+alternating rounds (``harness.interleaved_samples``) and their ratio is the median of the
+per-round ratios, which a drift of the machine moves less. A case
 whose pieces are missing (torch not installed, an op not written yet) prints
 "skipped: reason" instead of failing. To add a benchmark: put a module in bench/ with a
 ``CASES`` list of ``harness.Case`` and add its name to ``FAMILIES`` below.
