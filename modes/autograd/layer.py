@@ -271,10 +271,14 @@ class AutogradLayer:
         else:
             if not (kwargs and any(_requires_grad(v) for v in kwargs.values())):
                 return _redispatch(op, args, kwargs)
-        custom = _custom_autograd(op)
-        if custom is not None:
-            from .function import apply_custom_op
-            return apply_custom_op(op, custom, args, kwargs)
+        if op.namespace:
+            custom = _custom_autograd(op)
+            if custom is not None:
+                from .function import apply_custom_op
+                return apply_custom_op(op, custom, args, kwargs)
+        plan = _SIMPLE.get(op)
+        if plan is not None and not kwargs and len(args) >= plan[1]:
+            return _record_simple(op, plan, args)
         formula = self._formula(op)
         if formula is None:
             key = f"{op.name}.{op.overload}"
@@ -330,7 +334,55 @@ def _plan(op, formula):
     else:
         cls = node_class(formula.node)
     plan = _PLANS[op] = (key, cls)
+    if _is_simple(op, formula, cls):
+        _SIMPLE[op] = _simple_plan(op, formula, cls)
     return plan
+
+
+# Note [Simple records]: most recorded calls are of an out-of-place op with one Tensor output,
+# single-Tensor differentiable inputs and one node class (addmm, mul, tanh, mean ...). Their
+# record is planned once per op (``_simple_plan``) and ``_record_simple`` runs the plan: the
+# same node, saved tensors and metadata as ``_record`` builds, without its general cases
+# (Tensor[] inputs, in-place rebase, per-call node names, several outputs). An op gets a plan
+# after its first record through ``_record``.
+_SIMPLE: dict = {}      # op -> plan, see _simple_plan
+
+
+def _is_simple(op, formula, cls) -> bool:
+    schema = op.schema
+    args = {a.name: a for a in schema.arguments}
+    return (cls is not None and not op.is_inplace and not formula.outputs
+            and not any(a.is_tensor_list for a in schema.arguments)
+            and len(schema.returns) == 1 and schema.returns[0].type == "Tensor"
+            and all(name in args and args[name].is_tensor and not args[name].kwarg_only
+                    for name in formula.inputs)
+            and all(s == "result" or (s in args and not args[s].is_tensor_list)
+                    for s in formula.save))
+
+
+def _simple_plan(op, formula, cls) -> tuple:
+    """``(formula, min_args, names, defaults, input_positions, save, save_for, save_result,
+    cls, keyword_defaults)``. ``min_args``: the fewest positional arguments a call may give
+    for the plan to apply (the defaults after them are immutable values). Keyword-only
+    arguments are never given (the registry binds a call with keywords, and ``__call__``
+    plans only calls without): their defaults are values of every node."""
+    arguments = [a for a in op.schema.arguments if not a.kwarg_only]
+    names = tuple(a.name for a in arguments)
+    defaults = tuple(a.default_value if a.default is not None else None for a in arguments)
+    min_args = len(arguments)
+    while min_args and arguments[min_args - 1].default is not None and not isinstance(
+            defaults[min_args - 1], list):
+        min_args -= 1
+    keyword_defaults = tuple((a.name, a.default_value) for a in op.schema.arguments
+                             if a.kwarg_only)
+    if any(isinstance(v, list) or a.is_tensor or a.default is None
+           for a, (_, v) in zip([a for a in op.schema.arguments if a.kwarg_only],
+                                keyword_defaults)):
+        min_args = len(arguments) + 1       # never planned (no such op is recorded often)
+    inputs = tuple(names.index(n) for n in formula.inputs)
+    save = frozenset(s for s in formula.save if s != "result")
+    return (formula, min_args, names, defaults, inputs, save, formula.save_for,
+            "result" in formula.save, cls, keyword_defaults)
 
 
 def _record(op, formula, args, kwargs):
@@ -404,6 +456,70 @@ def _record(op, formula, args, kwargs):
         base._requires_grad = True
         return out
     _attach(op, node, grad_outs, args)
+    return out
+
+
+def _record_simple(op, plan, args):
+    """``_record`` for a planned op (Note [Simple records]): positional ``args`` only."""
+    formula, _, names, defaults, inputs, save, save_for, save_result, cls, keyword_defaults = plan
+    n = len(names)
+    full = args if len(args) == n else args + defaults[len(args):n]
+    needs, edges = [], []
+    for i in inputs:
+        v = full[i]
+        if v.__class__ is _Tensor:
+            base = v._base
+            if base is None:
+                if v._requires_grad:
+                    fn = v._grad_fn
+                    edges.append((fn, v._output_nr) if fn is not None
+                                 else (grad_accumulator(v), 0))
+                    needs.append(True)
+                    continue
+            elif v._requires_grad or base._requires_grad:
+                edges.append(gradient_edge(v))
+                needs.append(True)
+                continue
+        elif isinstance(v, _Tensor) and v.requires_grad:
+            edges.append(gradient_edge(v))
+            needs.append(True)
+            continue
+        edges.append(None)
+        needs.append(False)
+    if True not in needs:
+        return _redispatch(op, args, {})
+    if save_for:
+        save = set(save)
+        for name, users in save_for:
+            for u in users:
+                if needs[u]:
+                    break
+            else:
+                save.discard(name)
+    meta_of = F.TensorMeta.of
+    metas, values, saved = {}, {}, {}
+    for name, v in zip(names, full):
+        if isinstance(v, _Tensor):
+            metas[name] = meta_of(v)
+            if name in save:
+                saved[name] = SavedTensor(v)
+        elif name in save:
+            saved[name] = v
+        else:
+            values[name] = v
+    for name, v in keyword_defaults:
+        values[name] = v
+    out = _redispatch(op, args, {})
+    if (out._dtype.is_floating_point if out.__class__ is _Tensor else _differentiable(out)):
+        node = cls(formula, values, saved, metas, None, [meta_of(out)], tuple(needs), edges,
+                   None)
+        if save_result:
+            node._results = [SavedTensor(out, is_output=True, node=node)]
+        out._grad_fn = node
+        out._output_nr = 0
+        out._requires_grad = True
+        if out._base is not None:
+            out._view_version = out._version
     return out
 
 
