@@ -68,8 +68,8 @@ def _make_grads(outputs, grad_outputs, create_graph):
                 if not out.dtype.is_floating_point:
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {out.dtype}")
-                with sk.no_grad():
-                    g = sk.ones_like(out)
+                with sk.no_grad():      # the op itself, as PyTorch's engine calls it in C++
+                    g = sk.ops.ones_like.default(out)
         else:
             if tuple(g.shape) != tuple(out.shape):
                 raise RuntimeError(

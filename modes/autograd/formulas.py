@@ -215,18 +215,24 @@ def sum_to(grad, shape):
     dims summed away, size-1 dims summed with keepdim). Returns ``grad`` itself when the shape
     already matches."""
     shape = tuple(shape)
-    gshape = tuple(grad.shape)
+    gshape = grad._layout.sizes if grad.__class__ is _Tensor else tuple(grad.shape)
     if gshape == shape:
         return grad
     lead = len(gshape) - len(shape)
-    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape)
-                                if s == 1 and gshape[lead + i] != 1]
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and gshape[lead + i] != 1:
+            dims.append(lead + i)
     # the ops themselves, as PyTorch's engine calls ``at::sum_to`` (no function level)
     if dims:
-        grad = sk.ops.sum.dim_IntList(grad, dims, True)
+        grad = _sum_dims(grad, dims, True)
     if lead:
-        grad = sk.ops.view.default(grad, shape)
+        grad = _view(grad, shape)
     return grad
+
+
+_sum_dims = sk.ops.sum.dim_IntList
+_view = sk.ops.view.default
 
 
 _SIGNATURES: dict = {}      # op -> ((name, default value or None), ...)
@@ -302,20 +308,26 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw, validate: bool = Tr
 
 def _expandable(shape: tuple, to: tuple) -> bool:
     """Whether ``shape`` broadcasts to ``to`` (PyTorch's ``is_expandable_to``)."""
-    if len(shape) > len(to):
+    lead = len(to) - len(shape)
+    if lead < 0:
         return False
-    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(to)))
+    for i, s in enumerate(shape):
+        if s != 1 and s != to[lead + i]:
+            return False
+    return True
 
 
 def _fit(grad, meta: TensorMeta, formula: Formula, index: int, validate: bool = True):
     """PyTorch's ``validate_outputs``: a gradient must have its input's shape or one the
     input's shape broadcasts to (then it is summed down); else RuntimeError."""
-    shape, gshape = tuple(meta.shape), tuple(grad.shape)
-    if validate and shape != gshape and not _expandable(shape, gshape):
-        raise RuntimeError(f"Function {formula.node} returned an invalid gradient at index "
-                           f"{index} - got {list(gshape)} but expected shape compatible with "
-                           f"{list(shape)}")
-    grad = sum_to(grad, meta.shape)
+    shape = meta.shape
+    gshape = grad._layout.sizes if grad.__class__ is _Tensor else tuple(grad.shape)
+    if shape != gshape:
+        if validate and not _expandable(shape, gshape):
+            raise RuntimeError(f"Function {formula.node} returned an invalid gradient at index "
+                               f"{index} - got {list(gshape)} but expected shape compatible "
+                               f"with {list(shape)}")
+        grad = sum_to(grad, shape)
     if grad.dtype != meta.dtype:
         grad = grad.to(meta.dtype)
     return grad

@@ -251,10 +251,13 @@ class AccumulateGrad(Node):
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is
                 # shared or laid out unlike the leaf. We cannot count references: the engine
                 # tells which gradient objects it handed out twice (``shared``).
-                if (self.shared(g) or g.stride() != var.stride() or g.requires_grad):
-                    g = _like(var, g)
+                if g.__class__ is _Tensor and var.__class__ is _Tensor:
+                    copy = (g.__dict__.get("_grad_shared") is AccumulateGrad.run
+                            or g._layout.strides != var._layout.strides or g._requires_grad
+                            or (g._base is not None and g._base._requires_grad))
                 else:
-                    g = _detach(g)
+                    copy = self.shared(g) or g.stride() != var.stride() or g.requires_grad
+                g = _like(var, g) if copy else _detach(g)
             var.grad = g
         elif sk.is_grad_enabled():
             var.grad = var.grad + g
@@ -265,9 +268,13 @@ class AccumulateGrad(Node):
         return []
 
 
+_Tensor = sk.Tensor
+_detach_op = sk.ops.detach.default
+
+
 def _detach(g):
     """``g.detach()`` as the op itself (PyTorch's engine calls it in C++: no function level)."""
-    return sk.ops.detach.default(g)
+    return _detach_op(g)
 
 
 def _like(var, g):

@@ -9,9 +9,19 @@ import subclass_kit as sk
 
 from ..formulas import NODE_NAMES, derivative
 
+# The ops themselves, not Tensor methods: PyTorch's formulas call ATen in C++, so the function
+# level (``__tensor_function__``, function modes) sees none of a backward's ops.
+_ops = sk.ops
+_mul = _ops.mul.Tensor
+_div = _ops.div.Tensor
+_neg = _ops.neg.default
+_mm_op = _ops.mm.default
+_t = _ops.t.default
+_expand = _ops.expand.default
+
 
 def _scaled(grad, alpha):
-    return grad if alpha == 1 else grad * alpha
+    return grad if alpha == 1 else _mul(grad, alpha)
 
 
 @derivative("add.Tensor", "AddBackward0", inputs=("self", "other"))
@@ -21,28 +31,30 @@ def _add(ctx, grad):
 
 @derivative("sub.Tensor", "SubBackward0", inputs=("self", "other"))
 def _sub(ctx, grad):
-    return grad, (-_scaled(grad, ctx.alpha) if ctx.needs_input_grad[1] else None)
+    return grad, (_neg(_scaled(grad, ctx.alpha)) if ctx.needs_input_grad[1] else None)
 
 
 @derivative("mul.Tensor", "MulBackward0", inputs=("self", "other"), save=("self", "other"),
             save_for={"self": ("other",), "other": ("self",)})
-def _mul(ctx, grad):
-    a = grad * ctx.other if ctx.needs_input_grad[0] else None
-    b = grad * ctx.self if ctx.needs_input_grad[1] else None
+def _mul_backward(ctx, grad):
+    a = _mul(grad, ctx.other) if ctx.needs_input_grad[0] else None
+    b = _mul(grad, ctx.self) if ctx.needs_input_grad[1] else None
     return a, b
 
 
 @derivative("div.Tensor", "DivBackward0", inputs=("self", "other"), save=("self", "other"),
             save_for={"self": ("other",)})
-def _div(ctx, grad):
-    a = grad / ctx.other if ctx.needs_input_grad[0] else None
-    b = -grad * ctx.self / (ctx.other * ctx.other) if ctx.needs_input_grad[1] else None
+def _div_backward(ctx, grad):
+    a = _div(grad, ctx.other) if ctx.needs_input_grad[0] else None
+    other = ctx.other       # a Python number when only ``self`` is differentiated
+    square = _mul(other, other) if isinstance(other, sk.Tensor) else other * other
+    b = _div(_mul(_neg(grad), ctx.self), square) if ctx.needs_input_grad[1] else None
     return a, b
 
 
 @derivative("neg.default", "NegBackward0")
-def _neg(ctx, grad):
-    return -grad
+def _neg_backward(ctx, grad):
+    return _neg(grad)
 
 
 def _reduced_dims(ndim, dim):
@@ -55,11 +67,11 @@ def _expand_back(grad, meta, dim, keepdim):
     """The gradient of a reduction over ``dim`` brought back to the input's shape."""
     shape = meta.shape
     if grad.dim() == 0 or not shape:
-        return grad.expand(shape) if grad.dim() == 0 else grad.reshape(shape)
+        return _expand(grad, shape) if grad.dim() == 0 else grad.reshape(shape)
     if not keepdim:
         for d in _reduced_dims(len(shape), dim):
             grad = grad.unsqueeze(d)
-    return grad.expand(shape)
+    return _expand(grad, shape)
 
 
 @derivative("sum.dim_IntList", "SumBackward1")
@@ -73,12 +85,12 @@ def _mean(ctx, grad):
     count = 1
     for d in _reduced_dims(len(meta.shape), ctx.dim):
         count *= meta.shape[d] if meta.shape else 1
-    return _expand_back(grad, meta, ctx.dim, ctx.keepdim) / count
+    return _div(_expand_back(grad, meta, ctx.dim, ctx.keepdim), count)
 
 
 @derivative("sum.default", "SumBackward0")
 def _sum_all(ctx, grad):
-    return grad.expand(ctx.meta("self").shape)
+    return _expand(grad, ctx.meta("self").shape)
 
 
 @derivative("mean.default", "MeanBackward0")
@@ -87,7 +99,7 @@ def _mean_all(ctx, grad):
     count = 1
     for s in shape:
         count *= s
-    return grad.expand(shape) / count
+    return _div(_expand(grad, shape), count)
 
 
 NODE_NAMES["sum.dim_IntList"] = lambda b: "SumBackward1" if b.get("dim") else "SumBackward0"
@@ -97,8 +109,8 @@ NODE_NAMES["mean.dim"] = lambda b: "MeanBackward1" if b.get("dim") else "MeanBac
 @derivative("mm.default", "MmBackward0", inputs=("self", "mat2"), save=("self", "mat2"),
             save_for={"self": ("mat2",), "mat2": ("self",)})
 def _mm(ctx, grad):
-    a = sk.ops.mm.default(grad, ctx.mat2.t()) if ctx.needs_input_grad[0] else None
-    b = sk.ops.mm.default(ctx.self.t(), grad) if ctx.needs_input_grad[1] else None
+    a = _mm_op(grad, _t(ctx.mat2)) if ctx.needs_input_grad[0] else None
+    b = _mm_op(_t(ctx.self), grad) if ctx.needs_input_grad[1] else None
     return a, b
 
 
@@ -106,9 +118,8 @@ def _mm(ctx, grad):
             save=("mat1", "mat2"), save_for={"mat1": ("mat2",), "mat2": ("mat1",)})
 def _addmm(ctx, grad):
     a = _scaled(grad, ctx.beta) if ctx.needs_input_grad[0] else None
-    mm = sk.ops.mm.default
-    b = _scaled(mm(grad, ctx.mat2.t()), ctx.alpha) if ctx.needs_input_grad[1] else None
-    c = _scaled(mm(ctx.mat1.t(), grad), ctx.alpha) if ctx.needs_input_grad[2] else None
+    b = _scaled(_mm_op(grad, _t(ctx.mat2)), ctx.alpha) if ctx.needs_input_grad[1] else None
+    c = _scaled(_mm_op(_t(ctx.mat1), grad), ctx.alpha) if ctx.needs_input_grad[2] else None
     return a, b, c
 
 
@@ -119,4 +130,4 @@ def _tanh(ctx, grad):
 
 @derivative("exp.default", "ExpBackward0", save=("result",))
 def _exp(ctx, grad):
-    return grad * ctx.result
+    return _mul(grad, ctx.result)
