@@ -42,8 +42,10 @@ wrapper subclasses without data, memory outside ``sk`` ops.
     >>> tracker.track_external(model, optimizer)
     >>> with tracker:
     ...     model(x).sum().backward(); optimizer.step()
-    >>> tracker.peak, tracker.peak_at["phase"], tracker.peak_at["node"]
-    (248, 'backward', 'AccumulateGrad')
+    >>> tracker.peak, tracker.peak_at["phase"], tracker.peak_at["at"]
+    (236, 'forward', 'sum')
+    >>> [p["node"] for p in tracker.timeline() if p["phase"] == "backward"][-1]
+    'AccumulateGrad'
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ engine.cpp``, single-threaded).
 2. With ``inputs`` (``sk.autograd.grad`` or ``backward(inputs=...)``), mark the nodes from
    which an input can be reached; the others are not run.
 3. Run ready nodes (all their incoming gradients summed), highest sequence number first
-   (the most recently created), so that hooks fire in PyTorch's order. Each node's gradient
+   (the most recently created), so that hooks fire in PyTorch's order. Nodes of one sequence
+   number (the leaves' ``AccumulateGrad``) leave the ready queue in the order of PyTorch's
+   ``std::priority_queue`` (``_push`` / ``_pop``: libstdc++'s heap, step for step). Each node's gradient
    outputs are added into the input buffers of its next nodes.
 
 Without ``retain_graph`` every node frees its saved tensors after it ran. With
@@ -19,8 +21,6 @@ module stack after the backward).
 """
 
 from __future__ import annotations
-
-import heapq
 
 import subclass_kit as sk
 
@@ -181,7 +181,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
     ready = []
     for node in buffers:
         if deps.get(node, 0) == 0:
-            heapq.heappush(ready, (-node._seq, id(node), node))
+            _push(ready, node)
     results = [None] * (len(inputs) if inputs is not None else 0)
     # Gradient objects handed to more than one place (or held by the caller): AccumulateGrad
     # must copy them, where PyTorch would see a reference count above one.
@@ -193,7 +193,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             g.__dict__["_grad_shared"] = run
     with sk.set_grad_enabled(create_graph):
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = _pop(ready)
             buf = buffers.pop(node, None) or [None] * node._num_inputs
             if node._tensor_pre_hooks or node._retain or node._pre_hooks:
                 buf = _pre_hooks(node, buf)
@@ -240,7 +240,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
-                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+                    _push(ready, nxt)
     if inputs is not None and accumulate:
         for t, r in zip(inputs, results):     # non-leaf inputs: their gradient goes to .grad
             if r is not None and t.grad_fn is not None:
@@ -253,6 +253,55 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                                    "desired behavior.")
         return tuple(results)
     return None
+
+
+# PyTorch's ready queue is a std::priority_queue of nodes ordered by sequence number; which of
+# several equal ones (leaves' AccumulateGrad) comes out first follows from how libstdc++'s
+# push_heap / pop_heap move elements, so these two repeat its steps (a max-heap on ``_seq``).
+def _push(heap: list, node) -> None:
+    """libstdc++'s ``push_heap``: append, then move up past strictly smaller parents."""
+    heap.append(node)
+    hole = len(heap) - 1
+    seq = node._seq
+    while hole:
+        parent = (hole - 1) >> 1
+        above = heap[parent]
+        if not above._seq < seq:
+            break
+        heap[hole] = above
+        hole = parent
+    heap[hole] = node
+
+
+def _pop(heap: list):
+    """libstdc++'s ``pop_heap``: the top out, the last element into the hole that
+    ``__adjust_heap`` walks down (the larger child, the right one on ties), then up."""
+    top = heap[0]
+    value = heap.pop()
+    n = len(heap)
+    if not n:
+        return top
+    hole = child = 0
+    while child < (n - 1) >> 1:
+        child = 2 * (child + 1)
+        if heap[child]._seq < heap[child - 1]._seq:
+            child -= 1
+        heap[hole] = heap[child]
+        hole = child
+    if not n & 1 and child == (n - 2) >> 1:
+        child = 2 * (child + 1)
+        heap[hole] = heap[child - 1]
+        hole = child - 1
+    seq = value._seq
+    while hole:
+        parent = (hole - 1) >> 1
+        above = heap[parent]
+        if not above._seq < seq:
+            break
+        heap[hole] = above
+        hole = parent
+    heap[hole] = value
+    return top
 
 
 def _topological(order, deps):

@@ -102,7 +102,23 @@ def _wrap_outputs(ctx, args, out, name):
         o._output_nr = i
         o._requires_grad = True
         new.append(o)
+    _saved_outputs_detached(ctx, new)
     return tuple(new) if isinstance(out, tuple) else new[0]
+
+
+def _saved_outputs_detached(ctx, outs):
+    """Saved tensors that turned out to be outputs of the node are kept detached, as PyTorch's
+    ``_save_variables`` does once the forward returned: the output holds the node, so the node
+    must not hold the output (a reference cycle only the garbage collector would free)."""
+    for k, s in enumerate(ctx._saved or ()):
+        if s is None or s._unpack is not None or s._is_output:
+            continue
+        for i, o in enumerate(outs):
+            if o is s._t and isinstance(o, sk.Tensor) and o._grad_fn is ctx:
+                version = s._version
+                s = ctx._saved[k] = SavedTensor(o, is_output=True, node=ctx, output_nr=i)
+                s._version = version        # the check is against the version at save
+                break
 
 
 class FunctionMeta(type):

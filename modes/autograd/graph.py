@@ -19,6 +19,9 @@ __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
            "RemovableHandle"]
 
 _sequence = itertools.count()
+_Tensor = sk.Tensor
+_detach_op = sk.ops.detach.default
+_redispatch = sk.redispatch_below_autograd
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
@@ -146,16 +149,18 @@ class SavedTensor:
     text, naming the tensor's current node for a saved input, the producing node for a saved
     output) or when the graph was freed by a backward without ``retain_graph``."""
 
-    __slots__ = ("_t", "_vc", "_version", "_is_output", "_node", "_packed", "_unpack", "_freed",
-                 "_type")
+    __slots__ = ("_t", "_vc", "_version", "_is_output", "_output_nr", "_node", "_packed",
+                 "_unpack", "_freed", "_type")
 
-    def __init__(self, t, is_output: bool = False, node=None):
+    def __init__(self, t, is_output: bool = False, node=None, output_nr: int = 0):
         if t.is_inference():
             raise RuntimeError(INFERENCE_SAVED)
         self._vc = t._vc        # the alias family's counter, as SavedVariable keeps it
         self._version = t._version
         self._is_output = is_output
-        self._node = node
+        self._output_nr = output_nr
+        # Weakly: the node holds its saved tensors, not the other way round (no cycle).
+        self._node = None if node is None else weakref.ref(node)
         self._freed = False
         self._packed = self._unpack = None
         if _HookState.stack:
@@ -166,6 +171,11 @@ class SavedTensor:
             self._type = _type_string(t)
             self._t = weakref.ref(t)
             self._packed = pack(t)
+        elif is_output:
+            # PyTorch's SavedVariable keeps an output detached (modes see the ``detach``): the
+            # node's output holds the node, and the node must not hold it back, or every graph
+            # would be a reference cycle that only the garbage collector frees.
+            self._t = _redispatch(_detach_op, (t,), {})
         else:
             self._t = t
 
@@ -182,11 +192,11 @@ class SavedTensor:
                     "the operation that failed to compute its gradient, with "
                     "torch.autograd.set_detect_anomaly(True, check_nan=False).")
             if self._is_output:
-                node = self._node
+                node, nr = self._node(), self._output_nr
             else:
                 node = t.grad_fn if t._base is None or t.requires_grad else None
-            where = "" if node is None else \
-                f", which is output {t._output_nr} of {forward_name(node)},"
+                nr = t._output_nr
+            where = "" if node is None else f", which is output {nr} of {forward_name(node)},"
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {_type_string(t)}{where} is at version {t._version}; "
@@ -195,6 +205,16 @@ class SavedTensor:
                 "torch.autograd.set_detect_anomaly(True, check_nan=False).")
         if self._unpack is not None:
             return self._unpack(self._packed)
+        if self._is_output:
+            # a fresh alias with the node as its grad_fn (PyTorch's unpack: ``detach`` again,
+            # then the saved edge), so a double backward differentiates through it
+            t = _redispatch(_detach_op, (self._t,), {})
+            node = self._node()
+            if node is not None and t._dtype.is_floating_point:
+                t._grad_fn = node
+                t._output_nr = self._output_nr
+                t._requires_grad = True
+            return t
         return self._t
 
     def free(self):
@@ -249,15 +269,18 @@ class AccumulateGrad(Node):
         if var.grad is None:
             if not sk.is_grad_enabled():
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is
-                # shared or laid out unlike the leaf. We cannot count references: the engine
+                # shared or breaks the layout contract. We cannot count references: the engine
                 # tells which gradient objects it handed out twice (``shared``).
                 if g.__class__ is _Tensor and var.__class__ is _Tensor:
+                    strides = g._layout.strides
                     copy = (g.__dict__.get("_grad_shared") is AccumulateGrad.run
-                            or g._layout.strides != var._layout.strides or g._requires_grad
-                            or (g._base is not None and g._base._requires_grad))
+                            or g._requires_grad or (g._base is not None and g._base._requires_grad)
+                            or not (strides == var._layout.strides and 0 not in strides
+                                    or _obeys_layout_contract(g, var)))
                 else:
-                    copy = self.shared(g) or g.stride() != var.stride() or g.requires_grad
-                g = _like(var, g) if copy else _detach(g)
+                    copy = (self.shared(g) or g.requires_grad
+                            or not _obeys_layout_contract(g, var))
+                g = _clone_obey_contract(g, var) if copy else _detach(g)
             var.grad = g
         elif sk.is_grad_enabled():
             var.grad = var.grad + g
@@ -268,8 +291,6 @@ class AccumulateGrad(Node):
         return []
 
 
-_Tensor = sk.Tensor
-_detach_op = sk.ops.detach.default
 
 
 def _detach(g):
@@ -277,14 +298,24 @@ def _detach(g):
     return _detach_op(g)
 
 
-def _like(var, g):
-    """A copy of gradient ``g`` laid out like leaf ``var`` (PyTorch's ``empty_strided_like``
-    for a dense leaf, else contiguous)."""
-    if var._layout.is_contiguous() or _dense(var):
-        out = sk.empty_strided(tuple(var.shape), var.stride(), dtype=g.dtype, device=g.device)
-    else:
-        out = sk.empty(tuple(var.shape), dtype=g.dtype, device=g.device)
-    return out.copy_(g)
+def _obeys_layout_contract(g, var) -> bool:
+    """PyTorch's ``obeys_layout_contract``: the gradient of a dense leaf has the leaf's strides
+    (on dims of size above 1; no zero stride on the others), of any other leaf is contiguous."""
+    if not _dense(var):
+        return g.is_contiguous()
+    for n, gs, vs in zip(g.shape, g.stride(), var.stride()):
+        if (gs != vs) if n != 1 else (gs == 0 or vs == 0):
+            return False
+    return True
+
+
+def _clone_obey_contract(g, var):
+    """PyTorch's ``clone_obey_contract``: a copy of ``g`` with the leaf's strides (a dense
+    leaf: ``new_empty_strided`` + ``copy_``), else contiguous (``clone``)."""
+    if _dense(var):
+        out = sk.ops.new_empty_strided.default(g, list(var.shape), list(var.stride()))
+        return sk.ops.copy_.default(out, g)
+    return sk.ops.clone.default(g, memory_format=sk.contiguous_format)
 
 
 def _dense(t) -> bool:

@@ -443,11 +443,11 @@ def _record(op, formula, args, kwargs):
     cls = plan[1] or node_class(F.call_node_name(plan[0], formula, bound))
     node = cls(formula, values, saved, metas, None, out_metas, tuple(needs), edges, widths)
     if "result" in formula.save:
-        node._results = [SavedTensor(o, is_output=True, node=node) for o in outs]
+        node._results = [_save_output(o, node, i, out_metas) for i, o in enumerate(outs)]
     elif formula.save and formula.save[-1].startswith("result"):
         # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
-        node._results = [SavedTensor(o, is_output=True, node=node) if f"result{i}" in save
-                         else None for i, o in enumerate(outs)]
+        node._results = [_save_output(o, node, i, out_metas) if f"result{i}" in save else None
+                         for i, o in enumerate(outs)]
     if rebase:
         base = self_arg._base
         copy = CopySlices(base, self_arg, node)
@@ -521,6 +521,15 @@ def _record_simple(op, plan, args):
         if out._base is not None:
             out._view_version = out._version
     return out
+
+
+def _save_output(o, node, i, out_metas):
+    """Output ``i`` saved for backward: detached when it gets ``node`` as its grad_fn, as
+    itself when it is not differentiable (PyTorch saves a leaf as is: ``native_layer_norm``'s
+    mean and rstd show no ``detach``)."""
+    if out_metas[i] is None:
+        return SavedTensor(o)
+    return SavedTensor(o, is_output=True, node=node, output_nr=i)
 
 
 def _save(v, clone: bool):

@@ -106,20 +106,44 @@ NODE_NAMES["sum.dim_IntList"] = lambda b: "SumBackward1" if b.get("dim") else "S
 NODE_NAMES["mean.dim"] = lambda b: "MeanBackward1" if b.get("dim") else "MeanBackward0"
 
 
+def _column_major(meta) -> bool:
+    (rows, _), strides = meta.shape, meta.stride
+    return strides[0] == 1 and strides[1] == rows
+
+
+def _mat1_grad(grad, mat2, mat1_meta, alpha):
+    """PyTorch's ``mm_mat1_backward``: a column-major ``mat1`` gets its gradient column-major
+    (``mat2 @ grad.T``, transposed) for efficiency; else ``grad @ mat2.T``."""
+    if _column_major(mat1_meta):
+        return _scaled(_t(_mm_op(mat2, _t(grad))), alpha)
+    return _scaled(_mm_op(grad, _t(mat2)), alpha)
+
+
+def _mat2_grad(grad, mat1, mat2_meta, alpha):
+    """PyTorch's ``mm_mat2_backward``: ``(grad.T @ mat1).T`` for a column-major ``mat2`` (the
+    transposed weight of a Linear), else ``mat1.T @ grad``."""
+    if _column_major(mat2_meta):
+        return _scaled(_t(_mm_op(_t(grad), mat1)), alpha)
+    return _scaled(_mm_op(_t(mat1), grad), alpha)
+
+
 @derivative("mm.default", "MmBackward0", inputs=("self", "mat2"), save=("self", "mat2"),
             save_for={"self": ("mat2",), "mat2": ("self",)})
 def _mm(ctx, grad):
-    a = _mm_op(grad, _t(ctx.mat2)) if ctx.needs_input_grad[0] else None
-    b = _mm_op(_t(ctx.self), grad) if ctx.needs_input_grad[1] else None
+    needs = ctx.needs_input_grad
+    # mat2's first: PyTorch's MmBackward0 computes them in that order (what modes see)
+    b = _mat2_grad(grad, ctx.self, ctx.meta("mat2"), 1) if needs[1] else None
+    a = _mat1_grad(grad, ctx.mat2, ctx.meta("self"), 1) if needs[0] else None
     return a, b
 
 
 @derivative("addmm.default", "AddmmBackward0", inputs=("self", "mat1", "mat2"),
             save=("mat1", "mat2"), save_for={"mat1": ("mat2",), "mat2": ("mat1",)})
 def _addmm(ctx, grad):
-    a = _scaled(grad, ctx.beta) if ctx.needs_input_grad[0] else None
-    b = _scaled(_mm_op(grad, _t(ctx.mat2)), ctx.alpha) if ctx.needs_input_grad[1] else None
-    c = _scaled(_mm_op(_t(ctx.mat1), grad), ctx.alpha) if ctx.needs_input_grad[2] else None
+    needs = ctx.needs_input_grad
+    a = _scaled(grad, ctx.beta) if needs[0] else None
+    b = _mat1_grad(grad, ctx.mat2, ctx.meta("mat1"), ctx.alpha) if needs[1] else None
+    c = _mat2_grad(grad, ctx.mat1, ctx.meta("mat2"), ctx.alpha) if needs[2] else None
     return a, b, c
 
 
