@@ -411,6 +411,8 @@ def detach(self):
     else:
         t._inference = False
         t._vc = self._vc
+    if self._np_buf is not None:    # same storage and layout: the same numpy view serves
+        t._np, t._np_buf = self._np, self._np_buf
     return t
 
 
