@@ -21,7 +21,7 @@ import statistics
 
 import numpy as np
 from harness import (NUMPY, SK, TORCH, Case, OwnRatio, Result, Skip, import_torch,
-                     interleaved_samples, median_seconds, round_ratio)
+                     interleaved_samples, round_ratio)
 
 
 def _libs(notes=None):
@@ -158,20 +158,21 @@ def _paper(L, n):
 
 
 def autograd_paper_views(repeats=None) -> list:
-    repeats = repeats or 5
-    rows, times = [], {}
-    for n in (1000, 4000):
-        r = Result(f"autograd_paper_views_{n}", "ms")
-        for impl, L in _libs().items():
-            t = median_seconds(_paper(L, n), repeats, warmup=1) * 1e3
-            r.values[impl] = t
-            times.setdefault(impl, {})[n] = t
-        rows.append(r)
+    """Each library's time at N = 1000 and 4000, and the growth exponent log4(t4000 / t1000).
+    The two sizes are sampled in alternating rounds and the exponent comes from the median of
+    the per-round ratios, so a drift of the machine between the sizes does not bend it."""
+    repeats = repeats or 7
+    sizes = (1000, 4000)
+    rows = {n: Result(f"autograd_paper_views_{n}", "ms") for n in sizes}
     growth = OwnRatio("autograd_paper_views_growth", "exponent", target=1.1)
-    for impl, t in times.items():
-        growth.values[impl] = math.log(t[4000] / t[1000]) / math.log(4)
-    growth.notes.append("ratio column = subclass_kit's growth exponent from N=1000 to 4000")
-    return rows + [growth]
+    for impl, L in _libs().items():
+        samples = interleaved_samples({n: _paper(L, n) for n in sizes}, repeats, warmup=1)
+        for n in sizes:
+            rows[n].values[impl] = statistics.median(samples[n]) * 1e3
+        growth.values[impl] = math.log(round_ratio(samples[4000], samples[1000])) / math.log(4)
+    growth.notes.append("ratio column = subclass_kit's growth exponent from N=1000 to 4000 "
+                        "(median of per-round ratios)")
+    return list(rows.values()) + [growth]
 
 
 FORWARDS_PER_SAMPLE = 10   # as inference_mlp: a sample is a short run of forwards, not one cold call
