@@ -29,6 +29,11 @@ class FormulaNode(Node):
     """The node of a derivative-table formula: ``apply`` unpacks the saved tensors, builds the
     formula's ``ctx`` and returns one gradient per edge (``Tensor[]`` inputs flattened)."""
 
+    # Slots for what every node has (faster to set, one per recorded op); hooks and metadata
+    # stay in the instance dict (Node._own).
+    __slots__ = ("_formula", "_values", "_saved", "_metas", "_results", "_out_metas", "_needs",
+                 "_widths")
+
     def __init__(self, formula, values, saved, metas, results, out_metas, needs, edges, widths):
         self._next = tuple(edges)       # Node.__init__, inlined: one node per recorded op
         self._seq = next(_sequence)
@@ -85,14 +90,24 @@ class FormulaNode(Node):
         # PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions).
         if name.startswith("_saved_"):
             key = name[7:]
-            if key in self.__dict__.get("_saved", {}):
-                return _unpack(self._saved[key])
-            if key in self.__dict__.get("_values", {}):
-                return self._values[key]
-            if key == "result" and self.__dict__.get("_results"):
+            saved = _slot(self, "_saved") or {}
+            if key in saved:
+                return _unpack(saved[key])
+            values = _slot(self, "_values") or {}
+            if key in values:
+                return values[key]
+            if key == "result" and _slot(self, "_results"):
                 r = self._results
                 return _unpack(r[0]) if len(r) == 1 else tuple(_unpack(x) for x in r)
         raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
+
+
+def _slot(node, name):
+    """A slot's value, None while unset (``__getattr__`` must not recurse on one)."""
+    try:
+        return object.__getattribute__(node, name)
+    except AttributeError:
+        return None
 
 
 def _unpack(v):
