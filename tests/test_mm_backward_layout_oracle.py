@@ -81,3 +81,26 @@ def test_linear_weight_gradient_is_taken_not_copied():
     assert "copy_" not in streams[0][0]
     assert streams[0][1] == streams[1][1]
     np.testing.assert_allclose(streams[0][2], streams[1][2], rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape,stride,program", [
+    ((2, 3), (3, 1), "mul"), ((2, 3), (1, 2), "mul"), ((2, 2), (4, 1), "mul"),
+    ((2, 2), (4, 1), "pass"), ((1, 3), (7, 1), "mul"), ((3, 1), (1, 5), "pass"),
+    ((2, 3), (1, 2), "pass"), ((2, 2, 2), (1, 2, 4), "mul")])
+def test_leaf_layout_contract_like_torch(shape, stride, program):
+    """AccumulateGrad takes a gradient that obeys PyTorch's layout contract (a dense leaf's
+    strides, else contiguous) and copies any other one as ``clone_obey_contract`` does."""
+    seen = []
+    for m, log in ((sk, SkOpLog), (torch, torch_op_log)):
+        leaf = m.empty_strided(shape, stride, dtype=m.float64)
+        with m.no_grad():
+            leaf.fill_(1.5)
+        leaf.requires_grad_()
+        y = leaf * 2 if program == "mul" else leaf
+        g = m.ones(*shape, dtype=m.float64).mul(3)
+        with log() as ops:
+            y.backward(g)
+        seen.append((ops.ops, leaf.grad.stride(), leaf.grad.detach().numpy()))
+    assert seen[0][0] == seen[1][0]
+    assert seen[0][1] == seen[1][1]
+    np.testing.assert_array_equal(seen[0][2], seen[1][2])

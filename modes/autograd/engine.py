@@ -175,8 +175,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * node._num_inputs
-        if isinstance(node, AccumulateGrad) and g is not None:
-            g = g.clone() if not create_graph else g     # the caller keeps its tensor
+        # (a leaf's own gradient reaches its AccumulateGrad marked as the caller's: copied)
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     ready = []
     for node in buffers:

@@ -281,6 +281,8 @@ class AccumulateGrad(Node):
                     copy = (self.shared(g) or g.requires_grad
                             or not _obeys_layout_contract(g, var))
                 g = _clone_obey_contract(g, var) if copy else _detach(g)
+            else:       # setting up for double backward: a copy, recorded
+                g = _clone_obey_contract(g, var)
             var.grad = g
         elif sk.is_grad_enabled():
             var.grad = var.grad + g
@@ -289,8 +291,6 @@ class AccumulateGrad(Node):
         for hook in self._post_hooks:
             hook(var)
         return []
-
-
 
 
 def _detach(g):
