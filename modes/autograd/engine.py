@@ -260,16 +260,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
 def _push(heap: list, node) -> None:
     """libstdc++'s ``push_heap``: append, then move up past strictly smaller parents."""
     heap.append(node)
-    hole = len(heap) - 1
-    seq = node._seq
-    while hole:
-        parent = (hole - 1) >> 1
-        above = heap[parent]
-        if not above._seq < seq:
-            break
-        heap[hole] = above
-        hole = parent
-    heap[hole] = node
+    _sift_up(heap, len(heap) - 1, node)
 
 
 def _pop(heap: list):
@@ -291,7 +282,14 @@ def _pop(heap: list):
         child = 2 * (child + 1)
         heap[hole] = heap[child - 1]
         hole = child - 1
-    seq = value._seq
+    _sift_up(heap, hole, value)
+    return top
+
+
+def _sift_up(heap: list, hole: int, node) -> None:
+    """Put ``node`` at ``hole`` or above it: parents of a strictly smaller sequence number
+    move down (libstdc++'s ``__push_heap``)."""
+    seq = node._seq
     while hole:
         parent = (hole - 1) >> 1
         above = heap[parent]
@@ -299,8 +297,7 @@ def _pop(heap: list):
             break
         heap[hole] = above
         hole = parent
-    heap[hole] = value
-    return top
+    heap[hole] = node
 
 
 def _topological(order, deps):
