@@ -120,7 +120,7 @@ def test_saved_output_modified_in_place_names_its_node():
     errors = []
     for m in (sk, torch):
         y = _x(m).exp()
-        with (m.no_grad()):
+        with m.no_grad():
             y.add_(1)
         with pytest.raises(RuntimeError) as e:
             y.sum().backward()
