@@ -285,6 +285,35 @@ def torch_op_log(overloads=False, skip=(), args=None):
     return TorchOpLog()
 
 
+class SkFunctionLog(sk.FunctionMode):
+    """Records the calls a program makes at the function level: ``record(func, args)`` per call
+    (default: the callable's ``__name__``), in ``calls``."""
+
+    def __init__(self, record=None):
+        super().__init__()
+        self.calls, self.record = [], record or (lambda func, args: func.__name__)
+
+    def __tensor_function__(self, func, types, args=(), kwargs=None):
+        self.calls.append(self.record(func, args))
+        return func(*args, **(kwargs or {}))
+
+
+def torch_function_log(record=None):
+    """A TorchFunctionMode recording the way :class:`SkFunctionLog` does."""
+    from torch.overrides import TorchFunctionMode
+
+    class TorchFunctionLog(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.calls, self.record = [], record or (lambda func, args: func.__name__)
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.calls.append(self.record(func, args))
+            return func(*args, **(kwargs or {}))
+
+    return TorchFunctionLog()
+
+
 class Wrapper(sk.Tensor):
     """A pass-through wrapper subclass (the real tensor is ``elem``): unwrap, compute, rewrap,
     ``sk.return_and_correct_aliasing`` -- the shape every correct wrapper has."""

@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not i
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from oracle import SkFunctionLog, torch_function_log  # noqa: E402
 
 
 def _functions(L):
@@ -232,26 +233,6 @@ def test_modes_see_forward_and_backward_ops_as_torch():
 def test_function_modes_see_backward_not_its_ops_as_torch(call):
     """``backward`` / ``grad`` take part in the function level; the backward pass runs inside
     the mode's handler, so the mode sees none of its ops (nor a hook's), as in PyTorch."""
-    from torch.overrides import TorchFunctionMode
-
-    class TorchLog(TorchFunctionMode):
-        def __init__(self):
-            super().__init__()
-            self.names = []
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            self.names.append(func.__name__)
-            return func(*args, **(kwargs or {}))
-
-    class SkLog(sk.FunctionMode):
-        def __init__(self):
-            super().__init__()
-            self.names = []
-
-        def __tensor_function__(self, func, types, args=(), kwargs=None):
-            self.names.append(func.__name__)
-            return func(*args, **(kwargs or {}))
-
     def program(L, log):
         x = L.tensor([1.0, -2.0, 0.5], requires_grad=True)
         y = (x.tanh() * x).sum()
@@ -265,9 +246,9 @@ def test_function_modes_see_backward_not_its_ops_as_torch(call):
                 L.autograd.backward(y)
             else:
                 (g,) = L.autograd.grad(y, x)
-        return log.names, (x.grad if g is None else g).tolist()
+        return log.calls, (x.grad if g is None else g).tolist()
 
-    ours, theirs = program(sk, SkLog()), program(torch, TorchLog())
+    ours, theirs = program(sk, SkFunctionLog()), program(torch, torch_function_log())
     assert ours[0] == theirs[0] and len(ours[0]) == 1
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
 

@@ -19,8 +19,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch (the test oracle) is not installed")
 import custom_ops_support as support
 from custom_ops_support import NS, SkRecorder, fresh_name, neutral
-from oracle import Wrapper
-from torch.overrides import TorchFunctionMode
+from oracle import SkFunctionLog, Wrapper, torch_function_log
 
 import subclass_kit as sk
 
@@ -97,25 +96,10 @@ def test_view_outputs_of_wrapper_subclasses(define, case):
 
 
 # -- the function level: a custom op is its own public API -------------------------------------
-class _TorchFnRecorder(TorchFunctionMode):
-    def __init__(self, log):
-        super().__init__()
-        self.log = log
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.log.append(("op" if "skcustomoracle" in str(func) else str(func),
-                         [neutral(a) for a in args[1:]]))
-        return func(*args, **(kwargs or {}))
-
-
-class _SkFnRecorder(sk.FunctionMode):
-    def __init__(self, log):
-        self.log = log
-
-    def __tensor_function__(self, func, types, args=(), kwargs=None):
-        self.log.append(("op" if isinstance(func, sk.OpOverload) else str(func),
-                         [neutral(a) for a in args[1:]]))
-        return func(*args, **(kwargs or {}))
+def _record_call(func, args):
+    """A custom op's call as ``("op", its arguments after the first)``, other calls by name."""
+    custom = isinstance(func, sk.OpOverload) or "skcustomoracle" in str(func)
+    return ("op" if custom else str(func), [neutral(a) for a in args[1:]])
 
 
 class _TorchSub(torch.Tensor):
@@ -131,11 +115,12 @@ def test_function_mode_sees_the_call_not_the_kernel(define):
     the ops its kernel runs happen below the mode."""
     ours, theirs = define("(Tensor x, float k) -> Tensor", lambda x, k: (x * k).sin())
     logs = {}
-    for L, op, rec in ((sk, ours, _SkFnRecorder), (torch, theirs, _TorchFnRecorder)):
+    for L, op, log in ((sk, ours, SkFunctionLog(_record_call)),
+                       (torch, theirs, torch_function_log(_record_call))):
         x = L.ones(2)
-        log = logs[L] = []
-        with rec(log):
+        with log:
             op(x, 2)
+        logs[L] = log.calls
     assert logs[sk] == logs[torch] == [("op", [("int", 2)])]
 
 
