@@ -388,12 +388,11 @@ def _simple_plan(op, formula, cls) -> tuple:
     while min_args and arguments[min_args - 1].default is not None and not isinstance(
             defaults[min_args - 1], list):
         min_args -= 1
-    keyword_defaults = tuple((a.name, a.default_value) for a in op.schema.arguments
-                             if a.kwarg_only)
-    if any(isinstance(v, list) or a.is_tensor or a.default is None
-           for a, (_, v) in zip([a for a in op.schema.arguments if a.kwarg_only],
-                                keyword_defaults)):
+    keyword = [a for a in op.schema.arguments if a.kwarg_only]
+    if any(a.is_tensor or a.default is None or isinstance(a.default_value, list)
+           for a in keyword):
         min_args = len(arguments) + 1       # never planned (no such op is recorded often)
+    keyword_defaults = tuple((a.name, a.default_value) for a in keyword if a.default is not None)
     inputs = tuple(names.index(n) for n in formula.inputs)
     save = frozenset(s for s in formula.save if s != "result")
     return (formula, min_args, names, defaults, inputs, save, formula.save_for,
