@@ -8,8 +8,8 @@ engine.cpp``, single-threaded).
 3. Run ready nodes (all their incoming gradients summed), highest sequence number first
    (the most recently created), so that hooks fire in PyTorch's order. Nodes of one sequence
    number (the leaves' ``AccumulateGrad``) leave the ready queue in the order of PyTorch's
-   ``std::priority_queue`` (``_push`` / ``_pop``: libstdc++'s heap, step for step). Each node's gradient
-   outputs are added into the input buffers of its next nodes.
+   ``std::priority_queue`` (``_push`` / ``_pop``: libstdc++'s heap, step for step). Each
+   node's gradient outputs are added into the input buffers of its next nodes.
 
 Without ``retain_graph`` every node frees its saved tensors after it ran. With
 ``create_graph`` the formulas run with grad mode on, so the backward is itself recorded.
