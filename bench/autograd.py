@@ -175,7 +175,8 @@ def autograd_paper_views(repeats=None) -> list:
     return list(rows.values()) + [growth]
 
 
-FORWARDS_PER_SAMPLE = 10   # as inference_mlp: a sample is a short run of forwards, not one cold call
+# As inference_mlp: a sample is a short run of forwards, not one cold call.
+FORWARDS_PER_SAMPLE = 10
 
 
 def autograd_forward_modes(repeats=None) -> list:
