@@ -1,0 +1,239 @@
+"""The versions of results computed from inference tensors outside inference mode, against
+torch (Note [Versions of outputs computed from inference tensors] in
+``kernels/inference_versions.py``): every functional op of the sample table, public functions
+under each grad state, calls with one normal argument, and hypothesis programs of the reductions
+and copies whose version depends on the call."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from samples import build, entry_for, qualified
+from test_op_sweep import NoTorchOverload, _flat_outputs, _is_tensor, call_torch
+
+import subclass_kit as sk
+
+torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
+
+
+def versions(out) -> list:
+    """Per output tensor: "inference", or its version."""
+    return [("inference" if o.is_inference() else o._version)
+            for o in _flat_outputs(out) if _is_tensor(o) or isinstance(o, sk.Tensor)]
+
+
+def _inference_call(op, sample, lib):
+    """Build ``sample``'s tensors inside inference mode, then call ``op`` outside it; None when
+    the sample has no tensor argument, a normal one, or raises."""
+    L = sk if lib == "sk" else torch
+    with L.inference_mode():
+        args, kwargs, built = build(sample, lib)
+    if not built.tensors or not all(t.is_inference() for t in built.tensors):
+        return None
+    try:
+        return op(*args, **kwargs) if lib == "sk" else call_torch(op, args, kwargs)
+    except NoTorchOverload:
+        raise
+    except Exception:  # noqa: BLE001 - errors are compared by the op sweep, not here
+        return None
+
+
+def _functional_ops():
+    found = []
+    for op in sorted(sk.ops, key=qualified):
+        if op.is_inplace or op.is_out or op.is_mutable:
+            continue
+        entry = entry_for(op)
+        if entry is not None and not entry.random and entry.samples:
+            found.append(op)
+    return found
+
+
+# The aten overloads give version 1 (an ``empty_like`` + ``fill_``); the public functions, which
+# run under PyTorch's ADInplaceOrView guard (variable_factories.h), give 0 and are what we match
+# (test_public_functions below).
+OP_LEVEL_ONLY = {"zeros_like.default", "ones_like.default", "full_like.default"}
+
+
+@pytest.mark.parametrize("op", [
+    pytest.param(op, id=qualified(op), marks=pytest.mark.xfail(
+        strict=True, reason="public *_like functions match torch; their aten overloads do not")
+        if qualified(op) in OP_LEVEL_ONLY else ())
+    for op in _functional_ops()])
+def test_every_op_on_inference_inputs(op):
+    diffs = []
+    for i, sample in enumerate(entry_for(op).samples):
+        try:
+            theirs = _inference_call(op, sample, "torch")
+        except NoTorchOverload:
+            pytest.skip(f"torch has no overload matching {op.schema}")
+        if theirs is None:
+            continue
+        ours = _inference_call(op, sample, "sk")
+        assert ours is not None, f"sample {i}: torch runs it, sk raised or saw a normal input"
+        if versions(ours) != versions(theirs):
+            diffs.append(f"sample {i} {sample}: sk {versions(ours)} torch {versions(theirs)}")
+    assert not diffs, "\n".join(diffs)
+
+
+# -- public functions ----------------------------------------------------------------------------
+def _programs(L):
+    F = L.nn.functional
+    return {
+        "zeros_like": lambda a, b, v: L.zeros_like(a),
+        "ones_like": lambda a, b, v: L.ones_like(a),
+        "full_like": lambda a, b, v: L.full_like(a, 2.0),
+        "new_zeros": lambda a, b, v: a.new_zeros(2),
+        "new_full": lambda a, b, v: a.new_full((2,), 3.0),
+        "sum": lambda a, b, v: a.sum(),
+        "sum_dim": lambda a, b, v: L.sum(a, 1),
+        "mean": lambda a, b, v: a.mean(),
+        "mean_f16": lambda a, b, v: a.half().mean(),
+        "abs": lambda a, b, v: a.abs(),
+        "addmm": lambda a, b, v: L.addmm(v, a, b),
+        "mm": lambda a, b, v: a.mm(b),
+        "matmul_vv": lambda a, b, v: v @ v,
+        "matmul_mv": lambda a, b, v: b @ v,
+        "linear": lambda a, b, v: F.linear(a, b, v),
+        "logical_and": lambda a, b, v: L.logical_and(a, a),
+        "sort": lambda a, b, v: a.sort()[0],
+        "argsort": lambda a, b, v: a.argsort(),
+        "nonzero": lambda a, b, v: a.nonzero(),
+        "nan_to_num": lambda a, b, v: a.nan_to_num(),
+        "std": lambda a, b, v: a.std(),
+        "var_dim": lambda a, b, v: a.var(0),
+        "flip_none": lambda a, b, v: a.flip(()),
+        "flip": lambda a, b, v: a.flip(0),
+        "cat_same": lambda a, b, v: L.cat([a, a]),
+        "clone": lambda a, b, v: a.clone(),
+        "to": lambda a, b, v: a.to(L.float64),
+        "contiguous": lambda a, b, v: a.t().contiguous(),
+        "reshape": lambda a, b, v: a.t().reshape(-1),
+        "max": lambda a, b, v: a.max(),
+        "max_dim": lambda a, b, v: a.max(1)[0],
+        "amax": lambda a, b, v: a.amax(0),
+        "argmax": lambda a, b, v: a.argmax(),
+        "norm": lambda a, b, v: a.norm(),
+        "cumsum": lambda a, b, v: a.cumsum(0),
+        "mse": lambda a, b, v: F.mse_loss(a, a),
+        "pad": lambda a, b, v: F.pad(a, (1, 1)),
+        "softmax": lambda a, b, v: a.softmax(-1),
+        "layer_norm": lambda a, b, v: F.layer_norm(a, (3,)),
+        "tanh": lambda a, b, v: a.tanh(),
+        "add": lambda a, b, v: a + 1,
+        "ceil_int": lambda a, b, v: a.long().ceil(),
+        "round_float": lambda a, b, v: a.round(),
+        "rot90": lambda a, b, v: a.rot90(),
+        "repeat": lambda a, b, v: a.repeat(2, 1),
+    }
+
+
+def _run_public(L, name, grad):
+    if grad == "autograd_used":     # the autograd layer installed, grad mode on
+        r = L.ones(2, requires_grad=True)
+        (r * 2).sum().backward()
+    with L.inference_mode():
+        a, b, v = L.ones(2, 3), L.ones(3, 3), L.ones(3)
+    with (L.no_grad() if grad == "no_grad" else L.enable_grad()):
+        return versions(_programs(L)[name](a, b, v))
+
+
+@pytest.mark.parametrize("grad", ["grad", "no_grad", "autograd_used"])
+@pytest.mark.parametrize("name", sorted(_programs(sk)))
+def test_public_functions(name, grad):
+    assert _run_public(sk, name, grad) == _run_public(torch, name, grad)
+
+
+@pytest.mark.parametrize("name", ["sum", "addmm", "cat", "where", "mm_empty"])
+def test_one_normal_argument_keeps_version_zero(name):
+    """With one normal tensor argument PyTorch's autograd kernel runs and its guard keeps every
+    nested write from bumping."""
+    def program(L):
+        with L.inference_mode():
+            a, e = L.ones(2, 3), L.ones(2, 0)
+        n, ne = L.ones(2, 3), L.ones(0, 4)
+        return {"sum": lambda: L.sum(a + n),
+                "addmm": lambda: L.addmm(n[0, :2], a, n.t()),
+                "cat": lambda: L.cat([a, n.double()]),
+                "where": lambda: L.where(n.t() > 0, a.t(), a.t()),
+                "mm_empty": lambda: L.mm(e, ne)}[name]()
+    assert versions(program(sk)) == versions(program(torch))
+
+
+def test_inside_inference_mode_results_are_inference_tensors():
+    with sk.inference_mode():
+        a = sk.ones(2, 3)
+        outs = [a.sum(), a.mean(), a.std(), a.sort()[0], a.abs()]
+    assert all(o.is_inference() for o in outs)
+
+
+# -- hypothesis: the rules that read the call ----------------------------------------------------
+SHAPES = [(), (0,), (3,), (0, 3), (2, 3), (3, 0), (1, 4), (2, 3, 2)]
+DTYPES = ["float32", "float16", "float64", "int64", "int32", "bool", "uint8"]
+FLOAT_DTYPES = ["float32", "float16", "float64"]
+
+
+def _reductions(L, x, dims, keepdim):
+    ndim = x.dim()
+    dim = dims[0] % ndim if ndim else 0
+    many = sorted({d % max(ndim, 1) for d in dims}) if ndim else [0]
+    return {
+        "sum": lambda: x.sum(),
+        "sum_dims": lambda: x.sum(many, keepdim),
+        "mean_dims": lambda: x.mean(many, keepdim),
+        "std_dims": lambda: x.std(many, keepdim=keepdim),
+        "var_all": lambda: x.var(),
+        "amax": lambda: x.amax(many, keepdim),
+        "max_dim": lambda: x.max(dim, keepdim),
+        "min_dim": lambda: x.min(dim, keepdim),
+        "aminmax": lambda: L.aminmax(x, dim=dim, keepdim=keepdim),
+        "cumsum": lambda: x.cumsum(dim),
+        "flip": lambda: x.flip(many),
+        "roll": lambda: x.roll(1, dim),
+        "median": lambda: x.median(),
+        "topk": lambda: x.topk(0, dim),
+        "norm": lambda: x.norm(),
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(shape=st.sampled_from(SHAPES), dtype=st.sampled_from(FLOAT_DTYPES),
+       dims=st.lists(st.integers(-3, 2), min_size=1, max_size=2), keepdim=st.booleans(),
+       name=st.sampled_from(sorted(_reductions(sk, sk.ones(1), [0], False))))
+def test_reductions_and_copies(shape, dtype, dims, keepdim, name):
+    data = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) % 5
+
+    def run(L):
+        with L.inference_mode():
+            x = L.tensor(data, dtype=getattr(L, dtype))
+        try:
+            return versions(_reductions(L, x, dims, keepdim)[name]())
+        except (RuntimeError, IndexError, ValueError) as e:
+            return type(e).__name__
+    assert run(sk) == run(torch)
+
+
+@settings(max_examples=100, deadline=None)
+@given(dtype=st.sampled_from(DTYPES), shape=st.sampled_from(SHAPES),
+       name=st.sampled_from(["ceil", "floor", "round", "trunc", "isinf", "isfinite",
+                             "signbit", "cat_mixed", "clamp_min_nan", "rot90_2"]))
+def test_dtype_dependent_copies(dtype, shape, name):
+    data = np.arange(int(np.prod(shape))).reshape(shape) % 3
+
+    def run(L):
+        with L.inference_mode():
+            x = L.tensor(data, dtype=getattr(L, dtype))
+            y = L.tensor(data, dtype=L.float64)
+        programs = {
+            "ceil": lambda: x.ceil(), "floor": lambda: x.floor(), "round": lambda: x.round(),
+            "trunc": lambda: x.trunc(), "isinf": lambda: x.isinf(),
+            "isfinite": lambda: x.isfinite(), "signbit": lambda: x.signbit(),
+            "cat_mixed": lambda: L.cat([x.reshape(-1), y.reshape(-1)]),
+            "clamp_min_nan": lambda: L.clamp_min(x, float("nan")),
+            "rot90_2": lambda: x.rot90(2) if x.dim() >= 2 else x.flip(0),
+        }
+        try:
+            return versions(programs[name]())
+        except (RuntimeError, IndexError, TypeError) as e:
+            return type(e).__name__
+    assert run(sk) == run(torch)
