@@ -77,54 +77,103 @@ def test_every_op_on_inference_inputs(op):
 
 
 # -- public functions ----------------------------------------------------------------------------
+def _inputs(L):
+    """Inference tensors for the programs below (made inside inference mode)."""
+    with L.inference_mode():
+        a = L.ones(2, 3) * 0.5
+        return {"a": a, "b": L.ones(3, 3), "v": L.ones(3), "t": L.ones(2, 3) * 0.25,
+                "w": L.ones(3), "w4": L.ones(4), "e": L.ones(0, 4), "k0": L.ones(4, 0), "c": a > 0,
+                "idx": L.tensor([0, 1]), "idx32": L.tensor([0, 1], dtype=L.int32),
+                "src": L.ones(2, 3), "i": L.ones(2, 3, dtype=L.int64)}
+
+
 def _programs(L):
     F = L.nn.functional
     return {
-        "zeros_like": lambda a, b, v: L.zeros_like(a),
-        "ones_like": lambda a, b, v: L.ones_like(a),
-        "full_like": lambda a, b, v: L.full_like(a, 2.0),
-        "new_zeros": lambda a, b, v: a.new_zeros(2),
-        "new_full": lambda a, b, v: a.new_full((2,), 3.0),
-        "sum": lambda a, b, v: a.sum(),
-        "sum_dim": lambda a, b, v: L.sum(a, 1),
-        "mean": lambda a, b, v: a.mean(),
-        "mean_f16": lambda a, b, v: a.half().mean(),
-        "abs": lambda a, b, v: a.abs(),
-        "addmm": lambda a, b, v: L.addmm(v, a, b),
-        "mm": lambda a, b, v: a.mm(b),
-        "matmul_vv": lambda a, b, v: v @ v,
-        "matmul_mv": lambda a, b, v: b @ v,
-        "linear": lambda a, b, v: F.linear(a, b, v),
-        "logical_and": lambda a, b, v: L.logical_and(a, a),
-        "sort": lambda a, b, v: a.sort()[0],
-        "argsort": lambda a, b, v: a.argsort(),
-        "nonzero": lambda a, b, v: a.nonzero(),
-        "nan_to_num": lambda a, b, v: a.nan_to_num(),
-        "std": lambda a, b, v: a.std(),
-        "var_dim": lambda a, b, v: a.var(0),
-        "flip_none": lambda a, b, v: a.flip(()),
-        "flip": lambda a, b, v: a.flip(0),
-        "cat_same": lambda a, b, v: L.cat([a, a]),
-        "clone": lambda a, b, v: a.clone(),
-        "to": lambda a, b, v: a.to(L.float64),
-        "contiguous": lambda a, b, v: a.t().contiguous(),
-        "reshape": lambda a, b, v: a.t().reshape(-1),
-        "max": lambda a, b, v: a.max(),
-        "max_dim": lambda a, b, v: a.max(1)[0],
-        "amax": lambda a, b, v: a.amax(0),
-        "argmax": lambda a, b, v: a.argmax(),
-        "norm": lambda a, b, v: a.norm(),
-        "cumsum": lambda a, b, v: a.cumsum(0),
-        "mse": lambda a, b, v: F.mse_loss(a, a),
-        "pad": lambda a, b, v: F.pad(a, (1, 1)),
-        "softmax": lambda a, b, v: a.softmax(-1),
-        "layer_norm": lambda a, b, v: F.layer_norm(a, (3,)),
-        "tanh": lambda a, b, v: a.tanh(),
-        "add": lambda a, b, v: a + 1,
-        "ceil_int": lambda a, b, v: a.long().ceil(),
-        "round_float": lambda a, b, v: a.round(),
-        "rot90": lambda a, b, v: a.rot90(),
-        "repeat": lambda a, b, v: a.repeat(2, 1),
+        "zeros_like": lambda a, **_: L.zeros_like(a),
+        "ones_like": lambda a, **_: L.ones_like(a),
+        "full_like": lambda a, **_: L.full_like(a, 2.0),
+        "new_zeros": lambda a, **_: a.new_zeros(2),
+        "new_full": lambda a, **_: a.new_full((2,), 3.0),
+        "sum": lambda a, **_: a.sum(),
+        "sum_dim": lambda a, **_: L.sum(a, 1),
+        "mean": lambda a, **_: a.mean(),
+        "mean_f16": lambda a, **_: a.half().mean(),
+        "std_f16": lambda a, **_: a.half().std(),
+        "abs": lambda a, **_: a.abs(),
+        "addmm": lambda a, b, v, **_: L.addmm(v, a, b),
+        "addmm_empty_k": lambda k0, e, w4, **_: L.addmm(w4, k0, e),
+        "mm": lambda a, b, **_: a.mm(b),
+        "mm_empty_k": lambda k0, e, **_: L.mm(k0, e),
+        "bmm_empty_k": lambda k0, e, **_: L.bmm(k0[None], e[None]),
+        "matmul_vv": lambda v, **_: v @ v,
+        "matmul_mv": lambda b, v, **_: b @ v,
+        "linear": lambda a, b, v, **_: F.linear(a, b, v),
+        "logical_and": lambda a, **_: L.logical_and(a, a),
+        "sort": lambda a, **_: a.sort()[0],
+        "argsort": lambda a, **_: a.argsort(),
+        "nonzero": lambda a, **_: a.nonzero(),
+        "nan_to_num": lambda a, **_: a.nan_to_num(),
+        "std": lambda a, **_: a.std(),
+        "var_dim": lambda a, **_: a.var(0),
+        "flip_none": lambda a, **_: a.flip(()),
+        "flip": lambda a, **_: a.flip(0),
+        "flip_size_one": lambda a, **_: a[:1, :1].flip(0, 1),
+        "rot90_1": lambda a, **_: a.rot90(1),
+        "rot90_2": lambda a, **_: a.rot90(2),
+        "rot90_empty": lambda e, **_: e.rot90(1),
+        "cat_same": lambda a, **_: L.cat([a, a]),
+        "cat_mixed": lambda a, **_: L.cat([a, a.double()]),
+        "cat_mixed_empty": lambda e, **_: L.cat([e, e.double()]),
+        "clone": lambda a, **_: a.clone(),
+        "to": lambda a, **_: a.to(L.float64),
+        "contiguous": lambda a, **_: a.t().contiguous(),
+        "reshape": lambda a, **_: a.t().reshape(-1),
+        "max": lambda a, **_: a.max(),
+        "max_dim": lambda a, **_: a.max(1)[0],
+        "max_dim_keepdim": lambda a, **_: a.max(1, True)[0],
+        "aminmax_dim": lambda a, **_: L.aminmax(a, dim=0)[0],
+        "amax": lambda a, **_: a.amax(0),
+        "argmax": lambda a, **_: a.argmax(),
+        "norm": lambda a, **_: a.norm(),
+        "cumsum": lambda a, **_: a.cumsum(0),
+        "cumsum_0d": lambda a, **_: a[0, 0].cumsum(0),
+        "topk_0d": lambda a, **_: a[0, 0].topk(1)[0],
+        "median_empty": lambda e, **_: e.median(),
+        "median_empty_f64": lambda e, **_: e.double().median(),
+        "roll_empty": lambda e, **_: e.roll(1, 0),
+        "mse": lambda a, **_: F.mse_loss(a, a),
+        "mse_none": lambda a, t, **_: F.mse_loss(a, t, reduction="none"),
+        "bce": lambda a, t, **_: F.binary_cross_entropy(a, t),
+        "bce_none_weight": lambda a, t, w, **_: F.binary_cross_entropy(a, t, w, reduction="none"),
+        "bce_logits_none": lambda a, t, **_: F.binary_cross_entropy_with_logits(
+            a, t, reduction="none"),
+        "bce_logits_none_pos_weight": lambda a, t, w, **_: F.binary_cross_entropy_with_logits(
+            a, t, pos_weight=w, reduction="none"),
+        "bce_logits_none_weight": lambda a, t, w, **_: F.binary_cross_entropy_with_logits(
+            a, t, weight=w, reduction="none"),
+        "bce_logits_sum": lambda a, t, w, **_: F.binary_cross_entropy_with_logits(
+            a, t, weight=w, reduction="sum"),
+        "index_add": lambda a, idx, src, **_: a.index_add(0, idx, src),
+        "index_add_alpha": lambda a, idx, src, **_: a.index_add(0, idx, src, alpha=2),
+        "index_add_int32_index": lambda a, idx32, src, **_: a.index_add(0, idx32, src),
+        "pad": lambda a, **_: F.pad(a, (1, 1)),
+        "pad_zero": lambda a, **_: F.pad(a, (0, 0)),
+        "pad_negative": lambda a, **_: F.pad(a, (-1, 0)),
+        "where_transposed": lambda a, t, c, **_: L.where(c.t(), a.t(), t.t()),
+        "unique_counts": lambda a, **_: L.unique(a, return_counts=True)[1],
+        "count_nonzero_bool": lambda c, **_: c.count_nonzero(0),
+        "clamp_max_nan": lambda a, **_: a.clamp_max(float("nan")),
+        "pow_scalar_base": lambda a, **_: L.pow(2.0, a),
+        "repeat": lambda a, **_: a.repeat(2, 1),
+        "repeat_zero": lambda a, **_: a.repeat(0, 1),
+        "softmax": lambda a, **_: a.softmax(-1),
+        "layer_norm": lambda a, **_: F.layer_norm(a, (3,)),
+        "tanh": lambda a, **_: a.tanh(),
+        "add": lambda a, **_: a + 1,
+        "ceil_int": lambda i, **_: i.ceil(),
+        "round_float": lambda a, **_: a.round(),
+        "diff_zero": lambda a, **_: a.diff(0),
     }
 
 
@@ -132,10 +181,12 @@ def _run_public(L, name, grad):
     if grad == "autograd_used":     # the autograd layer installed, grad mode on
         r = L.ones(2, requires_grad=True)
         (r * 2).sum().backward()
-    with L.inference_mode():
-        a, b, v = L.ones(2, 3), L.ones(3, 3), L.ones(3)
+    inputs = _inputs(L)
     with (L.no_grad() if grad == "no_grad" else L.enable_grad()):
-        return versions(_programs(L)[name](a, b, v))
+        try:
+            return versions(_programs(L)[name](**inputs))
+        except Exception as e:  # noqa: BLE001 - the exception class is the observation
+            return type(e).__name__
 
 
 @pytest.mark.parametrize("grad", ["grad", "no_grad", "autograd_used"])

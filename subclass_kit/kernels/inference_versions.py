@@ -94,6 +94,13 @@ def _std_var(out, self, dim=None, *, correction=None, keepdim=False):
     return 1 if _numel(out) == 1 else 0
 
 
+def _addmm(out, self, mat1, mat2, *, beta=1, alpha=1):
+    """One write; an empty inner dim fills the result, then adds ``beta * self`` unless 0."""
+    if _empty_contraction(out, mat1, mat2):
+        return 2 if beta != 0 else 1
+    return 1
+
+
 def _min_max_dim(out, self, dim, keepdim=False):
     if _ndim(self) == 0:
         return (1, 1)
@@ -121,7 +128,8 @@ def _rot90(out, self, k=1, dims=(0, 1)):
 
 
 def _constant_pad_nd(out, self, pad, value=0):
-    return 2 if any(pad) else 1
+    """A ``clone`` of the (narrowed) input, then a fill and a copy when it grows."""
+    return 2 if any(p > 0 for p in pad) else 1
 
 
 def _index_add(out, self, dim, index, source, *, alpha=1):
@@ -161,7 +169,7 @@ _integral_self = _if(lambda out, self, *a, **k: _integral(self))
 BUMPS: dict = {
     # A nested ``out=`` call (reductions, products, ``abs``, logical ops, copies of views...).
     **dict.fromkeys((
-        "abs.default", "addmm.default", "all.default", "all.dim", "all.dims", "any.default",
+        "abs.default", "all.default", "all.dim", "all.dims", "any.default",
         "any.dim", "any.dims", "deg2rad.default",
         "dot.default", "embedding_dense_backward.default", "fill.Scalar", "fill.Tensor",
         "index_copy.default", "logical_and.default", "logical_not.default",
@@ -197,6 +205,7 @@ BUMPS: dict = {
                      "isneginf.default"), _integral_self),
     "signbit.default": _if(lambda out, self: self._dtype in (dt.bool_, dt.uint8)),
     "count_nonzero.dim_IntList": _if(lambda out, self, dim: self._dtype is dt.bool_),
+    "count_nonzero.default": _if(lambda out, self, dim=None: self._dtype is dt.bool_),
     "clamp_max.default": _if(lambda out, self, v: isinstance(v, float) and v != v),
     "clamp_min.default": _if(lambda out, self, v: isinstance(v, float) and v != v),
     "amax.default": _if(lambda out, self, *a: _numel(self) > 0),
@@ -218,6 +227,7 @@ BUMPS: dict = {
     "copy.default": lambda out, self, src, non_blocking=False: 2 if _numel(self) else 1,
     "baddbmm.default": _if(lambda out, self, b1, b2, *, beta=1, alpha=1: beta != 0),
     "pow.Tensor_Tensor": _if(lambda out, self, exponent: not isinstance(self, Tensor)),
+    "addmm.default": _addmm,
     "bmm.default": _empty_contraction,
     "mm.default": _empty_contraction,
     "cat.default": _mixed_dtypes,
