@@ -15,6 +15,9 @@ class _TLS(threading.local):
         # Innermost mode last. A handler runs with the list cut below its own mode.
         self.dispatch_modes = []
         self.function_modes = []
+        # How many dispatch-mode handlers are running (their modes are cut from the stack
+        # while they run): with the stack, whether the thread is under a dispatch mode.
+        self.mode_handlers = 0
         # True while a subclass __tensor_dispatch__ handler or a custom-op kernel runs:
         # ops called there are "below autograd": no version bumps, no view tracking
         # (PyTorch's AutoDispatchBelowADInplaceOrView).

@@ -207,11 +207,13 @@ def dispatch(op, args, kwargs, types=None):
             i -= 1
             mode = stack[i]
             st["dispatch_modes"] = stack[:i]
+            st["mode_handlers"] += 1
             if trace is None:
                 try:
                     res = mode.__tensor_dispatch__(op, types, args, kwargs)
                 finally:
                     st["dispatch_modes"] = stack
+                    st["mode_handlers"] -= 1
             else:
                 trace(DispatchEvent("mode", op, mode, tls.depth))
                 tls.depth += 1
@@ -219,6 +221,7 @@ def dispatch(op, args, kwargs, types=None):
                     res = mode.__tensor_dispatch__(op, types, args, kwargs)
                 finally:
                     st["dispatch_modes"] = stack
+                    st["mode_handlers"] -= 1
                     tls.depth -= 1
             if res is not NotImplemented:
                 if res.__class__ is not _tensor or not op._one_tensor_return:

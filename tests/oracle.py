@@ -285,6 +285,18 @@ def torch_op_log(overloads=False, skip=(), args=None):
     return TorchOpLog()
 
 
+def torch_under_sk_modes():
+    """For the torch side of a comparison: a pass-through ``TorchDispatchMode`` while sk runs
+    under a dispatch mode (the ``--debug-asserts`` pass runs every test under one), else a null
+    context. Some facts depend on whether a mode is active, in both libraries: results computed
+    from inference tensors keep version 0 under a mode (Note [Versions of outputs computed from
+    inference tensors])."""
+    import contextlib
+    if sk.get_mode_stack():
+        return torch_op_log()
+    return contextlib.nullcontext()
+
+
 class SkFunctionLog(sk.FunctionMode):
     """Records the calls a program makes at the function level: ``record(func, args)`` per call
     (default: the callable's ``__name__``), in ``calls``."""

@@ -4,16 +4,23 @@ torch (Note [Versions of outputs computed from inference tensors] in
 under each grad state, calls with one normal argument, and hypothesis programs of the reductions
 and copies whose version depends on the call."""
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import torch_under_sk_modes
 from samples import build, entry_for, qualified
 from test_op_sweep import NoTorchOverload, _flat_outputs, _is_tensor, call_torch
 
 import subclass_kit as sk
 
 torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
+
+
+def under_modes_like_sk(L):
+    return torch_under_sk_modes() if L is torch else contextlib.nullcontext()
 
 
 def versions(out) -> list:
@@ -31,7 +38,8 @@ def _inference_call(op, sample, lib):
     if not built.tensors or not all(t.is_inference() for t in built.tensors):
         return None
     try:
-        return op(*args, **kwargs) if lib == "sk" else call_torch(op, args, kwargs)
+        with under_modes_like_sk(L):
+            return op(*args, **kwargs) if lib == "sk" else call_torch(op, args, kwargs)
     except NoTorchOverload:
         raise
     except Exception:  # noqa: BLE001 - errors are compared by the op sweep, not here
@@ -55,6 +63,11 @@ def _functional_ops():
 OP_LEVEL_ONLY = {"zeros_like.default", "ones_like.default", "full_like.default"}
 
 
+# Under ``--debug-asserts`` (sk under DebugAssertMode, torch under a pass-through mode) neither
+# library bumps, and the comparison would instead be of which composites switch to out-of-place
+# ops under a mode (PyTorch's ``isTensorSubclassLike``), another subject:
+# test_no_writes_counted_under_a_dispatch_mode checks the mode case.
+@pytest.mark.no_debug_asserts
 @pytest.mark.parametrize("op", [
     pytest.param(op, id=qualified(op), marks=pytest.mark.xfail(
         strict=True, reason="public *_like functions match torch; their aten overloads do not")
@@ -182,13 +195,14 @@ def _run_public(L, name, grad):
         r = L.ones(2, requires_grad=True)
         (r * 2).sum().backward()
     inputs = _inputs(L)
-    with (L.no_grad() if grad == "no_grad" else L.enable_grad()):
+    with (L.no_grad() if grad == "no_grad" else L.enable_grad()), under_modes_like_sk(L):
         try:
             return versions(_programs(L)[name](**inputs))
         except Exception as e:  # noqa: BLE001 - the exception class is the observation
             return type(e).__name__
 
 
+@pytest.mark.no_debug_asserts     # see test_every_op_on_inference_inputs
 @pytest.mark.parametrize("grad", ["grad", "no_grad", "autograd_used"])
 @pytest.mark.parametrize("name", sorted(_programs(sk)))
 def test_public_functions(name, grad):
@@ -203,11 +217,12 @@ def test_one_normal_argument_keeps_version_zero(name):
         with L.inference_mode():
             a, e = L.ones(2, 3), L.ones(2, 0)
         n, ne = L.ones(2, 3), L.ones(0, 4)
-        return {"sum": lambda: L.sum(a + n),
-                "addmm": lambda: L.addmm(n[0, :2], a, n.t()),
-                "cat": lambda: L.cat([a, n.double()]),
-                "where": lambda: L.where(n.t() > 0, a.t(), a.t()),
-                "mm_empty": lambda: L.mm(e, ne)}[name]()
+        with under_modes_like_sk(L):
+            return {"sum": lambda: L.sum(a + n),
+                    "addmm": lambda: L.addmm(n[0, :2], a, n.t()),
+                    "cat": lambda: L.cat([a, n.double()]),
+                    "where": lambda: L.where(n.t() > 0, a.t(), a.t()),
+                    "mm_empty": lambda: L.mm(e, ne)}[name]()
     assert versions(program(sk)) == versions(program(torch))
 
 
@@ -216,6 +231,41 @@ def test_inside_inference_mode_results_are_inference_tensors():
         a = sk.ones(2, 3)
         outs = [a.sum(), a.mean(), a.std(), a.sort()[0], a.abs()]
     assert all(o.is_inference() for o in outs)
+
+
+@pytest.mark.parametrize("where", ["under_mode", "in_handler"])
+@pytest.mark.parametrize("name", ["sum", "mean", "abs", "clone", "to", "sort", "std", "cat_mixed"])
+def test_no_writes_counted_under_a_dispatch_mode(name, where):
+    """Under a dispatch mode, its handler included, PyTorch's nested writes do not bump."""
+    def program(L):
+        with L.inference_mode():
+            a = L.ones(2, 3)
+        calls = {"sum": lambda: a.sum(), "mean": lambda: a.mean(), "abs": lambda: a.abs(),
+                 "clone": lambda: a.clone(), "to": lambda: a.to(L.float64),
+                 "sort": lambda: a.sort()[0], "std": lambda: a.std(),
+                 "cat_mixed": lambda: L.cat([a, a.double()])}
+        if L is sk:
+            class Mode(sk.DispatchMode):
+                def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+                    if where == "in_handler" and func is sk.ops.neg.default:
+                        self.seen = versions(calls[name]())
+                    return func(*args, **(kwargs or {}))
+        else:
+            from torch.utils._python_dispatch import TorchDispatchMode
+
+            class Mode(TorchDispatchMode):
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    if where == "in_handler" and func is torch.ops.aten.neg.default:
+                        self.seen = versions(calls[name]())
+                    return func(*args, **(kwargs or {}))
+        with Mode() as mode:
+            if where == "in_handler":
+                a.neg()
+                return mode.seen
+            return versions(calls[name]())
+    ours = program(sk)
+    assert ours == program(torch)
+    assert ours == [0]
 
 
 # -- hypothesis: the rules that read the call ----------------------------------------------------
@@ -258,7 +308,8 @@ def test_reductions_and_copies(shape, dtype, dims, keepdim, name):
         with L.inference_mode():
             x = L.tensor(data, dtype=getattr(L, dtype))
         try:
-            return versions(_reductions(L, x, dims, keepdim)[name]())
+            with under_modes_like_sk(L):
+                return versions(_reductions(L, x, dims, keepdim)[name]())
         except (RuntimeError, IndexError, ValueError) as e:
             return type(e).__name__
     assert run(sk) == run(torch)
@@ -284,7 +335,8 @@ def test_dtype_dependent_copies(dtype, shape, name):
             "rot90_2": lambda: x.rot90(2) if x.dim() >= 2 else x.flip(0),
         }
         try:
-            return versions(programs[name]())
+            with under_modes_like_sk(L):
+                return versions(programs[name]())
         except (RuntimeError, IndexError, TypeError) as e:
             return type(e).__name__
     assert run(sk) == run(torch)

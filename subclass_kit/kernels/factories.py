@@ -15,7 +15,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..layout import (channels_last_strides, compute_storage_nbytes, contiguous_strides,
                       format_size, resolve_negative_strides)
-from ..registry import ops, register_kernel, overload_of
+from ..registry import ops, register_kernel
 from ..storage import META
 from ..tensor import Tensor, channels_last, preserve_format
 from ._common import (
@@ -268,15 +268,13 @@ def _clone_fill(outs, spec, self, *, memory_format=None):
 
 def _clone(self, *, memory_format=None):
     """clone's cpu and meta kernel: the rule, one allocation and one ``np.copyto`` (the
-    reshape-of-a-view hot path), and the version of a copy of an inference tensor
-    (``_copies_of_inference_start_at_one``)."""
+    reshape-of-a-view hot path). The version of a copy of an inference tensor: Note [Versions
+    of outputs computed from inference tensors]."""
     device = self._storage.device
     out = alloc(self._layout.sizes, _preserved_strides(self, memory_format), self._dtype,
                 device)
     if device is not META:
         np.copyto(out._np, self._array())
-    if self._inference and out._vc is not None:
-        out._vc[0] = 1
     return out
 
 
@@ -406,29 +404,6 @@ def _local_scalar_dense(self):
     if arr.size == 0:
         raise RuntimeError("a Tensor with 0 elements cannot be converted to Scalar")
     return arr.reshape(-1)[0].item()
-
-
-def _copies_of_inference_start_at_one(op):
-    """PyTorch builds ``clone`` and ``_to_copy`` as ``empty`` + ``copy_``; for an inference input
-    outside inference mode that ``copy_`` passes the version layer of the (normal) output, which
-    so starts at version 1. We reproduce the observable version, not the mechanism."""
-    op = overload_of(op)  # packet: the overload it calls
-    from .._state import tls
-
-    def wrap(kernel):
-        def copy_kernel(self, *args, **kwargs):
-            out = kernel(self, *args, **kwargs)
-            if self._inference and not tls.inference and out._vc is not None:
-                out._vc[0] = 1
-            return out
-        copy_kernel.rule = kernel.rule
-        return copy_kernel
-
-    for device in ("cpu", "meta"):
-        op._kernels[device] = wrap(op._kernels[device])
-
-
-_copies_of_inference_start_at_one(ops._to_copy.default)
 
 
 # -- *_like factories: one rule (the input's layout per memory_format), then a fill -------------

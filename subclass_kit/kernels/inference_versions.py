@@ -17,10 +17,12 @@ Our kernels are numpy, not nested op calls, so this module reproduces the observ
 not the mechanism: ``BUMPS`` maps an overload to the number of such nested writes into each
 output, a constant or a rule of the call. Each listed op's cpu kernel (or, for an op
 differentiated through its decomposition, that decomposition on cpu tensors) is wrapped to add
-them when every tensor argument is an inference tensor, inference mode is off and the op is not
-run below autograd (inside a subclass handler: PyTorch's guard is set there). Meta kernels are
-left alone: PyTorch's meta kernels make no nested calls. ``clone`` and ``_to_copy`` (``empty``
-+ ``copy_``: version 1) do it in their own kernels (``factories.py``).
+them when every tensor argument is an inference tensor, inference mode is off, the op is not
+run below autograd (inside a subclass handler: PyTorch's guard is set there) and no dispatch
+mode is entered (under a ``TorchDispatchMode``, its handler included, PyTorch's results stay at
+version 0 too). Meta kernels are
+left alone: PyTorch's meta kernels make no nested calls, except ``clone`` and ``_to_copy``
+(``ANY_DEVICE``: an ``empty`` + ``copy_`` on every device, version 1).
 
 Left out on purpose: ``zeros_like`` / ``ones_like`` / ``full_like`` / ``empty_like``. Their
 ``torch.ops.aten`` overloads give version 1, but the public ``torch.zeros_like`` ... run under
@@ -38,7 +40,7 @@ from ..registry import ops
 from ..storage import CPU
 from ..tensor import Tensor
 
-__all__ = ["BUMPS", "install"]
+__all__ = ["BUMPS", "ANY_DEVICE", "install"]
 
 
 # -- reading a call ------------------------------------------------------------------------------
@@ -167,6 +169,9 @@ def _if(cond):
 _integral_self = _if(lambda out, self, *a, **k: _integral(self))
 
 BUMPS: dict = {
+    # ``empty`` + ``copy_``, on every device.
+    "clone.default": 1,
+    "_to_copy.default": 1,
     # A nested ``out=`` call (reductions, products, ``abs``, logical ops, copies of views...).
     **dict.fromkeys((
         "abs.default", "all.default", "all.dim", "all.dims", "any.default",
@@ -252,6 +257,9 @@ BUMPS: dict = {
 }
 
 
+ANY_DEVICE = frozenset({"clone.default", "_to_copy.default"})
+
+
 # -- applying them -------------------------------------------------------------------------------
 def _all_inference(args, kwargs) -> bool:
     """Whether every tensor argument (in lists too) is an inference tensor, and there is one.
@@ -271,16 +279,24 @@ def _all_inference(args, kwargs) -> bool:
     return seen
 
 
-def _add_writes(out, writes):
+def _unguarded() -> bool:
+    """Inference mode off, not below autograd, and no dispatch mode entered on this thread (its
+    handler running included): under a mode PyTorch's nested writes do not bump either
+    (observed: ``x.sum()._version`` is 0 under any ``TorchDispatchMode``)."""
+    st = tls.__dict__
+    return not (st["inference"] or st["below"] or st["dispatch_modes"] or st["mode_handlers"])
+
+
+def _add_writes(out, writes, any_device):
     outs = out if isinstance(out, (tuple, list)) else (out,)
     for i, o in enumerate(outs):
         n = writes if isinstance(writes, int) else writes[i]
         if n and isinstance(o, Tensor) and o._vc is not None and o._base is None and (
-                o._storage.device is CPU):
+                any_device or o._storage.device is CPU):
             o._vc[0] += n
 
 
-def _wrap(fn, rule):
+def _wrap(fn, rule, any_device=False):
     def with_inference_versions(*args, **kwargs):
         out = fn(*args, **kwargs)
         try:
@@ -288,8 +304,9 @@ def _wrap(fn, rule):
                 return out
         except (IndexError, AttributeError):
             pass
-        if _all_inference(args, kwargs) and not tls.inference and not tls.below:
-            _add_writes(out, rule(out, *args, **kwargs) if callable(rule) else rule)
+        if _all_inference(args, kwargs) and _unguarded():
+            _add_writes(out, rule(out, *args, **kwargs) if callable(rule) else rule,
+                        any_device)
         return out
     with_inference_versions.__wrapped__ = fn
     for attr in ("rule",):              # what other modules read off a kernel
@@ -317,10 +334,12 @@ def install():
     for qualified, rule in BUMPS.items():
         name, _, overload = qualified.partition(".")
         op = getattr(ops, name)._overloads[overload]
+        any_device = qualified in ANY_DEVICE
         if op.decomposition is not None:
             op.decomposition = _wrap(op.decomposition, rule)
         else:
-            op._kernels["cpu"] = _wrap(op._kernels["cpu"], rule)
+            for device in (("cpu", "meta") if any_device else ("cpu",)):
+                op._kernels[device] = _wrap(op._kernels[device], rule, any_device)
     for device in ("cpu", "meta"):
         kernels = ops._unsafe_view.default._kernels
         kernels[device] = _unsafe_view_of_inference(kernels[device])
