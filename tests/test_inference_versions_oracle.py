@@ -68,6 +68,7 @@ OP_LEVEL_ONLY = {"zeros_like.default", "ones_like.default", "full_like.default"}
 # ops under a mode (PyTorch's ``isTensorSubclassLike``), another subject:
 # test_no_writes_counted_under_a_dispatch_mode checks the mode case.
 @pytest.mark.no_debug_asserts
+@pytest.mark.filterwarnings("ignore::UserWarning")     # the samples' own (dof <= 0, uint8 where)
 @pytest.mark.parametrize("op", [
     pytest.param(op, id=qualified(op), marks=pytest.mark.xfail(
         strict=True, reason="public *_like functions match torch; their aten overloads do not")
@@ -297,6 +298,7 @@ def _reductions(L, x, dims, keepdim):
     }
 
 
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning")
 @settings(max_examples=150, deadline=None)
 @given(shape=st.sampled_from(SHAPES), dtype=st.sampled_from(FLOAT_DTYPES),
        dims=st.lists(st.integers(-3, 2), min_size=1, max_size=2), keepdim=st.booleans(),
