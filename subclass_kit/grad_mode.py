@@ -33,16 +33,43 @@ class GradState(NamedTuple):
     inference: bool
 
 
+# The four possible states, built once: ``GradState(a, b)`` runs the NamedTuple's Python-level
+# ``__new__`` (~0.4 us), and the switches are saved and restored around every inference
+# forward. Both switches only ever hold bools (every writer in this module stores a bool;
+# ``set_grad_state`` coerces), so the current state is one of these four.
+_GRAD_INF = GradState(True, True)
+_GRAD = GradState(True, False)
+_INF = GradState(False, True)
+_NEITHER = GradState(False, False)
+
+
 def grad_state() -> GradState:
     """The current (grad_enabled, inference) switches of this thread."""
-    return GradState(tls.grad_enabled, tls.inference)
+    st = tls.__dict__       # this thread's state: one thread-local lookup for both reads
+    # Branches, not ``table[grad][inference]``: indexing with a bool takes CPython's generic
+    # subscript path, and set_grad_state (same lines) runs twice per ``with inference_mode()``.
+    if st["grad_enabled"]:
+        return _GRAD_INF if st["inference"] else _GRAD
+    return _INF if st["inference"] else _NEITHER
 
 
 def set_grad_state(state: GradState) -> GradState:
-    """Set both switches; returns the previous state (for the extension API: modes use this)."""
-    prev = GradState(tls.grad_enabled, tls.inference)
-    tls.grad_enabled = bool(state.grad_enabled)
-    tls.inference = bool(state.inference)
+    """Set both switches of this thread to ``state``'s, each coerced with ``bool()``; returns
+    the previous state (a ``GradState``). The extension API: modes such as ``sk.inference_mode``
+    save and restore the switches with it. If coercing either value raises, neither switch
+    changes."""
+    # ``True if x else False`` is ``bool(x)`` (same __bool__/__len__ protocol, same errors)
+    # without the call; both values are coerced before anything is written.
+    grad_enabled = True if state.grad_enabled else False
+    inference = True if state.inference else False
+    st = tls.__dict__       # this thread's state: one thread-local lookup for all four accesses
+    # grad_state()'s lookup, inlined: a call would cost as much as the lookup itself.
+    if st["grad_enabled"]:
+        prev = _GRAD_INF if st["inference"] else _GRAD
+    else:
+        prev = _INF if st["inference"] else _NEITHER
+    st["grad_enabled"] = grad_enabled
+    st["inference"] = inference
     return prev
 
 
@@ -182,12 +209,16 @@ def inference_mode(mode: bool = True):
     parentheses). Implemented by ``modes.InferenceMode`` (imported on first use).
     """
     # The implementation lives in modes/ (built on the public API); imported on first use so
-    # the core never needs the modes package to build, then kept (entering the mode must cost
-    # no more than ``no_grad``).
-    global _InferenceMode
-    if _InferenceMode is None:
+    # the core never needs the modes package to build, then kept. Entering the mode must cost
+    # no more than ``no_grad`` (a serving loop enters it once per forward): ``InferenceMode``
+    # is built by its ``__new__`` alone, so calling that directly (a plain Python call) gives
+    # the same object as the class call, without ``type.__call__``'s overhead.
+    global _InferenceMode, _new_inference_mode
+    if _new_inference_mode is None:
         _InferenceMode = importlib.import_module("subclass_kit.modes.inference").InferenceMode
-    return _InferenceMode(mode)
+        _new_inference_mode = _InferenceMode.__new__    # set last: the test above reads it
+    return _new_inference_mode(_InferenceMode, mode)
 
 
 _InferenceMode = None
+_new_inference_mode = None
