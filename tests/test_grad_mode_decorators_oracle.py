@@ -267,3 +267,43 @@ def test_with_as_binds_what_torch_binds(context):
             log.append(("bound", None if r is None else type(r).__name__, state(L)))
 
     same(program)
+
+
+# -- one inference_mode instance entered again while it is active -----------------------------
+def p_reentered_instance(L, log, nesting, raise_inside, reuse):
+    """Enter ``inference_mode(mode)`` for each mode of ``nesting``, innermost last, logging the
+    switches after every enter and every exit; with ``reuse`` one instance per mode is entered
+    at every level it appears (torch's instances do not restore their own state when entered
+    again, so torch runs the program with a fresh instance per level)."""
+    instances = {mode: L.inference_mode(mode) for mode in (True, False)}
+
+    def enter(depth):
+        if depth == len(nesting):
+            if raise_inside:
+                raise ValueError("inside")
+            return
+        mode = nesting[depth]
+        with instances[mode] if reuse else L.inference_mode(mode):
+            log.append(("entered", depth, state(L)))
+            try:
+                enter(depth + 1)
+            finally:
+                log.append(("leaving", depth, state(L)))
+        log.append(("left", depth, state(L)))
+
+    enter(0)
+
+
+@hypothesis.given(nesting=st.lists(st.booleans(), max_size=6), raise_inside=st.booleans())
+def test_reentered_inference_mode_instance_restores_each_level(nesting, raise_inside):
+    ours = run(sk, p_reentered_instance, nesting, raise_inside, True)
+    theirs = run(torch, p_reentered_instance, nesting, raise_inside, False)
+    assert ours == theirs, f"\nsk:    {ours}\ntorch: {theirs}"
+
+
+def test_inference_mode_rejects_non_bool_mode():
+    for mode in (1, None, "yes", 0.0):
+        with pytest.raises(TypeError, match=f"inference_mode\\(\\): argument 'mode' must be "
+                                            f"bool, not {type(mode).__name__}"):
+            sk.inference_mode(mode)
+    assert state(sk) == (True, False, False)
