@@ -268,8 +268,6 @@ from .api.selection import masked_select as masked_select  # noqa: E402
 from .api.selection import repeat_interleave as repeat_interleave  # noqa: E402
 from .api.selection import unique as unique  # noqa: E402
 from . import sizes_policy as _sizes_policy  # noqa: E402
-# Last: wraps registered cpu kernels (Note [Versions of outputs computed from inference tensors]).
-from .kernels import inference_versions as _inference_versions  # noqa: E402
 
 
 def __getattr__(name):

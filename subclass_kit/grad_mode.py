@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import threading
 from typing import NamedTuple
 
 from ._state import tls
@@ -68,9 +69,27 @@ def set_grad_state(state: GradState) -> GradState:
         prev = _GRAD_INF if st["inference"] else _GRAD
     else:
         prev = _INF if st["inference"] else _NEITHER
+    if inference and _inference_versions_pending:
+        _install_inference_versions()
     st["grad_enabled"] = grad_enabled
     st["inference"] = inference
     return prev
+
+
+# Inference tensors are only ever made with the inference switch on, and this module is its
+# only writer: the kernels that give their results PyTorch's versions (Note [Versions of
+# outputs computed from inference tensors]) are installed the first time it turns on, so a
+# program that never uses inference mode does not pay for their wrappers.
+_inference_versions_pending = True
+_install_lock = threading.Lock()
+
+
+def _install_inference_versions():
+    global _inference_versions_pending
+    with _install_lock:
+        if _inference_versions_pending:
+            importlib.import_module("subclass_kit.kernels.inference_versions").install()
+            _inference_versions_pending = False
 
 
 def is_grad_enabled() -> bool:

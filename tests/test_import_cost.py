@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAZY_MODULES = ["numpy.random", "secrets", "hashlib", "subclass_kit.modes",
                 "subclass_kit.optim", "subclass_kit.serialization", "subclass_kit.zoo",
-                "subclass_kit.cli", "subclass_kit.port", "argparse"]
+                "subclass_kit.cli", "subclass_kit.port", "argparse",
+                # installed when inference mode is first entered (grad_mode.set_grad_state)
+                "subclass_kit.kernels.inference_versions"]
 
 _CHILD = """
 import json, sys

@@ -329,8 +329,10 @@ def _unsafe_view_of_inference(kernel):
 
 
 def install():
-    """Wrap the cpu kernels of ``BUMPS`` (once, after every kernel is registered). Raises
-    KeyError for a listed op without a cpu kernel or decomposition (a stale table)."""
+    """Wrap the cpu kernels of ``BUMPS``. Called once, by ``grad_mode.set_grad_state`` the first
+    time the inference switch turns on (no inference tensor exists before): a program that never
+    enters inference mode runs the kernels unwrapped. Raises KeyError for a listed op without a
+    cpu kernel or decomposition (a stale table)."""
     for qualified, rule in BUMPS.items():
         name, _, overload = qualified.partition(".")
         op = getattr(ops, name)._overloads[overload]
@@ -343,6 +345,3 @@ def install():
     for device in ("cpu", "meta"):
         kernels = ops._unsafe_view.default._kernels
         kernels[device] = _unsafe_view_of_inference(kernels[device])
-
-
-install()
