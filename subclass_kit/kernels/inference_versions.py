@@ -20,9 +20,8 @@ differentiated through its decomposition, that decomposition on cpu tensors) is 
 them when every tensor argument is an inference tensor, inference mode is off, the op is not
 run below autograd (inside a subclass handler: PyTorch's guard is set there) and no dispatch
 mode is entered (under a ``TorchDispatchMode``, its handler included, PyTorch's results stay at
-version 0 too). Meta kernels are
-left alone: PyTorch's meta kernels make no nested calls, except ``clone`` and ``_to_copy``
-(``ANY_DEVICE``: an ``empty`` + ``copy_`` on every device, version 1).
+version 0 too). Meta kernels are left alone: PyTorch's meta kernels make no nested calls, except
+``clone`` and ``_to_copy`` (``ANY_DEVICE``: an ``empty`` + ``copy_`` on every device).
 
 Left out on purpose: ``zeros_like`` / ``ones_like`` / ``full_like`` / ``empty_like``. Their
 ``torch.ops.aten`` overloads give version 1, but the public ``torch.zeros_like`` ... run under
@@ -55,14 +54,6 @@ def _numel(t) -> int:
 
 def _ndim(t) -> int:
     return len(t._layout.sizes)
-
-
-def _dims(t, dim) -> set:
-    """``dim`` (an int, a list of ints, or None: all) wrapped to non-negative dims of ``t``."""
-    n = max(_ndim(t), 1)
-    if dim is None:
-        return set(range(n))
-    return {d % n for d in ([dim] if isinstance(dim, int) else dim)}
 
 
 def _flip_writes(t, dims=None) -> int:
