@@ -14,6 +14,7 @@ Only tests import this module; torch is imported lazily so that importing it nev
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -291,7 +292,6 @@ def torch_under_sk_modes():
     context. Some facts depend on whether a mode is active, in both libraries: results computed
     from inference tensors keep version 0 under a mode (Note [Versions of outputs computed from
     inference tensors])."""
-    import contextlib
     if sk.get_mode_stack():
         return torch_op_log()
     return contextlib.nullcontext()

@@ -48,19 +48,15 @@ def _integral(t) -> bool:
     return not t._dtype.is_floating_point
 
 
-def _numel(t) -> int:
-    return math.prod(t._layout.sizes)
-
-
-def _ndim(t) -> int:
-    return len(t._layout.sizes)
+def _zero_d_or_empty(t) -> bool:
+    return t._layout.ndim == 0 or t._layout.numel() == 0
 
 
 def _flip_writes(t, dims=None) -> int:
     """``flip`` of a 0-d or empty tensor, or along no dim of size > 1, is a ``clone`` (one
     write), else a kernel (none)."""
     sizes = t._layout.sizes
-    if not sizes or _numel(t) == 0:
+    if _zero_d_or_empty(t):
         return 1
     if dims is None:
         return 0
@@ -69,22 +65,22 @@ def _flip_writes(t, dims=None) -> int:
 
 # -- rules: (out, *args, **kwargs) -> writes per output (an int for all, or a tuple) -------------
 def _mixed_dtypes(out, tensors, dim=0):
-    return 1 if len({t._dtype for t in tensors}) > 1 and _numel(out) else 0
+    return 1 if len({t._dtype for t in tensors}) > 1 and out._layout.numel() else 0
 
 
 def _empty_contraction(out, self, mat2):
     """A product over an empty inner dim is a ``zero_`` of the result."""
-    return 1 if self._layout.sizes[-1] == 0 and _numel(out) else 0
+    return 1 if self._layout.sizes[-1] == 0 and out._layout.numel() else 0
 
 
 def _std_var(out, self, dim=None, *, correction=None, keepdim=False):
     """A result of one element, or an empty input, is written through ``out=``; float16 and
     bfloat16 are computed in float32 and not."""
-    if _numel(self) == 0:
+    if self._layout.numel() == 0:
         return 1
     if self._dtype in (dt.float16, dt.bfloat16):
         return 0
-    return 1 if _numel(out) == 1 else 0
+    return 1 if out._layout.numel() == 1 else 0
 
 
 def _addmm(out, self, mat1, mat2, *, beta=1, alpha=1):
@@ -95,13 +91,13 @@ def _addmm(out, self, mat1, mat2, *, beta=1, alpha=1):
 
 
 def _min_max_dim(out, self, dim, keepdim=False):
-    if _ndim(self) == 0:
+    if self._layout.ndim == 0:
         return (1, 1)
-    return (0, 0) if keepdim or _numel(self) == 0 else (2, 2)
+    return (0, 0) if keepdim or self._layout.numel() == 0 else (2, 2)
 
 
 def _aminmax(out, self, *, dim=None, keepdim=False):
-    if dim is None or _ndim(self) == 0:
+    if dim is None or self._layout.ndim == 0:
         return (1, 1)
     return (0, 0) if keepdim else (2, 2)
 
@@ -126,21 +122,22 @@ def _constant_pad_nd(out, self, pad, value=0):
 
 
 def _index_add(out, self, dim, index, source, *, alpha=1):
-    fused = (alpha == 1 and index._dtype is dt.int64 and _numel(index) and _ndim(self))
+    fused = (alpha == 1 and index._dtype is dt.int64 and index._layout.numel()
+             and self._layout.ndim)
     return 2 if fused else 1
 
 
 def _native_layer_norm_backward(out, grad_out, input, normalized_shape, mean, rstd, weight,
                                 bias, output_mask):
     # With no rows, the weight and bias gradients are ``zero_``-filled.
-    empty = _numel(input) == 0 and math.prod(normalized_shape) > 0
+    empty = input._layout.numel() == 0 and math.prod(normalized_shape) > 0
     return (0, int(empty), int(empty))
 
 
 def _bce(out, self, target, weight=None, reduction=1):
     if reduction == 0:
-        return 1 if _numel(self) else 0
-    return 2 if _ndim(self) else 1
+        return 1 if self._layout.numel() else 0
+    return 2 if self._layout.ndim else 1
 
 
 def _bce_backward(out, grad_output, self, target, weight=None, reduction=1):
@@ -204,23 +201,24 @@ BUMPS: dict = {
     "count_nonzero.default": _if(lambda out, self, dim=None: self._dtype is dt.bool_),
     "clamp_max.default": _if(lambda out, self, v: isinstance(v, float) and v != v),
     "clamp_min.default": _if(lambda out, self, v: isinstance(v, float) and v != v),
-    "amax.default": _if(lambda out, self, *a: _numel(self) > 0),
-    "amin.default": _if(lambda out, self, *a: _numel(self) > 0),
+    "amax.default": _if(lambda out, self, *a: self._layout.numel() > 0),
+    "amin.default": _if(lambda out, self, *a: self._layout.numel() > 0),
     # (float32 only: the NaN of an empty median is written by a ``fill_`` for that dtype.)
-    "median.default": _if(lambda out, self: _numel(self) == 0 and self._dtype is dt.float32),
-    "nanmedian.default": _if(lambda out, self: _numel(self) == 0 and self._dtype is dt.float32),
-    "cumsum.default": _if(lambda out, self, *a, **k: _ndim(self) == 0 or _numel(self) == 0),
-    "cumprod.default": _if(lambda out, self, *a, **k: _ndim(self) == 0 or _numel(self) == 0),
-    "logcumsumexp.default": _if(lambda out, self, dim: _ndim(self) == 0),
+    **dict.fromkeys(("median.default", "nanmedian.default"), _if(
+        lambda out, self: self._layout.numel() == 0 and self._dtype is dt.float32)),
+    **dict.fromkeys(("cumsum.default", "cumprod.default"), _if(
+        lambda out, self, *a, **k: _zero_d_or_empty(self))),
+    "logcumsumexp.default": _if(lambda out, self, dim: self._layout.ndim == 0),
     "linalg_vector_norm.default": _if(
-        lambda out, self, *a, **k: _ndim(self) == 0 or _numel(self) == 0),
-    "topk.default": _if(lambda out, self, *a: _ndim(self) == 0),
-    "roll.default": _if(lambda out, self, *a: _numel(self) == 0),
+        lambda out, self, *a, **k: _zero_d_or_empty(self)),
+    "topk.default": _if(lambda out, self, *a: self._layout.ndim == 0),
+    "roll.default": _if(lambda out, self, *a: self._layout.numel() == 0),
     "flip.default": _if(lambda out, self, dims: not dims or _flip_writes(self, dims)),
     "diff.default": _if(lambda out, self, n=1, *a: n == 0),   # a clone, then one write
     "repeat.default": _if(lambda out, self, repeats: 0 not in repeats),
-    "where.self": _if(lambda out, *a: not out.is_contiguous()),
-    "copy.default": lambda out, self, src, non_blocking=False: 2 if _numel(self) else 1,
+    "where.self": _if(lambda out, *a: not out._layout.is_contiguous()),
+    "copy.default": lambda out, self, src, non_blocking=False: (
+        2 if self._layout.numel() else 1),
     "baddbmm.default": _if(lambda out, self, b1, b2, *, beta=1, alpha=1: beta != 0),
     "pow.Tensor_Tensor": _if(lambda out, self, exponent: not isinstance(self, Tensor)),
     "addmm.default": _addmm,
@@ -242,9 +240,9 @@ BUMPS: dict = {
     "binary_cross_entropy_with_logits.default": _bce_with_logits,
     "mse_loss.default": lambda out, self, target, reduction=1: 2 if reduction else 0,
     "_unique2.default": lambda out, self, sorted=True, return_inverse=False,
-    return_counts=False: (int(_numel(self) > 0), int(return_inverse),
-                          int(return_counts and _numel(self) > 0)),
-    "unique_dim.default": lambda out, self, *a: (0, 0, int(_numel(self) > 0)),
+    return_counts=False: (int(self._layout.numel() > 0), int(return_inverse),
+                          int(return_counts and self._layout.numel() > 0)),
+    "unique_dim.default": lambda out, self, *a: (0, 0, int(self._layout.numel() > 0)),
 }
 
 
@@ -300,23 +298,9 @@ def _wrap(fn, rule, any_device=False):
                         any_device)
         return out
     with_inference_versions.__wrapped__ = fn
-    for attr in ("rule",):              # what other modules read off a kernel
-        if hasattr(fn, attr):
-            setattr(with_inference_versions, attr, getattr(fn, attr))
+    if hasattr(fn, "rule"):             # read off some kernels by other modules
+        with_inference_versions.rule = fn.rule
     return with_inference_versions
-
-
-def _unsafe_view_of_inference(kernel):
-    """``_unsafe_view`` of an inference tensor is one too in PyTorch (its kernel makes a view
-    and drops the view relation, keeping the inference flag)."""
-    def unsafe_view(self, size):
-        out = kernel(self, size)
-        if self._inference and not out._inference:
-            out._vc = None
-            out._inference = True
-        return out
-    unsafe_view.__wrapped__ = kernel
-    return unsafe_view
 
 
 def install():
@@ -333,6 +317,3 @@ def install():
         else:
             for device in (("cpu", "meta") if any_device else ("cpu",)):
                 op._kernels[device] = _wrap(op._kernels[device], rule, any_device)
-    for device in ("cpu", "meta"):
-        kernels = ops._unsafe_view.default._kernels
-        kernels[device] = _unsafe_view_of_inference(kernels[device])

@@ -130,8 +130,12 @@ def view_dtype(self, dtype):
 @both_devices(ops._unsafe_view)
 def _unsafe_view(self, size):
     # Not a view in the schema: the output is a fresh tensor over the (fresh) input storage.
-    layout = _view_layout(self, size)
-    return make_tensor(self._storage, layout, self._dtype)
+    # Of an inference tensor it is one too (PyTorch's kernel views and drops the view relation).
+    out = make_tensor(self._storage, _view_layout(self, size), self._dtype)
+    if self._inference and not out._inference:
+        out._vc = None
+        out._inference = True
+    return out
 
 
 def _as_strided_layout(self, size, stride, storage_offset, inplace=False):
