@@ -135,6 +135,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             fn = t.grad_fn
+            if fn is not None and accumulate:
+                t.retain_grad()         # as PyTorch: a non-leaf input keeps retaining its grad
             edge = (fn, t._output_nr) if fn is not None else (grad_accumulator(t), 0)
             targets.setdefault(edge, []).append(k)
 
@@ -157,17 +159,21 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                 seen.add(nxt)
                 stack.append(nxt)
 
-    # 2. the nodes worth running when only some inputs are wanted
-    needed = None
+    # 2. the nodes worth running when only some inputs are wanted (PyTorch's exec_info):
+    # ``needed`` run, ``reached`` (those and the nodes capturing an input's gradient) get
+    # gradients; the others are not fed, so their hooks do not fire.
+    needed = reached = None
     if targets is not None:
         target_nodes = {node for node, _ in targets}
-        needed = set()
+        needed, reached = set(), set()
         # reverse topological order: every node after all nodes it leads to
         for node in _topological(order, deps):
-            if node in target_nodes:
+            if (accumulate and node in target_nodes) or any(
+                    e is not None and e[0] in reached for e in node._next):
                 needed.add(node)
-            elif any(e is not None and e[0] in needed for e in node._next):
-                needed.add(node)
+                reached.add(node)
+            elif node in target_nodes:
+                reached.add(node)
 
     # 3. execution
     buffers: dict = {}
@@ -195,13 +201,13 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             node = _pop(ready)
             buf = buffers.pop(node, None) or [None] * node._num_inputs
             if node._tensor_pre_hooks or node._retain or node._pre_hooks:
-                buf = _pre_hooks(node, buf)
+                # a node that only captures an input's gradient runs its tensor hooks alone
+                buf = _pre_hooks(node, buf, needed is None or node in needed)
             if targets is not None:
                 for nr in range(len(buf)):
                     for k in targets.get((node, nr), ()):
                         results[k] = buf[nr]
-            if needed is not None and (node not in needed or (
-                    not accumulate and isinstance(node, AccumulateGrad))):
+            if needed is not None and node not in needed:
                 out = [None] * len(node._next)
             else:
                 for g in buf:
@@ -226,6 +232,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                 if e is None:
                     continue
                 nxt, nr = e
+                if reached is not None and nxt not in reached:
+                    continue
                 if g is not None:
                     marks = g.__dict__
                     if marks.get("_grad_delivered") is run:
@@ -240,10 +248,6 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                 deps[nxt] = left
                 if left == 0:
                     _push(ready, nxt)
-    if inputs is not None and accumulate:
-        for t, r in zip(inputs, results):     # non-leaf inputs: their gradient goes to .grad
-            if r is not None and t.grad_fn is not None:
-                t.grad = r.detach() if t.grad is None else t.grad + r.detach()
     if inputs is not None and not accumulate:
         for k, r in enumerate(results):
             if r is None and not allow_unused:
@@ -319,8 +323,9 @@ def _topological(order, deps):
     return seq
 
 
-def _pre_hooks(node, buf):
-    """Tensor hooks (``register_hook``), ``retain_grad`` and node pre-hooks, in PyTorch's order."""
+def _pre_hooks(node, buf, runs=True):
+    """Tensor hooks (``register_hook``), ``retain_grad`` and, if the node ``runs``, node
+    pre-hooks, in PyTorch's order."""
     if node._tensor_pre_hooks:
         for nr, hooks in node._tensor_pre_hooks.items():
             for hook in list(hooks):
@@ -337,7 +342,7 @@ def _pre_hooks(node, buf):
                 t.grad = g.detach().clone() if not sk.is_grad_enabled() else g.clone()
             else:
                 t.grad = t.grad + g
-    for hook in node._pre_hooks:
+    for hook in node._pre_hooks if runs else ():
         new = hook(tuple(buf))
         if new is not None:
             buf = list(new)

@@ -1,0 +1,100 @@
+"""Autograd programs from a read of PyTorch's autograd test suite (part 1), on both libraries:
+the engine's pruning with ``inputs=``, custom ``Function`` calls and checks, ``grad`` options.
+Each program records what it observes (values, hooks fired, error class and message); the two
+records must be equal."""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import subclass_kit as sk
+
+pytestmark = pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+
+torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
+
+
+def _obs(v):
+    if isinstance(v, (list, tuple)):
+        return [_obs(x) for x in v]
+    if isinstance(v, (sk.Tensor, torch.Tensor)):
+        return ("tensor", str(v.dtype).split(".")[-1], tuple(v.shape),
+                np.round(np.asarray(v.detach().tolist(), dtype=float), 6).tolist(),
+                v.requires_grad)
+    return v
+
+
+def _norm(msg: str) -> str:
+    return re.sub(r" object at 0x[0-9a-f]+", "", msg.replace("torch.", "sk."))
+
+
+def record(L, program):
+    log = []
+
+    def note(*items):
+        log.append(_obs(items))
+    try:
+        program(L, note)
+    except Exception as e:      # the error is part of the observation
+        log.append((type(e).__name__, _norm(str(e))))
+    return log
+
+
+def same(program):
+    ours, theirs = record(sk, program), record(torch, program)
+    assert ours == theirs, f"\nsk:    {ours}\ntorch: {theirs}"
+
+
+def attempt(note, fn):
+    try:
+        note("ok", fn())
+    except Exception as e:
+        note(type(e).__name__, _norm(str(e)))
+
+
+# --- the engine with inputs=: nodes that lead to no input get no gradient, run no hook ---
+
+@pytest.mark.parametrize("wanted", ["b", "c", "a", "bc", "d"])
+@pytest.mark.parametrize("call", ["grad", "backward"])
+def test_hooks_of_nodes_outside_the_inputs_paths_do_not_fire(wanted, call):
+    def program(L, note):
+        fired = []
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        c = L.tensor([3.0, -4.0], requires_grad=True)
+        b = a * 2
+        d = b * c
+        e = d.view(-1) + a
+        b.grad_fn.register_hook(lambda gi, go: fired.append("b post"))
+        b.grad_fn.register_prehook(lambda go: fired.append("b pre"))
+        b.register_hook(lambda g: fired.append("b tensor"))
+        d.register_hook(lambda g: fired.append("d tensor"))
+        d.grad_fn.register_hook(lambda gi, go: fired.append("d post"))
+        inputs = [{"a": a, "b": b, "c": c, "d": d}[k] for k in wanted]
+        for _ in range(2):
+            if call == "grad":
+                note(L.autograd.grad(e.sum(), inputs, retain_graph=True))
+            else:
+                e.sum().backward(inputs=inputs, retain_graph=True)
+            note(fired, a.grad, c.grad)
+            fired.clear()
+        # a non-leaf input of backward(inputs=) keeps retaining its gradient afterwards
+        (e * 3).sum().backward()
+        note(b.grad, d.grad)
+    same(program)
+
+
+def test_hook_on_a_view_rebased_by_an_in_place_op_is_not_run_for_other_inputs():
+    def program(L, note):
+        fired = []
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = L.tensor([0.5, -1.0], requires_grad=True)
+        out = x.clone().view(-1)
+        out.register_hook(lambda g: fired.append(g.tolist()))
+        b = out + y
+        out += y
+        total = (out + b).sum()
+        note(L.autograd.grad(total, (b, y), retain_graph=True), fired)
+        note(L.autograd.grad(total, (x,)), fired)
+    same(program)
