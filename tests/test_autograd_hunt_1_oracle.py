@@ -98,3 +98,66 @@ def test_hook_on_a_view_rebased_by_an_in_place_op_is_not_run_for_other_inputs():
         note(L.autograd.grad(total, (b, y), retain_graph=True), fired)
         note(L.autograd.grad(total, (x,)), fired)
     same(program)
+
+
+# --- custom Function: keyword arguments of apply ---
+
+def _scaled_product(L, note, with_setup_context):
+    if with_setup_context:
+        class ScaledProduct(L.autograd.Function):
+            @staticmethod
+            def forward(x, y, scale=1.0):
+                return x * y * scale
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                note("inputs", len(inputs), ctx.needs_input_grad)
+                x, y, scale = inputs
+                ctx.save_for_backward(x, y)
+                ctx.scale = scale
+
+            @staticmethod
+            def backward(ctx, g):
+                x, y = ctx.saved_tensors
+                return g * y * ctx.scale, g * x * ctx.scale, None
+    else:
+        class ScaledProduct(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y, scale=1.0):
+                note("inputs", ctx.needs_input_grad)
+                ctx.save_for_backward(x, y)
+                ctx.scale = scale
+                return x * y * scale
+
+            @staticmethod
+            def backward(ctx, g):
+                x, y = ctx.saved_tensors
+                return (g * y * ctx.scale, g * x * ctx.scale) + (None,) * (
+                    len(ctx.needs_input_grad) - 2)
+    return ScaledProduct
+
+
+@pytest.mark.parametrize("with_setup_context", [False, True])
+@pytest.mark.parametrize("call", [
+    lambda F, x, y: F.apply(x, y),
+    lambda F, x, y: F.apply(x=x, y=y),
+    lambda F, x, y: F.apply(y=y, x=x, scale=3.0),
+    lambda F, x, y: F.apply(x, y=y),
+    lambda F, x, y: F.apply(x, y, scale=-2.0),
+    lambda F, x, y: F.apply(x, y=y.detach(), scale=2.0),
+    lambda F, x, y: F.apply(x.detach(), y=y),
+    lambda F, x, y: F.apply(x, bad=y),
+    lambda F, x, y: F.apply(x, y, y=y),
+    lambda F, x, y: F.apply(x, scale=2.0),
+])
+def test_function_apply_binds_keyword_arguments(with_setup_context, call):
+    def program(L, note):
+        F = _scaled_product(L, note, with_setup_context)
+        x = L.tensor([2.0, -1.0], requires_grad=True)
+        y = L.tensor([3.0, 0.5], requires_grad=True)
+        out = call(F, x, y)
+        note(out, out.grad_fn is not None)
+        if out.requires_grad:
+            out.sum().backward()
+        note(x.grad, y.grad)
+    same(program)

@@ -4,6 +4,9 @@ and the autograd of custom ops registered with ``sk.library.register_autograd``.
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import subclass_kit as sk
 
 from .graph import Node, SavedTensor, gradient_edge
@@ -121,6 +124,46 @@ def _saved_outputs_detached(ctx, outs):
                 break
 
 
+@functools.lru_cache(maxsize=256)
+def _positional_params(forward, skip):
+    sig = inspect.signature(forward)
+    params = [p for p in list(sig.parameters.values())[skip:]
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return sig, params, [p.name for p in params]
+
+
+def _bind_positional(forward, args, kwargs, skip, defaults):
+    """``args`` and ``kwargs`` as the positional arguments of ``forward`` (its first ``skip``
+    parameters left out), as PyTorch's ``Function.apply`` binds them: keywords name
+    positional-or-keyword parameters; a gap before the last one given takes the parameter's
+    default; ``defaults`` (the ``setup_context`` style) binds with ``inspect`` and fills every
+    default. Raises TypeError with PyTorch's texts for an unknown, repeated or missing argument."""
+    sig, params, names = _positional_params(forward, skip)
+    if not kwargs and len(args) >= len(names):
+        return args
+    if defaults:        # PyTorch binds these with ``inspect`` first (its messages)
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        args, kwargs = bound.args, bound.kwargs
+    last = len(args)
+    for k in kwargs:
+        if k not in names or params[names.index(k)].kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TypeError(f"forward() got an unexpected keyword argument '{k}'")
+        if names.index(k) < len(args):
+            raise TypeError(f"forward() got multiple values for argument '{k}'")
+        last = max(last, names.index(k) + 1)
+    bound = list(args)
+    for i in range(len(args), last):
+        p = params[i]
+        if p.name in kwargs:
+            bound.append(kwargs[p.name])
+        elif p.default is not inspect.Parameter.empty:
+            bound.append(p.default)
+        else:
+            raise TypeError(f"forward() missing required argument: '{p.name}' (position {i})")
+    return tuple(bound)
+
+
 class FunctionMeta(type):
     def __init__(cls, name, bases, ns):
         super().__init__(name, bases, ns)
@@ -151,20 +194,23 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        separate = cls.setup_context is not None and \
+            getattr(cls.setup_context, "__func__", cls.setup_context) is not \
+            getattr(Function.setup_context, "__func__", None)
+        if kwargs or separate:
+            args = _bind_positional(cls.forward, args, kwargs, skip=0 if separate else 1,
+                                    defaults=separate)
         ctx = cls._ctx_class(cls._backward_name)
         rg = _tensors_requiring_grad(args) if sk.is_grad_enabled() and \
             not sk.is_inference_mode_enabled() else []
         ctx.needs_input_grad = tuple(isinstance(a, sk.Tensor) and a.requires_grad
                                      for a in args)
-        separate = cls.setup_context is not None and \
-            getattr(cls.setup_context, "__func__", cls.setup_context) is not \
-            getattr(Function.setup_context, "__func__", None)
         with sk.no_grad():
             if separate:
-                out = cls.forward(*args, **kwargs)
+                out = cls.forward(*args)
                 cls.setup_context(ctx, args, out)
             else:
-                out = cls.forward(ctx, *args, **kwargs)
+                out = cls.forward(ctx, *args)
         if not rg:
             return out
         ctx._next = tuple(gradient_edge(a) for _, a in rg)
