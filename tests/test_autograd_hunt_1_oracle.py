@@ -161,3 +161,56 @@ def test_function_apply_binds_keyword_arguments(with_setup_context, call):
             out.sum().backward()
         note(x.grad, y.grad)
     same(program)
+
+
+# --- custom Function: what backward may return ---
+
+BACKWARD_RETURNS = {
+    "the gradient": lambda L, g: (None, g),
+    "extra Nones": lambda L, g: (None, g, None, None),
+    "an extra tensor": lambda L, g: (None, g, g),
+    "too few": lambda L, g: (g,),
+    "a float": lambda L, g: (None, 1.0),
+    "a list": lambda L, g: [None, g],
+    "a gradient for the float": lambda L, g: (g, g),
+    "a wrong shape": lambda L, g: (None, L.ones(10)),
+    "a shape the input does not broadcast to": lambda L, g: (None, L.ones(4)),
+    "a shape the input broadcasts to": lambda L, g: (None, L.ones(2, 3, 4) * 2),
+    "another dtype": lambda L, g: (None, g.double() * 3),
+    "an integer dtype": lambda L, g: (None, (g * 2).long()),
+}
+
+
+@pytest.mark.parametrize("kind", list(BACKWARD_RETURNS))
+def test_function_backward_results_are_checked_and_fitted(kind):
+    def program(L, note):
+        class Twice(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, scale, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return BACKWARD_RETURNS[kind](L, g)
+
+        x = L.ones(3, 4, requires_grad=True)
+        Twice.apply(0.5, x).sum().backward()
+        note(x.grad)
+    same(program)
+
+
+def test_function_invalid_gradient_names_the_tensor_index():
+    def program(L, note):
+        class Product(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, scale, b):
+                return a * b * scale
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None, L.ones(7)
+
+        b = L.ones(3, requires_grad=True)
+        for a in (L.ones(3, requires_grad=True), L.ones(3)):
+            attempt(note, lambda: Product.apply(a, 2.0, b).sum().backward())
+    same(program)

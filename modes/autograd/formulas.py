@@ -291,7 +291,7 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw, validate: bool = Tr
             if g is None:
                 out.append(None)
             else:
-                out.append([None if gi is None else _fit(gi, m, formula, index + j, validate)
+                out.append([None if gi is None else _fit(gi, m, formula.node, index + j, validate)
                             for j, (gi, m) in enumerate(zip(g, meta))])
             index += len(meta)
             continue
@@ -301,7 +301,7 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw, validate: bool = Tr
               and g._dtype is meta.dtype):
             out.append(g)               # the common case: nothing to reduce or cast
         else:
-            out.append(_fit(g, meta, formula, index, validate))
+            out.append(_fit(g, meta, formula.node, index, validate))
         index += meta is not None
     return out
 
@@ -317,14 +317,15 @@ def _expandable(shape: tuple, to: tuple) -> bool:
     return True
 
 
-def _fit(grad, meta: TensorMeta, formula: Formula, index: int, validate: bool = True):
+def _fit(grad, meta: TensorMeta, node: str, index: int, validate: bool = True):
     """PyTorch's ``validate_outputs``: a gradient must have its input's shape or one the
-    input's shape broadcasts to (then it is summed down); else RuntimeError."""
+    input's shape broadcasts to (then it is summed down); else RuntimeError naming the
+    ``node`` and the gradient's ``index``. Cast to the input's dtype."""
     shape = meta.shape
     gshape = grad._layout.sizes if grad.__class__ is _Tensor else tuple(grad.shape)
     if shape != gshape:
         if validate and not _expandable(shape, gshape):
-            raise RuntimeError(f"Function {formula.node} returned an invalid gradient at index "
+            raise RuntimeError(f"Function {node} returned an invalid gradient at index "
                                f"{index} - got {list(gshape)} but expected shape compatible "
                                f"with {list(shape)}")
         grad = sum_to(grad, shape)

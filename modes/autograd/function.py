@@ -9,6 +9,7 @@ import inspect
 
 import subclass_kit as sk
 
+from .formulas import TensorMeta, _fit
 from .graph import Node, SavedTensor, gradient_edge
 
 __all__ = ["Function", "FunctionCtx", "apply_custom_op"]
@@ -62,16 +63,55 @@ class FunctionCtx(Node):
                 if grads[i] is None and m is not None:
                     grads[i] = sk.zeros(m[0], dtype=m[1], device=m[2])
         res = self._backward(self, *grads)
-        if not isinstance(res, tuple):
-            res = (res,)
-        if len(res) < len(self._input_positions):
+        return self._checked_grads(res if isinstance(res, tuple) else (res,))
+
+    def _checked_grads(self, res: tuple) -> list:
+        """The gradients ``backward`` returned, one per forward input (extra Nones dropped),
+        checked and fitted as PyTorch's ``PyNode::apply`` and ``validate_outputs`` do: a
+        Tensor or None for each Tensor input, None for the others; the input's shape or one it
+        broadcasts to (summed down); cast to the input's dtype. RuntimeError otherwise."""
+        n = self._n_args
+        if len(res) > n and all(g is None for g in res[n:]):
+            res = res[:n]
+        if len(res) != n:
             raise RuntimeError(f"function {self._name} returned an incorrect number of "
-                               f"gradients (expected {self._n_args}, got {len(res)})")
-        return [res[p] if p < len(res) else None for p in self._input_positions]
+                               f"gradients (expected {n}, got {len(res)})")
+        tensor_index = self._tensor_index
+        for i, g in enumerate(res):
+            if g is None:
+                continue
+            if tensor_index[i] is None:
+                raise RuntimeError(f"function {self._name} returned a gradient different than "
+                                   f"None at position {i + 1}, but the corresponding forward "
+                                   "input was not a Variable")
+            if not isinstance(g, sk.Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
+        out = []
+        for p, meta in zip(self._input_positions, self._input_metas):
+            g = res[p]
+            if g is not None and (tuple(g.shape) != meta.shape or g.dtype != meta.dtype):
+                g = _fit(g, meta, self._name, tensor_index[p])
+            out.append(g)
+        return out
 
 
 def _tensors_requiring_grad(args):
     return [(i, a) for i, a in enumerate(args) if isinstance(a, sk.Tensor) and a.requires_grad]
+
+
+def _record_inputs(ctx, args, rg):
+    """The node's edges and what its backward's gradients are checked against: the inputs
+    requiring grad (positions, metadata) and each argument's index among the Tensor ones."""
+    ctx._next = tuple(gradient_edge(a) for _, a in rg)
+    ctx._input_positions = tuple(i for i, _ in rg)
+    ctx._input_metas = tuple(TensorMeta.of(a) for _, a in rg)
+    ctx._n_args = len(args)
+    k = 0
+    index = []
+    for a in args:
+        index.append(k if isinstance(a, sk.Tensor) else None)
+        k += isinstance(a, sk.Tensor)
+    ctx._tensor_index = tuple(index)
 
 
 def _wrap_outputs(ctx, args, out, name):
@@ -213,9 +253,7 @@ class Function(metaclass=FunctionMeta):
                 out = cls.forward(ctx, *args)
         if not rg:
             return out
-        ctx._next = tuple(gradient_edge(a) for _, a in rg)
-        ctx._input_positions = tuple(i for i, _ in rg)
-        ctx._n_args = len(args)
+        _record_inputs(ctx, args, rg)
         ctx._backward = cls.backward
         return _wrap_outputs(ctx, args, out, cls.__name__)
 
@@ -234,8 +272,6 @@ def apply_custom_op(op, registered, args, kwargs):
     out = _redispatch(op, args, kwargs)
     if setup_context is not None:
         setup_context(ctx, inputs, out)
-    ctx._next = tuple(gradient_edge(a) for _, a in rg)
-    ctx._input_positions = tuple(i for i, _ in rg)
-    ctx._n_args = len(inputs)
+    _record_inputs(ctx, inputs, rg)
     ctx._backward = backward
     return _wrap_outputs(ctx, inputs, out, base)
