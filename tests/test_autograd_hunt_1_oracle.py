@@ -214,3 +214,17 @@ def test_function_invalid_gradient_names_the_tensor_index():
         for a in (L.ones(3, requires_grad=True), L.ones(3)):
             attempt(note, lambda: Product.apply(a, 2.0, b).sum().backward())
     same(program)
+
+
+# --- grad(materialize_grads=) ---
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("allow_unused", [None, True, False])
+def test_grad_materializes_unused_gradients(create_graph, allow_unused):
+    def program(L, note):
+        x = L.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        y = L.ones(2, requires_grad=True)
+        kw = {} if allow_unused is None else {"allow_unused": allow_unused}
+        attempt(note, lambda: L.autograd.grad((x ** 2).sum(), (x, y), materialize_grads=True,
+                                              create_graph=create_graph, **kw))
+    same(program)

@@ -361,13 +361,19 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 @sk.public_api
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False, materialize_grads=False):
+         allow_unused=None, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``
     (PyTorch's ``torch.autograd.grad``). Returns a tuple, one entry per input (None for an
-    unused one when ``allow_unused``; zeros when ``materialize_grads``)."""
+    unused one when ``allow_unused``; zeros when ``materialize_grads``, requiring grad under
+    ``create_graph``). ``allow_unused`` defaults to ``materialize_grads``; ValueError if it is
+    False with ``materialize_grads``."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
     inputs_t = _as_tuple(inputs)
     res = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs_t,
                        accumulate=False, allow_unused=allow_unused or materialize_grads)
     if materialize_grads:
-        res = tuple(sk.zeros_like(t) if r is None else r for r, t in zip(res, inputs_t))
+        res = tuple(sk.zeros_like(t, requires_grad=create_graph) if r is None else r
+                    for r, t in zip(res, inputs_t))
     return res
