@@ -228,3 +228,53 @@ def test_grad_materializes_unused_gradients(create_graph, allow_unused):
         attempt(note, lambda: L.autograd.grad((x ** 2).sum(), (x, y), materialize_grads=True,
                                               create_graph=create_graph, **kw))
     same(program)
+
+
+# --- undefined gradients: tensor hooks see None, custom Functions still run ---
+
+def test_tensor_hooks_see_undefined_gradients_as_none():
+    def program(L, note):
+        x = L.tensor([0.0, 1.0, 2.0, 3.0], requires_grad=True)
+        a, b = x.chunk(2)
+        a.register_hook(lambda g: note("a", g))
+        b.register_hook(lambda g: note("b", g))
+        (b * 2).sum().backward()
+        parts = (x * 2).unbind(0)
+        parts[0].register_hook(lambda g: note("part 0", g))
+        parts[3].backward()
+        note(x.grad)
+    same(program)
+
+
+@pytest.mark.parametrize("materialize", [True, False])
+def test_custom_function_backward_runs_when_its_gradients_are_undefined(materialize):
+    def program(L, note):
+        class Twice(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(materialize)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                note("Twice.backward", g)
+                return None if g is None else g * 2
+
+        class Blocks(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 3
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = Twice.apply(x)
+        y.register_hook(lambda g: note("y hook", g))
+        z = y * 1
+        z.grad_fn.register_prehook(lambda go: note("pre", go))
+        z.grad_fn.register_hook(lambda gi, go: note("post", gi, go))
+        Blocks.apply(z).sum().backward()
+        note(x.grad)
+    same(program)

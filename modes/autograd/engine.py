@@ -215,7 +215,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                         break
                 else:
                     g = None
-                if g is not None:
+                if g is not None or node._apply_without_grads:
                     _RUNNING.append(node)
                     try:
                         out = node.apply(buf)
@@ -329,10 +329,9 @@ def _pre_hooks(node, buf, runs=True):
     if node._tensor_pre_hooks:
         for nr, hooks in node._tensor_pre_hooks.items():
             for hook in list(hooks):
-                if buf[nr] is not None:
-                    new = hook(buf[nr])
-                    if new is not None:
-                        buf[nr] = new
+                new = hook(buf[nr])     # an undefined gradient reaches the hook as None
+                if new is not None:
+                    buf[nr] = new
     if node._retain:
         for nr, t in node._retain.items():
             g = buf[nr]

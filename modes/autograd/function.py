@@ -22,6 +22,8 @@ class FunctionCtx(Node):
     ``save_for_backward``, ``saved_tensors`` (version-checked), ``needs_input_grad``,
     ``mark_dirty``, ``mark_non_differentiable``, ``set_materialize_grads``."""
 
+    _apply_without_grads = True
+
     def __init__(self, name="FunctionBackward"):
         super().__init__()
         self._name = name

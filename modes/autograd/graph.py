@@ -59,6 +59,9 @@ class Node:
     _hooks = ()                 # hook(grad_inputs, grad_outputs)
     _tensor_pre_hooks: dict = {}    # output_nr -> [hook(grad)]  (never mutated at class level)
     _retain: dict = {}          # output_nr -> tensor whose .grad keeps the gradient
+    # run even when every gradient it receives is undefined (a custom Function's backward
+    # then gets zeros or Nones, as in PyTorch); a formula node would return undefined ones
+    _apply_without_grads = False
 
     def __init__(self, next_edges=()):
         self._next = tuple(next_edges)
