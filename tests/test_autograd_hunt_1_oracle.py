@@ -278,3 +278,78 @@ def test_custom_function_backward_runs_when_its_gradients_are_undefined(material
         Blocks.apply(z).sum().backward()
         note(x.grad)
     same(program)
+
+
+# --- what hooks may return ---
+
+def _named_hook(g):
+    return g.sum()
+
+
+HOOK_RETURNS = {
+    "None": lambda L, g: None,
+    "the gradient itself": lambda L, g: g,
+    "a new gradient": lambda L, g: g * 2,
+    "an int": lambda L, g: 3,
+    "another size": lambda L, g: g.sum(),
+    "another size (named hook)": _named_hook,
+    "another dtype": lambda L, g: g.double(),
+    "a gradient for an undefined one": lambda L, g: L.ones(2) if g is None else None,
+}
+
+
+@pytest.mark.parametrize("on", ["leaf", "non-leaf", "unused chunk"])
+@pytest.mark.parametrize("kind", list(HOOK_RETURNS))
+def test_tensor_hook_results_are_checked(kind, on):
+    def program(L, note):
+        hook = HOOK_RETURNS[kind]
+        fn = hook if hook is _named_hook else (lambda g: hook(L, g))
+        x = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        if on == "leaf":
+            x.register_hook(fn)
+            loss = (x * 2).sum()
+        elif on == "non-leaf":
+            y = x * 2
+            y.register_hook(fn)
+            loss = y.sum()
+        else:
+            a, b = x.chunk(2)
+            a.register_hook(fn)
+            loss = (b * 2).sum()
+        attempt(note, loss.backward)
+        note(x.grad)
+    same(program)
+
+
+@pytest.mark.parametrize("kind", ["None", "the tensor", "its gradient", "an int"])
+def test_post_accumulate_grad_hooks_must_return_none(kind):
+    def program(L, note):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        x.register_post_accumulate_grad_hook(
+            lambda t: {"None": None, "the tensor": t, "its gradient": t.grad, "an int": 3}[kind])
+        attempt(note, (x * 2).sum().backward)
+        note(x.grad)
+    same(program)
+
+
+# --- calling a node, empty inputs ---
+
+def test_calling_a_node_checks_the_gradient_count():
+    def program(L, note):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        w = L.tensor([3.0, -1.0], requires_grad=True)
+        for y in (x * w, x.exp(), x.sum(), x.split(1)[1]):
+            g = L.ones_like(y)
+            attempt(note, lambda: y.grad_fn(g))
+            attempt(note, lambda: y.grad_fn(g, g))
+            attempt(note, lambda: y.grad_fn())
+    same(program)
+
+
+def test_empty_inputs_are_refused():
+    def program(L, note):
+        x = L.tensor([1.0], requires_grad=True)
+        attempt(note, lambda: (2 * x).sum().backward(inputs=[]))
+        attempt(note, lambda: L.autograd.backward((2 * x).sum(), inputs=()))
+        attempt(note, lambda: L.autograd.grad((2 * x).sum(), []))
+    same(program)

@@ -129,7 +129,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
     if inputs is not None:
         inputs = _as_tuple(inputs)
         if not inputs:
-            raise RuntimeError("grad requires non-empty inputs.")
+            raise RuntimeError(f"`inputs` argument to `{'backward' if accumulate else 'grad'}()` "
+                               "cannot be empty.")
         targets = {}
         for k, t in enumerate(inputs):
             if not t.requires_grad:
@@ -329,9 +330,10 @@ def _pre_hooks(node, buf, runs=True):
     if node._tensor_pre_hooks:
         for nr, hooks in node._tensor_pre_hooks.items():
             for hook in list(hooks):
-                new = hook(buf[nr])     # an undefined gradient reaches the hook as None
-                if new is not None:
-                    buf[nr] = new
+                old = buf[nr]
+                new = hook(old)         # an undefined gradient reaches the hook as None
+                if new is not None and new is not old:
+                    buf[nr] = check_hook_result(old, new, hook)
     if node._retain:
         for nr, t in node._retain.items():
             g = buf[nr]
@@ -346,6 +348,23 @@ def _pre_hooks(node, buf, runs=True):
         if new is not None:
             buf = list(new)
     return buf
+
+
+def check_hook_result(old, new, hook):
+    """What a tensor hook returned in place of gradient ``old``: a Tensor of its type and
+    size, not one for an undefined gradient (PyTorch's ``check_single_result``: TypeError,
+    else RuntimeError naming the hook)."""
+    if old is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    if not isinstance(new, sk.Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+    name = getattr(hook, "__name__", "<unknown>")
+    if new.dtype != old.dtype or new.device.type != old.device.type:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.type()} "
+                           f"got {new.type()})")
+    if tuple(new.shape) != tuple(old.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    return new
 
 
 # ``sk.autograd.backward`` and ``grad`` take part in the function level, as PyTorch's do

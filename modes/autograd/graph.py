@@ -102,7 +102,12 @@ class Node:
         """Free saved tensors (a backward without ``retain_graph``)."""
 
     def __call__(self, *grads):
-        return self.apply(list(grads))
+        """Run the backward function on one gradient per forward output: the gradient of
+        the only input, or a tuple of them (TypeError for a wrong count, PyTorch's text)."""
+        if len(grads) != self._num_inputs:
+            raise TypeError(f"expected {self._num_inputs} arguments, got {len(grads)} instead")
+        out = self.apply(list(grads))
+        return out[0] if len(out) == 1 else tuple(out)
 
     def __repr__(self):
         return f"<{self._name} object at {hex(id(self))}>"
@@ -292,7 +297,11 @@ class AccumulateGrad(Node):
         else:
             var.grad.add_(g)
         for hook in self._post_hooks:
-            hook(var)
+            res = hook(var)
+            if res is not None and res is not var:     # PyTorch lets the tensor itself pass
+                if not isinstance(res, sk.Tensor):
+                    raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
         return []
 
 
