@@ -10,7 +10,7 @@ import inspect
 import subclass_kit as sk
 
 from .formulas import TensorMeta, _fit
-from .graph import Node, SavedTensor, gradient_edge
+from .graph import Node, SavedTensor, gradient_edge, move_retains_grad
 
 __all__ = ["Function", "FunctionCtx", "apply_custom_op"]
 
@@ -143,9 +143,12 @@ def _wrap_outputs(ctx, args, out, name):
             o._view_grad = True
             o._view_op = (name, i)
             o._view_version = o._version
+        old, old_nr = o._grad_fn, o._output_nr
         o._grad_fn = ctx
         o._output_nr = i
         o._requires_grad = True
+        if old is not None and "_retains_grad" in o.__dict__:     # a dirty input
+            move_retains_grad(o, old, old_nr)
         new.append(o)
     _saved_outputs_detached(ctx, new)
     return tuple(new) if isinstance(out, tuple) else new[0]

@@ -15,7 +15,7 @@ import weakref
 import subclass_kit as sk
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
-           "top_saved_tensors_hooks", "gradient_edge",
+           "top_saved_tensors_hooks", "gradient_edge", "move_retains_grad",
            "RemovableHandle"]
 
 _sequence = itertools.count()
@@ -239,6 +239,15 @@ def gradient_edge(t):
     if t.requires_grad:
         return (grad_accumulator(t), 0)
     return None
+
+
+def move_retains_grad(t, old_fn, old_nr: int) -> None:
+    """``t`` (which ``retain_grad()``) got a new ``grad_fn`` (an in-place op, a ``CopySlices``
+    on its base, a regenerated view node): its gradient is now read at the new node, as
+    PyTorch's ``update_tensor_hooks_on_new_gradfn`` moves the retains_grad hook."""
+    if old_fn is not None and old_fn._retain.get(old_nr) is t:
+        del old_fn._retain[old_nr]
+    t._grad_fn._own("_retain", {})[t._output_nr] = t
 
 
 def grad_accumulator(t):

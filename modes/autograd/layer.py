@@ -14,8 +14,8 @@ from __future__ import annotations
 import subclass_kit as sk
 
 from . import formulas as F
-from .graph import (INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _sequence,
-                    grad_accumulator, gradient_edge)
+from .graph import (FREED, INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _sequence,
+                    grad_accumulator, gradient_edge, move_retains_grad)
 
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
@@ -165,7 +165,11 @@ class CopySlices(Node):
         self._view_geom = (size, stride, offset - base.storage_offset())
         self.fn = fn
 
+    _freed = False
+
     def apply(self, grads):
+        if self._freed:         # PyTorch drops ``fn`` when the graph is freed
+            raise RuntimeError(FREED)
         g = grads[0]
         shape, stride, _ = self._base_geom
         if (not sk.is_grad_enabled() and not AccumulateGrad.shared(g)
@@ -188,6 +192,7 @@ class CopySlices(Node):
 
     def release(self):
         self.fn.release()
+        self._freed = True
 
 
 class AsStridedBackward0(Node):
@@ -253,10 +258,13 @@ class AutogradLayer:
 
     def view_grad_fn(self, view):
         node = AsStridedBackward0(view._base, view)
+        old, old_nr = view._grad_fn, view._output_nr
         view._grad_fn = node
         view._output_nr = 0
         view._requires_grad = True
         view._view_version = view._version
+        if "_retains_grad" in view.__dict__:
+            move_retains_grad(view, old, old_nr)
         return node
 
     def _formula(self, op):
@@ -465,9 +473,12 @@ def _record(op, formula, args, kwargs):
     if rebase:
         base = self_arg._base
         copy = CopySlices(base, self_arg, node)
+        old, old_nr = base._grad_fn, base._output_nr
         base._grad_fn = copy
         base._output_nr = 0
         base._requires_grad = True
+        if "_retains_grad" in base.__dict__:
+            move_retains_grad(base, old, old_nr)
         return out
     _attach(op, node, grad_outs, args)
     return out
@@ -564,8 +575,12 @@ def _save(v, clone: bool):
 def _attach(op, node, outs, args):
     for i, o in enumerate(outs):
         if _differentiable(o):
+            old = o._grad_fn        # an in-place op's self had one
+            old_nr = o._output_nr
             o._grad_fn = node
             o._output_nr = i
             o._requires_grad = True
+            if old is not None and "_retains_grad" in o.__dict__:
+                move_retains_grad(o, old, old_nr)
             if o._base is not None:
                 o._view_version = o._version
