@@ -3,6 +3,7 @@ the engine's pruning with ``inputs=``, custom ``Function`` calls and checks, ``g
 Each program records what it observes (values, hooks fired, error class and message); the two
 records must be equal."""
 
+import collections
 import re
 import warnings
 
@@ -17,6 +18,8 @@ torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not i
 
 
 def _obs(v):
+    if isinstance(v, dict):
+        return {k: _obs(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_obs(x) for x in v]
     if isinstance(v, (sk.Tensor, torch.Tensor)):
@@ -352,4 +355,155 @@ def test_empty_inputs_are_refused():
         attempt(note, lambda: (2 * x).sum().backward(inputs=[]))
         attempt(note, lambda: L.autograd.backward((2 * x).sum(), inputs=()))
         attempt(note, lambda: L.autograd.grad((2 * x).sum(), []))
+    same(program)
+
+
+# --- retain_grad follows the tensor to its new grad_fn ---
+
+def _two_outputs(L):
+    class TwoOutputs(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+    return TwoOutputs
+
+
+@pytest.mark.parametrize("case", ["in-place", "twice in-place", "in-place on a view",
+                                  "views of one base", "multi-output", "dirty input"])
+def test_retained_gradient_is_read_at_the_tensors_current_node(case):
+    def program(L, note):
+        leaf = L.tensor([1.0, -2.0], requires_grad=True)
+        if case in ("in-place", "twice in-place"):
+            a = leaf.clone()
+            a.retain_grad()
+            a.mul_(2)
+            if case == "twice in-place":
+                a.mul_(3)
+            (a * a).sum().backward()
+            note(a.grad, leaf.grad)
+        elif case == "in-place on a view":
+            x = leaf.clone()
+            x.retain_grad()
+            x[:1].mul_(4)
+            x.sum().backward()
+            note(x.grad, leaf.grad)
+            x *= 2
+            (x * 3).sum().backward()
+            note(x.grad, leaf.grad)
+        elif case == "views of one base":
+            base = leaf.clone()
+            view, view2 = base[:], base[1:]
+            view.retain_grad()
+            view2.retain_grad()
+            view.mul_(2)
+            (view.sum() * 3 + view2.sum()).backward()
+            note(view.grad, view2.grad, leaf.grad)
+        elif case == "multi-output":
+            first, second = _two_outputs(L).apply(leaf)
+            first.retain_grad()
+            second.retain_grad()
+            first.mul_(2)
+            (first * 5 + second).sum().backward()
+            note(first.grad, second.grad, leaf.grad)
+        else:
+            class Doubler(L.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.mark_dirty(x)
+                    return x.mul_(2)
+
+                @staticmethod
+                def backward(ctx, g):
+                    return g * 2
+            a = leaf.clone()
+            a.retain_grad()
+            b = Doubler.apply(a)
+            (b * 3).sum().backward()
+            note(a.grad, b.grad, leaf.grad)
+    same(program)
+
+
+# --- node hooks: their results replace the gradients; removal during a backward ---
+
+NODE_HOOK_RESULTS = {
+    "None": lambda L, gs: None,
+    "the same tuple": lambda L, gs: gs,
+    "scaled": lambda L, gs: tuple(None if g is None else g * 10 for g in gs),
+    "a tensor": lambda L, gs: gs[0],
+    "a list": lambda L, gs: list(gs),
+    "one more": lambda L, gs: gs + (gs[0],),
+    "None entries": lambda L, gs: (None,) * len(gs),
+    "another dtype": lambda L, gs: tuple(None if g is None else g.float() for g in gs),
+}
+
+
+@pytest.mark.parametrize("custom", [False, True])
+@pytest.mark.parametrize("where", ["prehook", "posthook"])
+@pytest.mark.parametrize("kind", list(NODE_HOOK_RESULTS))
+def test_node_hook_results_replace_the_gradients(kind, where, custom):
+    def program(L, note):
+        if custom:
+            class Times3(L.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return x * 3
+
+                @staticmethod
+                def backward(ctx, g):
+                    return g * 3
+            f = Times3.apply
+        else:
+            def f(x):
+                return x.exp()
+        a = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        b = f(a)
+        result = NODE_HOOK_RESULTS[kind]
+        if where == "prehook":
+            b.grad_fn.register_prehook(lambda go: result(L, go))
+        else:
+            b.grad_fn.register_hook(lambda gi, go: result(L, gi))
+        attempt(note, b.sum().backward)
+        note(a.grad)
+    same(program)
+
+
+def test_node_hooks_run_as_registered_when_the_call_started():
+    def program(L, note):
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        b = a * 2
+        handles = {}
+
+        def first(go):
+            note("first")
+            handles["second"].remove()
+            handles["late"] = b.grad_fn.register_prehook(lambda go: note("late"))
+
+        b.grad_fn.register_prehook(first)
+        handles["second"] = b.grad_fn.register_prehook(lambda go: note("second"))
+        b.sum().backward(retain_graph=True)
+        b.sum().backward()
+        note(a.grad)
+    same(program)
+
+
+# --- dict inputs (PyTorch 2.13) ---
+
+def test_grad_and_backward_take_a_dict_of_inputs():
+    def program(L, note):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = L.tensor([3.0, -1.0], requires_grad=True)
+        z = (x * x * y).sum()
+        note(L.autograd.grad(z, {"x": x, "y": y}, retain_graph=True))
+        note(L.autograd.grad(z, {"y": y}, create_graph=True))
+        note(L.autograd.grad((x * 2).sum(), {"x": x, "y": y}, materialize_grads=True))
+        attempt(note, lambda: L.autograd.grad(z, {}))
+        attempt(note, lambda: L.autograd.grad(z, collections.OrderedDict(x=x)))
+        z.backward(inputs={"y": y}, retain_graph=True)
+        L.autograd.backward(z, inputs={"x": x})
+        attempt(note, lambda: L.autograd.backward(z, inputs=collections.OrderedDict(x=x)))
+        note(x.grad, y.grad)
     same(program)

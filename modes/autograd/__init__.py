@@ -16,7 +16,7 @@ from . import formulas as formulas
 from . import graph as graph
 from .engine import backward as backward
 from .engine import grad as grad
-from .engine import run_backward
+from .engine import inputs_tuple, run_backward
 from .function import Function as Function
 from .function import FunctionCtx as FunctionCtx
 from .gradcheck import gradcheck as gradcheck
@@ -40,7 +40,7 @@ def _tensor_backward(t, gradient, retain_graph, create_graph, inputs):
     if gradient is not None:
         gradient = (gradient,)
     if inputs is not None:
-        inputs = (inputs,) if isinstance(inputs, sk.Tensor) else tuple(inputs)
+        inputs = inputs_tuple(inputs, "backward")
     # the engine itself: Tensor.backward already took part in the function level
     run_backward((t,), gradient, retain_graph, create_graph, inputs, accumulate=True)
 

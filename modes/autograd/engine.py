@@ -22,6 +22,8 @@ module stack after the backward).
 
 from __future__ import annotations
 
+import collections.abc
+
 import subclass_kit as sk
 
 from .graph import AccumulateGrad, gradient_edge, grad_accumulator
@@ -83,6 +85,17 @@ def _as_tuple(x):
     if isinstance(x, sk.Tensor):
         return (x,)
     return tuple(x)
+
+
+def inputs_tuple(inputs, caller: str) -> tuple:
+    """The ``inputs`` of ``backward`` / ``grad`` as a tuple: a tensor, a sequence, or a dict
+    (its values, PyTorch 2.13); TypeError for another mapping type."""
+    if type(inputs) is dict:
+        return tuple(inputs.values())
+    if isinstance(inputs, collections.abc.Mapping):
+        raise TypeError(f"`inputs` argument to `{caller}()` must be a dict, not "
+                        f"{type(inputs).__name__}. Other Mapping types are not supported.")
+    return _as_tuple(inputs)
 
 
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
@@ -216,6 +229,9 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                         break
                 else:
                     g = None
+                # post hooks registered while the node runs get no gradients (PyTorch copies
+                # them only for the hooks it had when the call started)
+                grads_in = tuple(buf) if node._hooks else ()
                 if g is not None or node._apply_without_grads:
                     _RUNNING.append(node)
                     try:
@@ -225,8 +241,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                 else:
                     out = [None] * len(node._next)
                 if node._hooks:
-                    for hook in node._hooks:
-                        hook(tuple(out), tuple(buf))
+                    out = _call_node_hooks(node._hooks, out, (grads_in,))
                 if not retain_graph:
                     node.release()
             for e, g in zip(node._next, out):
@@ -343,11 +358,29 @@ def _pre_hooks(node, buf, runs=True):
                 t.grad = g.detach().clone() if not sk.is_grad_enabled() else g.clone()
             else:
                 t.grad = t.grad + g
-    for hook in node._pre_hooks if runs else ():
-        new = hook(tuple(buf))
-        if new is not None:
-            buf = list(new)
+    if runs and node._pre_hooks:
+        buf = _call_node_hooks(node._pre_hooks, buf, ())
     return buf
+
+
+def _call_node_hooks(hooks, grads, rest):
+    """Node hooks ``hook(grads, *rest)`` in registration order (the ones registered when the
+    call starts): a result other than None or ``grads`` itself replaces them, checked as
+    PyTorch's ``check_result`` does (a tuple of as many values, each as a tensor hook's)."""
+    grads = tuple(grads)
+    for hook in list(hooks):
+        res = hook(grads, *rest)
+        if res is None or res is grads:
+            continue
+        if not isinstance(res, tuple):
+            raise TypeError(f"expected tuple, but hook returned '{type(res).__name__}'")
+        if len(res) != len(grads):
+            raise RuntimeError(f"hook '{getattr(hook, '__name__', '<unknown>')}' has returned an "
+                               f"incorrect number of values (got {len(res)}, but expected "
+                               f"{len(grads)})")
+        grads = tuple(new if new is None or new is old else check_hook_result(old, new, hook)
+                      for old, new in zip(grads, res))
+    return list(grads)
 
 
 def check_hook_result(old, new, hook):
@@ -373,7 +406,7 @@ def check_hook_result(old, new, hook):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """``sk.autograd.backward``: accumulate into the leaves' ``.grad`` (or only ``inputs``')."""
     if inputs is not None:
-        inputs = _as_tuple(inputs)
+        inputs = inputs_tuple(inputs, "backward")
     run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate=True)
 
 
@@ -383,15 +416,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``
     (PyTorch's ``torch.autograd.grad``). Returns a tuple, one entry per input (None for an
     unused one when ``allow_unused``; zeros when ``materialize_grads``, requiring grad under
-    ``create_graph``). ``allow_unused`` defaults to ``materialize_grads``; ValueError if it is
+    ``create_graph``); a dict of them for a dict of ``inputs``. ``allow_unused`` defaults to ``materialize_grads``; ValueError if it is
     False with ``materialize_grads``."""
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
-    inputs_t = _as_tuple(inputs)
+    inputs_t = inputs_tuple(inputs, "grad")
     res = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs_t,
                        accumulate=False, allow_unused=allow_unused or materialize_grads)
     if materialize_grads:
         res = tuple(sk.zeros_like(t, requires_grad=create_graph) if r is None else r
                     for r, t in zip(res, inputs_t))
+    if type(inputs) is dict:
+        return dict(zip(inputs.keys(), res))
     return res
