@@ -136,7 +136,7 @@ class Tensor(metaclass=TensorType):
     _view_grad = False      # the view was made with grad on from a base requiring grad
     _view_version = 0       # version when the view was made (lazy grad_fn checks, §3.6)
     _requires_grad = False
-    grad = None
+    _grad = None            # ``grad`` (api/autograd.py)
     _grad_fn = None
     _output_nr = 0          # which output of ``_grad_fn`` this tensor is
 

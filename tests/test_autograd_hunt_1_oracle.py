@@ -12,7 +12,9 @@ import pytest
 
 import subclass_kit as sk
 
-pytestmark = pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+pytestmark = [pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf"),
+              pytest.mark.filterwarnings("ignore:grad and param do not obey"),
+              pytest.mark.filterwarnings("ignore:Using backward() with create_graph")]
 
 torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
 
@@ -506,4 +508,44 @@ def test_grad_and_backward_take_a_dict_of_inputs():
         L.autograd.backward(z, inputs={"x": x})
         attempt(note, lambda: L.autograd.backward(z, inputs=collections.OrderedDict(x=x)))
         note(x.grad, y.grad)
+    same(program)
+
+
+# --- .grad: the non-leaf warning, assignment checks ---
+
+def test_reading_grad_of_a_non_leaf_warns_until_it_retains_or_has_one():
+    def program(L, note):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            leaf = L.ones(2, requires_grad=True)
+            note(leaf.grad, len(caught))
+            y = leaf * 2
+            note(y.grad, len(caught))
+            y.grad = L.ones(2)
+            note(y.grad, len(caught))
+            del y.grad
+            note(y.grad, len(caught))
+            y.retain_grad()
+            note(y.grad, len(caught))
+            y.sum().backward()
+            note(y.grad, len(caught))
+            # (PyTorch appends where in its C++ sources the warning was raised)
+            note(sorted({(w.category.__name__, str(w.message).split(" (Triggered internally")[0])
+                         for w in caught}))
+    same(program)
+
+
+@pytest.mark.parametrize("value", ["None", "same", "int", "bigger", "unsqueezed", "float64",
+                                   "meta", "itself", "non-contiguous"])
+def test_assigning_grad_checks_type_dtype_device_size(value):
+    def program(L, note):
+        x = L.ones(3, 2, requires_grad=True)
+        g = {"None": None, "same": L.full((3, 2), 2.0), "int": 3, "bigger": L.ones(4, 2),
+             "unsqueezed": L.ones(1, 3, 2), "float64": L.ones(3, 2, dtype=L.float64),
+             "meta": L.ones(3, 2, device="meta"), "itself": x,
+             "non-contiguous": L.ones(2, 3).t()}[value]
+        attempt(note, lambda: setattr(x, "grad", g))
+        note(x.grad)
+        (x * 3).sum().backward()
+        note(x.grad)
     same(program)

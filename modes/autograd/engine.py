@@ -23,6 +23,7 @@ module stack after the backward).
 from __future__ import annotations
 
 import collections.abc
+import warnings
 
 import subclass_kit as sk
 
@@ -30,6 +31,14 @@ from .graph import AccumulateGrad, gradient_edge, grad_accumulator
 
 __all__ = ["run_backward", "backward", "grad", "current_graph_task_id", "queue_callback",
            "current_node"]
+
+CREATE_GRAPH_CYCLE = (
+    "Using backward() with create_graph=True will create a reference cycle between the "
+    "parameter and its gradient which can cause a memory leak. We recommend using autograd.grad "
+    "when creating the graph to avoid this. If you have to use this function, make sure to "
+    "reset the .grad fields of your parameters to None after use to break the cycle and avoid "
+    "the leak.")
+_warned_create_graph: list = []
 
 # The graph tasks (``run_backward`` calls) running now, innermost last: [task id, callbacks
 # queued during it]; ops run while it is non-empty belong to a backward.
@@ -103,6 +112,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     """Backpropagate ``grad_outputs`` from ``outputs``. ``accumulate``: into the ``.grad`` of
     leaves (``backward``); else the gradients of ``inputs`` are returned (``grad``). Runs as
     one graph task: the callbacks queued during it run at its end."""
+    if accumulate and create_graph and not _warned_create_graph:
+        _warned_create_graph.append(True)       # once per process, as PyTorch's TORCH_WARN_ONCE
+        warnings.warn(CREATE_GRAPH_CYCLE, UserWarning, stacklevel=3)
     _task_ids[0] += 1
     task = [_task_ids[0], []]
     _tasks.append(task)
@@ -354,10 +366,10 @@ def _pre_hooks(node, buf, runs=True):
             g = buf[nr]
             if g is None:
                 continue
-            if t.grad is None:
-                t.grad = g.detach().clone() if not sk.is_grad_enabled() else g.clone()
+            if t._grad is None:
+                t._grad = g.detach().clone() if not sk.is_grad_enabled() else g.clone()
             else:
-                t.grad = t.grad + g
+                t._grad = t._grad + g
     if runs and node._pre_hooks:
         buf = _call_node_hooks(node._pre_hooks, buf, ())
     return buf

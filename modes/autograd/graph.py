@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import warnings
 import weakref
 
 import subclass_kit as sk
@@ -283,7 +284,7 @@ class AccumulateGrad(Node):
         if g is None:
             return []
         var = self.variable
-        if var.grad is None:
+        if var._grad is None:
             if not sk.is_grad_enabled():
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is
                 # shared or breaks the layout contract. We cannot count references: the engine
@@ -300,11 +301,13 @@ class AccumulateGrad(Node):
                 g = _clone_obey_contract(g, var) if copy else _detach(g)
             else:       # setting up for double backward: a copy, recorded
                 g = _clone_obey_contract(g, var)
-            var.grad = g
-        elif sk.is_grad_enabled():
-            var.grad = var.grad + g
+            var._grad = g
         else:
-            var.grad.add_(g)
+            if sk.is_grad_enabled():
+                var._grad = var._grad + g
+            else:
+                var._grad.add_(g)
+            _check_result(var._grad, var)
         for hook in self._post_hooks:
             res = hook(var)
             if res is not None and res is not var:     # PyTorch lets the tensor itself pass
@@ -317,6 +320,23 @@ class AccumulateGrad(Node):
 def _detach(g):
     """``g.detach()`` as the op itself (PyTorch's engine calls it in C++: no function level)."""
     return _detach_op(g)
+
+
+_warned_layout: list = []
+
+
+def _check_result(grad, var) -> None:
+    """PyTorch's ``CHECK_RESULT`` after an accumulation: warn (once per process) when the
+    accumulated gradient does not obey the layout contract (an assigned one may not)."""
+    if _warned_layout or tuple(grad.stride()) == tuple(var.stride()) \
+            or _obeys_layout_contract(grad, var):
+        return
+    _warned_layout.append(True)
+    warnings.warn("grad and param do not obey the gradient layout contract. This is not an "
+                  "error, but may impair performance.\n"
+                  f"grad.sizes() = {list(grad.shape)}, strides() = {list(grad.stride())}\n"
+                  f"param.sizes() = {list(var.shape)}, strides() = {list(var.stride())}",
+                  UserWarning, stacklevel=2)
 
 
 def _obeys_layout_contract(g, var) -> bool:
