@@ -549,3 +549,39 @@ def test_assigning_grad_checks_type_dtype_device_size(value):
         (x * 3).sum().backward()
         note(x.grad)
     same(program)
+
+
+# --- once_differentiable ---
+
+def _graph(fn):
+    """``Name(next, ...)`` of a node and everything below it."""
+    if fn is None:
+        return "None"
+    return f"{type(fn).__name__}({', '.join(_graph(n) for n, _ in fn.next_functions)})"
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_once_differentiable_backward_cannot_be_differentiated(create_graph):
+    def program(L, note):
+        class Combine(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, scale, b):
+                ctx.scale = scale
+                ctx.save_for_backward(a, b)
+                return a * b + scale * b
+
+            @staticmethod
+            @L.autograd.function.once_differentiable
+            def backward(ctx, g):
+                note("grad mode in backward", L.is_grad_enabled())
+                a, b = ctx.saved_tensors
+                return g * b, None, g * a + g * ctx.scale
+
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        b = L.tensor([0.5, -3.0], requires_grad=True)
+        seed = L.ones((), requires_grad=create_graph)
+        Combine.apply(a, 2.0, b).sum().backward(seed, create_graph=create_graph)
+        note(a.grad, b.grad, _graph(a.grad.grad_fn), _graph(b.grad.grad_fn))
+        if create_graph:
+            attempt(note, lambda: a.grad.sum().backward())
+    same(program)

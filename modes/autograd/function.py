@@ -12,7 +12,7 @@ import subclass_kit as sk
 from .formulas import TensorMeta, _fit
 from .graph import Node, SavedTensor, gradient_edge, move_retains_grad
 
-__all__ = ["Function", "FunctionCtx", "apply_custom_op"]
+__all__ = ["Function", "FunctionCtx", "apply_custom_op", "once_differentiable"]
 
 _redispatch = sk.redispatch_below_autograd
 
@@ -280,3 +280,46 @@ def apply_custom_op(op, registered, args, kwargs):
     _record_inputs(ctx, inputs, rg)
     ctx._backward = backward
     return _wrap_outputs(ctx, inputs, out, base)
+
+
+class Error(Node):
+    """A node whose backward raises RuntimeError ``msg`` (PyTorch's ``Error`` node, made by
+    ``DelayedError``): marks results that must not be differentiated."""
+
+    _name = "Error"
+
+    def __init__(self, msg: str, edges):
+        super().__init__(edges)
+        self._msg = msg
+
+    def apply(self, grads):
+        raise RuntimeError(self._msg)
+
+
+def once_differentiable(fn):
+    """Decorate a custom Function's ``backward`` that cannot itself be differentiated
+    (PyTorch's ``torch.autograd.function.once_differentiable``): it runs with grad mode off;
+    when grad mode is on and a gradient it received requires grad (``create_graph``), its
+    results come back attached to an ``Error`` node, so differentiating them raises
+    "trying to differentiate twice a function that was marked with @once_differentiable"."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with sk.no_grad():
+            outputs = fn(ctx, *args)
+        if not sk.is_grad_enabled() or not any(
+                isinstance(a, sk.Tensor) and a.requires_grad for a in args):
+            return outputs
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        leaves = [None if o is None else o.detach().requires_grad_() for o in outputs]
+        node = Error("trying to differentiate twice a function that was marked with "
+                     "@once_differentiable", [None if v is None else gradient_edge(v)
+                                              for v in leaves])
+        node._num_inputs = len(leaves)
+        results = []
+        for i, v in enumerate(leaves):
+            if v is not None:
+                v = v.data              # an alias with its own version counter
+                v._grad_fn, v._output_nr, v._requires_grad = node, i, True
+            results.append(v)
+        return tuple(results)
+    return wrapper
