@@ -170,9 +170,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
     deps: dict = {}
     seen = set()
     order = []
-    stack = [node for node, _ in roots]
-    for node in stack:
-        seen.add(node)
+    stack = list(dict.fromkeys(node for node, _ in roots))    # a root given twice walks once
+    seen.update(stack)
     while stack:
         node = stack.pop()
         order.append(node)
