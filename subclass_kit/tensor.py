@@ -453,7 +453,18 @@ class Tensor(metaclass=TensorType):
 
     @requires_grad.setter
     def requires_grad(self, value):
-        self.requires_grad_(bool(value))
+        if value.__class__ is not bool:     # PyTorch's setter takes a bool only
+            raise RuntimeError("requires_grad must be a bool")
+        self.requires_grad_(value)
+
+    @requires_grad.deleter
+    def requires_grad(self):
+        raise RuntimeError("requires_grad must be a bool")
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of ``grad_fn`` this tensor is (0 for a leaf)."""
+        return self._output_nr if self.grad_fn is not None else 0
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if requires_grad.__class__ is not bool:
@@ -525,6 +536,10 @@ class Tensor(metaclass=TensorType):
         self._storage = new._storage
         self._dtype = new._dtype
         self._set_layout(new._layout)
+
+    @data.deleter
+    def data(self):
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
 
 def _wrap(dim, ndim):

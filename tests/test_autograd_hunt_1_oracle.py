@@ -585,3 +585,40 @@ def test_once_differentiable_backward_cannot_be_differentiated(create_graph):
         if create_graph:
             attempt(note, lambda: a.grad.sum().backward())
     same(program)
+
+
+# --- backward roots given twice; output_nr; attribute setters ---
+
+def test_backward_of_the_same_output_twice_sums_both():
+    def program(L, note):
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        b = L.tensor([3.0, 4.0], requires_grad=True)
+        x = a * b
+        go = L.tensor([1.0, -1.0])
+        L.autograd.backward([x, x], [go, go * 3])
+        note(a.grad, b.grad)
+        note(L.autograd.grad([x.sum(), x.sum(), b.sum()], [a, b]))
+    same(program)
+
+
+def test_output_nr_of_leaves_and_multi_output_results():
+    def program(L, note):
+        x = L.arange(10.0).requires_grad_()
+        parts = x.split(4)
+        values, indices = (x * 1).reshape(2, 5).max(1)
+        _, second = _two_outputs(L).apply(x)
+        note(x.output_nr, [p.output_nr for p in parts], values.output_nr, indices.output_nr,
+             second.output_nr, L.ones(2).output_nr)
+    same(program)
+
+
+@pytest.mark.parametrize("value", [True, False, 1, 0, None, "yes"])
+def test_requires_grad_attribute_takes_a_bool(value):
+    def program(L, note):
+        x = L.ones(2)
+        attempt(note, lambda: setattr(x, "requires_grad", value))
+        note(x.requires_grad)
+        attempt(note, lambda: delattr(x, "requires_grad"))
+        attempt(note, lambda: delattr(x, "data"))
+        note(x)
+    same(program)
