@@ -622,3 +622,104 @@ def test_requires_grad_attribute_takes_a_bool(value):
         attempt(note, lambda: delattr(x, "data"))
         note(x)
     same(program)
+
+
+# --- custom Function outputs: non-differentiable ones, dirty inputs ---
+
+def test_non_differentiable_outputs_get_zero_gradients_of_their_dtype():
+    def program(L, note):
+        class Split(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                shifted = x + 1
+                ctx.mark_non_differentiable(shifted)
+                return x > 0, x.long(), shifted, x * 2
+
+            @staticmethod
+            def backward(ctx, g_mask, g_long, g_shifted, g_double):
+                note(g_mask, g_long, g_shifted)
+                return g_double * 2
+
+        class Unmaterialized(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                shifted = x + 1
+                ctx.mark_non_differentiable(shifted)
+                ctx._materialize_non_diff_grads = False
+                return shifted, x * 2
+
+            @staticmethod
+            def backward(ctx, g_shifted, g_double):
+                note(g_shifted)
+                return g_double
+
+        x = L.tensor([1.0, -1.0], requires_grad=True)
+        outs = Split.apply(x)
+        note([o.requires_grad for o in outs])
+        outs[3].sum().backward()
+        Unmaterialized.apply(x)[1].sum().backward()
+        note(x.grad)
+    same(program)
+
+
+def _doubler(L, n_outputs=1):
+    class Doubler(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return (x,) * n_outputs if n_outputs > 1 else x
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return sum(g * 2 for g in grads)
+    return Doubler
+
+
+@pytest.mark.parametrize("case", ["non-leaf", "leaf", "view", "view then other views",
+                                  "view, two outputs", "non-leaf, two outputs"])
+def test_dirty_inputs_of_custom_functions(case):
+    def program(L, note):
+        leaf = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        two = "two outputs" in case
+        Doubler = _doubler(L, 2 if two else 1)
+        if case == "leaf":
+            attempt(note, lambda: Doubler.apply(leaf))
+            note(leaf._version)
+            return
+        base = leaf.clone()
+        target = base if case.startswith("non-leaf") else base[1:]
+        other = base[:1]
+        before = target._version
+        res = attempt(note, lambda: Doubler.apply(target)) if two else Doubler.apply(target)
+        note(target._version - before, target.grad_fn.name().split("::")[-1],
+             base.grad_fn.name().split("::")[-1])
+        if res is None and two and case.startswith("view"):
+            return
+        if case == "view then other views":
+            loss = target.sum() + other.sum() * 3
+        else:
+            loss = (base * L.tensor([1.0, 10.0, 100.0])).sum()
+        loss.backward()
+        note(leaf.grad)
+    same(program)
+
+
+def test_instantiating_a_function_warns_and_calling_it_raises():
+    def program(L, note):
+        class Identity(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn = Identity()
+        note([(w.category.__name__, str(w.message).replace("torch", "sk")) for w in caught])
+        attempt(note, lambda: fn(L.zeros(1, requires_grad=True)))
+        note(Identity.apply(L.zeros(1, requires_grad=True)).grad_fn.name())
+    same(program)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 import subclass_kit as sk
 
@@ -61,8 +62,10 @@ class FunctionCtx(Node):
     def apply(self, grads):
         grads = list(grads)
         if self.materialize_grads:
+            skip = () if self.__dict__.get("_materialize_non_diff_grads", True) else \
+                self.__dict__.get("_non_diff_outputs", ())
             for i, m in enumerate(self._out_metas):
-                if grads[i] is None and m is not None:
+                if grads[i] is None and m is not None and i not in skip:
                     grads[i] = sk.zeros(m[0], dtype=m[1], device=m[2])
         res = self._backward(self, *grads)
         return self._checked_grads(res if isinstance(res, tuple) else (res,))
@@ -116,29 +119,58 @@ def _record_inputs(ctx, args, rg):
     ctx._tensor_index = tuple(index)
 
 
+_DIRTY_VIEW = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function "
+    "cannot return more than one Tensor. This is not supported by the current autograd engine. "
+    "You should either make sure the input is not a view (using .clone() for example) or make "
+    "your Function only return one Tensor (potentially splitting it into two Functions: one "
+    "doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do "
+    "this change.")
+
+
 def _wrap_outputs(ctx, args, out, name):
     """Give the outputs of a custom function their node; views of inputs are marked as made in a
-    custom Function (their in-place use then raises, SEMANTICS.md §3.4)."""
+    custom Function (their in-place use then raises, SEMANTICS.md §3.4). A dirty input
+    (``mark_dirty``) gets a version bump and the node as its history: a leaf requiring grad
+    raises, a view rebases its base onto a ``CopySlices`` (then it must be the only output),
+    as PyTorch's ``_wrap_outputs`` does."""
     outs = out if isinstance(out, tuple) else (out,)
-    ctx._out_metas = [(tuple(o.shape), o.dtype, o.device)
-                      if isinstance(o, sk.Tensor) and o.dtype.is_floating_point else None
+    # every Tensor output's gradient is materialized (zeros of its dtype) when undefined
+    ctx._out_metas = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, sk.Tensor) else None
                       for o in outs]
     ctx._num_inputs = len(outs)
     non_diff = {id(t) for t in ctx._non_diff}
     dirty = {id(t) for t in ctx._dirty}
+    for t in ctx._dirty:
+        if t._vc is not None:
+            t._vc[0] += 1
     new = []
     for i, o in enumerate(outs):
         if not isinstance(o, sk.Tensor):
             new.append(o)
             continue
-        if any(o is a for a in args) and id(o) not in dirty:
+        is_dirty = id(o) in dirty
+        if any(o is a for a in args) and not is_dirty:
             with sk.no_grad():
                 o = o.view_as(o)            # an input returned as-is comes back as a view
         if id(o) in non_diff or not o.dtype.is_floating_point:
-            ctx._out_metas[i] = None
+            ctx._non_diff_outputs = ctx.__dict__.get("_non_diff_outputs", ()) + (i,)
             new.append(o)
             continue
-        if o._base is not None and id(o) not in dirty:
+        if is_dirty:
+            # (not ``o.grad_fn``: reading it would regenerate a view's node before the rebase)
+            if o._base is None and o._grad_fn is None and o._requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                   "in-place operation.")
+            o._grad = None
+            if o._base is not None and o._base.requires_grad:
+                if len(outs) > 1:
+                    raise RuntimeError(_DIRTY_VIEW)
+                _rebase_view(o, ctx)
+                new.append(o)
+                continue
+        elif o._base is not None:
             o._creation_meta = sk.CreationMeta.IN_CUSTOM_FUNCTION
             o._view_grad = True
             o._view_op = (name, i)
@@ -152,6 +184,19 @@ def _wrap_outputs(ctx, args, out, name):
         new.append(o)
     _saved_outputs_detached(ctx, new)
     return tuple(new) if isinstance(out, tuple) else new[0]
+
+
+def _rebase_view(view, ctx):
+    """A view modified in place by a custom Function: its root base's history goes through a
+    ``CopySlices`` wrapping the Function's node (its first edge stands for the view, as in
+    PyTorch's ``rebase_history``); the view's own node is regenerated lazily."""
+    from .layer import CopySlices
+    base = view._base
+    copy = CopySlices(base, view, ctx)
+    old, old_nr = base._grad_fn, base._output_nr
+    base._grad_fn, base._output_nr, base._requires_grad = copy, 0, True
+    if "_retains_grad" in base.__dict__:
+        move_retains_grad(base, old, old_nr)
 
 
 def _saved_outputs_detached(ctx, outs):
@@ -236,6 +281,18 @@ class Function(metaclass=FunctionMeta):
                                   "AD.")
 
     setup_context = None
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions "
+                      "are all static, so you should invoke them on the class itself. "
+                      "Instantiating an autograd function will raise an error in a future "
+                      "version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
     @classmethod
     def apply(cls, *args, **kwargs):
