@@ -38,8 +38,14 @@ class FunctionCtx(Node):
         self._out_metas = []
 
     def save_for_backward(self, *tensors):
-        self._saved = [None if t is None else SavedTensor(t, is_output=False, node=self)
-                       for t in tensors]
+        """Keep ``tensors`` (or None) for ``backward``. They are packed once the forward has
+        returned (saved-tensor hooks run then, versions are recorded then), as PyTorch's
+        ``_save_variables`` does. TypeError for anything else."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, sk.Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
+                                f"is of type {type(t).__name__}")
+        self._to_save = tensors
 
     @property
     def saved_tensors(self):
@@ -182,7 +188,7 @@ def _wrap_outputs(ctx, args, out, name):
         if old is not None and "_retains_grad" in o.__dict__:     # a dirty input
             move_retains_grad(o, old, old_nr)
         new.append(o)
-    _saved_outputs_detached(ctx, new)
+    _save_variables(ctx, new)
     return tuple(new) if isinstance(out, tuple) else new[0]
 
 
@@ -199,19 +205,25 @@ def _rebase_view(view, ctx):
         move_retains_grad(base, old, old_nr)
 
 
-def _saved_outputs_detached(ctx, outs):
-    """Saved tensors that turned out to be outputs of the node are kept detached, as PyTorch's
-    ``_save_variables`` does once the forward returned: the output holds the node, so the node
-    must not hold the output (a reference cycle only the garbage collector would free)."""
-    for k, s in enumerate(ctx._saved or ()):
-        if s is None or s._unpack is not None or s._is_output:
-            continue
-        for i, o in enumerate(outs):
-            if o is s._t and isinstance(o, sk.Tensor) and o._grad_fn is ctx:
-                version = s._version
-                s = ctx._saved[k] = SavedTensor(o, is_output=True, node=ctx, output_nr=i)
-                s._version = version        # the check is against the version at save
-                break
+def _save_variables(ctx, outs):
+    """Pack what ``save_for_backward`` was given, now that the forward has returned (PyTorch's
+    ``_save_variables``). A saved output of the node is kept detached (``is_output``): the
+    output holds the node, so the node must not hold the output (a reference cycle only the
+    garbage collector would free)."""
+    to_save = ctx.__dict__.pop("_to_save", None)
+    if to_save is None:
+        return
+    saved = []
+    for t in to_save:
+        if t is not None:
+            for i, o in enumerate(outs):
+                if o is t and o._grad_fn is ctx:
+                    t = SavedTensor(o, is_output=True, node=ctx, output_nr=i)
+                    break
+            else:
+                t = SavedTensor(t, is_output=False, node=ctx)
+        saved.append(t)
+    ctx._saved = saved
 
 
 @functools.lru_cache(maxsize=256)
