@@ -370,9 +370,10 @@ class Tensor(metaclass=TensorType):
     def numpy(self, *, force=False) -> np.ndarray:
         """A numpy array sharing this tensor's memory (PyTorch's ``Tensor.numpy``).
 
-        Raises TypeError on meta and bfloat16 tensors, RuntimeError if it requires grad."""
+        Raises TypeError on meta and bfloat16 tensors, RuntimeError if it requires grad while
+        grad mode is on (PyTorch's check)."""
         self._check_data("numpy")
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and tls.__dict__["grad_enabled"]:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self._dtype.numpy is not self._dtype.storage_numpy:

@@ -723,3 +723,103 @@ def test_instantiating_a_function_warns_and_calling_it_raises():
         attempt(note, lambda: fn(L.zeros(1, requires_grad=True)))
         note(Identity.apply(L.zeros(1, requires_grad=True)).grad_fn.name())
     same(program)
+
+
+# --- saving in custom Functions happens after the forward; version error names; misc ---
+
+def test_custom_function_saves_after_its_forward_returns():
+    def program(L, note):
+        packed = []
+
+        class SaveThenModify(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x * 2
+                ctx.save_for_backward(y, None)
+                note("packed during forward", len(packed))
+                y.add_(1)               # the version recorded is the one after the forward
+                return y * 1
+
+            @staticmethod
+            def backward(ctx, g):
+                y, nothing = ctx.saved_tensors
+                note(y, nothing)
+                return g * y
+
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        with L.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, lambda t: t):
+            out = SaveThenModify.apply(x)
+        note("packed", len(packed))
+        out.sum().backward()
+        note(x.grad)
+
+        class SavesANumber(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x, 3)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        attempt(note, lambda: SavesANumber.apply(x))
+    same(program)
+
+
+def test_checkpoint_recomputes_a_custom_function_to_its_end():
+    def program(L, note):
+        runs = []
+
+        class Clone(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.clone()
+                ctx.save_for_backward(y)
+                runs.append("forward returned")
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                (y,) = ctx.saved_tensors
+                return g * y
+
+        x = L.tensor([1.0, 3.0], requires_grad=True)
+        out = L.utils.checkpoint.checkpoint(Clone.apply, x, use_reentrant=False)
+        out.sum().backward()
+        note(runs, x.grad)
+    same(program)
+
+
+def test_version_error_keeps_the_node_variant_number():
+    def program(L, note):
+        a = L.ones(3, 4, requires_grad=True)
+        b = a.sum(dim=1)
+        c = b * b
+        with L.no_grad():
+            b += 1
+        attempt(note, lambda: c.backward(L.ones(3)))
+        d = a.sum()
+        e = d * d
+        with L.no_grad():
+            d += 1
+        attempt(note, e.backward)
+    same(program)
+
+
+def test_increment_version_and_numpy_under_no_grad():
+    def program(L, note):
+        a = L.rand(3, requires_grad=True)
+        b = L.zeros(2, dtype=L.int32)
+        L.autograd.graph.increment_version(a)
+        L.autograd.graph.increment_version([a, b])
+        note(a._version, b._version)
+        y = a * a
+        L.autograd.graph.increment_version(a)
+        attempt(note, lambda: y.sum().backward())
+        with L.inference_mode():
+            c = L.ones(2)
+        L.autograd.graph.increment_version(c)
+        attempt(note, lambda: a.numpy().shape)
+        with L.no_grad():
+            note(a.numpy().shape)
+    same(program)

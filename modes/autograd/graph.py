@@ -16,14 +16,14 @@ import weakref
 import subclass_kit as sk
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
-           "top_saved_tensors_hooks", "gradient_edge", "move_retains_grad",
+           "top_saved_tensors_hooks", "gradient_edge", "move_retains_grad", "increment_version",
            "RemovableHandle"]
 
 _sequence = itertools.count()
 _Tensor = sk.Tensor
 _detach_op = sk.ops.detach.default
 _redispatch = sk.redispatch_below_autograd
-_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+_BACKWARD_SUFFIX = re.compile(r"Backward(\d*)$")
 
 FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
          "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -115,8 +115,9 @@ class Node:
 
 
 def forward_name(node) -> str:
-    """``AddBackward0`` -> ``Add`` (what the version-check error names)."""
-    return _BACKWARD_SUFFIX.sub("", node.name())
+    """``AddBackward0`` -> ``Add``, ``SumBackward1`` -> ``Sum1``, ``MyFnBackward`` -> ``MyFn``
+    (what the version-check error names: PyTorch keeps a non-zero variant number)."""
+    return _BACKWARD_SUFFIX.sub(lambda m: "" if m.group(1) == "0" else m.group(1), node.name())
 
 
 class _HookState:
@@ -249,6 +250,15 @@ def move_retains_grad(t, old_fn, old_nr: int) -> None:
     if old_fn is not None and old_fn._retain.get(old_nr) is t:
         del old_fn._retain[old_nr]
     t._grad_fn._own("_retain", {})[t._output_nr] = t
+
+
+def increment_version(tensor) -> None:
+    """Bump the version counter of ``tensor`` (or of each tensor of an iterable), as an
+    in-place op would: PyTorch's ``torch.autograd.graph.increment_version``, for code that
+    mutates a tensor behind autograd's back. Inference tensors have no counter: no-op."""
+    for t in (tensor,) if isinstance(tensor, _Tensor) else tensor:
+        if t._vc is not None:
+            t._vc[0] += 1
 
 
 def grad_accumulator(t):
