@@ -823,3 +823,20 @@ def test_increment_version_and_numpy_under_no_grad():
         with L.no_grad():
             note(a.numpy().shape)
     same(program)
+
+
+# --- a saved output of an in-place op on a view, differentiated twice ---
+
+@pytest.mark.parametrize("op", ["relu_", "sigmoid_", "exp_", "tanh_"])
+def test_double_backward_through_an_in_place_op_on_a_view(op):
+    def program(L, note):
+        x = L.tensor([[-1.0, 0.5], [2.0, -0.25]], dtype=L.float64, requires_grad=True)
+        view = (x * 1.5).view(4)
+        getattr(view, op)()
+        note(view.grad_fn.name().split("::")[-1], view._base.grad_fn.name().split("::")[-1])
+        out = (view.sigmoid() * L.arange(1.0, 5.0, dtype=L.float64)).sum()
+        (g,) = L.autograd.grad(out, x, create_graph=True, retain_graph=True)
+        note(g)
+        (g * g).sum().backward()
+        note(x.grad)
+    same(program)

@@ -464,12 +464,7 @@ def _record(op, formula, args, kwargs):
     plan = _PLANS.get(op) or _plan(op, formula)
     cls = plan[1] or node_class(F.call_node_name(plan[0], formula, bound))
     node = cls(formula, values, saved, metas, None, out_metas, tuple(needs), edges, widths)
-    if "result" in formula.save:
-        node._results = [_save_output(o, node, i, out_metas) for i, o in enumerate(outs)]
-    elif formula.save and formula.save[-1].startswith("result"):
-        # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
-        node._results = [_save_output(o, node, i, out_metas) if f"result{i}" in save else None
-                         for i, o in enumerate(outs)]
+    owner = node                # the node a saved output is unpacked with
     if rebase:
         base = self_arg._base
         copy = CopySlices(base, self_arg, node)
@@ -479,6 +474,18 @@ def _record(op, formula, args, kwargs):
         base._requires_grad = True
         if "_retains_grad" in base.__dict__:
             move_retains_grad(base, old, old_nr)
+        if formula.save and formula.save[-1].startswith("result"):
+            # PyTorch's rebase_history regenerates the view's node now, and a saved output of
+            # an in-place op on a view unpacks with it (held weakly), not with the node that
+            # CopySlices wraps: a double backward then goes through CopySlices
+            owner = self_arg.grad_fn
+    if "result" in formula.save:
+        node._results = [_save_output(o, owner, i, out_metas) for i, o in enumerate(outs)]
+    elif formula.save and formula.save[-1].startswith("result"):
+        # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
+        node._results = [_save_output(o, owner, i, out_metas) if f"result{i}" in save else None
+                         for i, o in enumerate(outs)]
+    if rebase:
         return out
     _attach(op, node, grad_outs, args)
     return out
