@@ -370,10 +370,9 @@ class Tensor(metaclass=TensorType):
     def numpy(self, *, force=False) -> np.ndarray:
         """A numpy array sharing this tensor's memory (PyTorch's ``Tensor.numpy``).
 
-        Raises TypeError on meta and bfloat16 tensors, RuntimeError if it requires grad while
-        grad mode is on (PyTorch's check)."""
+        Raises TypeError on meta and bfloat16 tensors, RuntimeError if it requires grad."""
         self._check_data("numpy")
-        if self.requires_grad and not force and tls.__dict__["grad_enabled"]:
+        if self.requires_grad and not force and tls.__dict__["grad_enabled"]:  # as PyTorch
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self._dtype.numpy is not self._dtype.storage_numpy:
@@ -454,18 +453,7 @@ class Tensor(metaclass=TensorType):
 
     @requires_grad.setter
     def requires_grad(self, value):
-        if value.__class__ is not bool:     # PyTorch's setter takes a bool only
-            raise RuntimeError("requires_grad must be a bool")
-        self.requires_grad_(value)
-
-    @requires_grad.deleter
-    def requires_grad(self):
-        raise RuntimeError("requires_grad must be a bool")
-
-    @property
-    def output_nr(self) -> int:
-        """Which output of ``grad_fn`` this tensor is (0 for a leaf)."""
-        return self._output_nr if self.grad_fn is not None else 0
+        self.requires_grad_(bool(value))
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if requires_grad.__class__ is not bool:
@@ -537,10 +525,6 @@ class Tensor(metaclass=TensorType):
         self._storage = new._storage
         self._dtype = new._dtype
         self._set_layout(new._layout)
-
-    @data.deleter
-    def data(self):
-        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
 
 def _wrap(dim, ndim):

@@ -119,6 +119,23 @@ def _del_grad(self):
     self._grad = None
 
 
+def _output_nr(self) -> int:
+    """Which output of ``grad_fn`` this tensor is (0 for a leaf), PyTorch's ``output_nr``."""
+    return self._output_nr if self.grad_fn is not None else 0
+
+
+def _set_requires_grad(self, value):
+    if value.__class__ is not bool:     # PyTorch's setter takes a bool only
+        raise RuntimeError("requires_grad must be a bool")
+    self.requires_grad_(value)
+
+
+def _refuse_delete(message):
+    def deleter(self):
+        raise RuntimeError(message)
+    return deleter
+
+
 # ``backward`` takes part in the function level, as PyTorch's ``Tensor.backward`` does
 # (``handle_torch_function``): a function mode sees the call, and the backward pass runs inside
 # its handler, where the mode is off, so it sees none of the ops the formulas run.
@@ -128,3 +145,9 @@ for _f in (backward, retain_grad, register_hook, register_post_accumulate_grad_h
     setattr(Tensor, _f.__name__, _f)
 Tensor.retains_grad = retains_grad
 Tensor.grad = property(_get_grad, _set_grad, _del_grad)
+Tensor.output_nr = property(_output_nr)
+# deleting these raises RuntimeError with PyTorch's texts
+Tensor.requires_grad = Tensor.requires_grad.setter(_set_requires_grad).deleter(
+    _refuse_delete("requires_grad must be a bool"))
+Tensor.data = Tensor.data.deleter(
+    _refuse_delete("Deleting tensor data is not allowed. Delete tensor instead!"))
