@@ -840,3 +840,56 @@ def test_double_backward_through_an_in_place_op_on_a_view(op):
         (g * g).sum().backward()
         note(x.grad)
     same(program)
+
+
+# --- GradientEdge: edges in place of tensors ---
+
+def test_gradient_edges_as_inputs_of_grad_and_backward():
+    def program(L, note):
+        graph = L.autograd.graph
+        leaf = L.tensor([1.0, 2.0], requires_grad=True)
+        x = leaf.clone()
+        x_edge = graph.get_gradient_edge(x)
+        note(type(x_edge).__name__, x_edge.output_nr, x_edge.node.name())
+        x *= 2                  # the edge keeps pointing at the node before the in-place op
+        note(L.autograd.grad(x.sum(), (x_edge, x), retain_graph=True))
+        note(L.autograd.grad(x.sum(), graph.get_gradient_edge(leaf), retain_graph=True))
+        y = L.tensor([3.0, 4.0], requires_grad=True).clone()
+        y_edge = graph.GradientEdge(y.grad_fn, y.output_nr)
+        out = x.clone()
+        attempt(note, lambda: L.autograd.grad(out.sum(), (x, y_edge), allow_unused=True,
+                                              retain_graph=True))
+        attempt(note, lambda: L.autograd.grad(out.sum(), (x, y_edge), allow_unused=True,
+                                              materialize_grads=True, retain_graph=True))
+        attempt(note, lambda: L.autograd.grad(out.sum(), (x_edge, y), allow_unused=True,
+                                              materialize_grads=True, retain_graph=True))
+        L.autograd.backward(out.sum(), inputs=(x_edge, y_edge), retain_graph=True)
+        L.autograd.backward(out.sum(), inputs=(x, y_edge))
+        note(leaf.grad, x.grad)
+        attempt(note, lambda: graph.get_gradient_edge(L.ones(2)))
+    same(program)
+
+
+@pytest.mark.parametrize("reduce", [True, False])
+def test_gradient_edges_as_outputs(reduce):
+    def program(L, note):
+        graph = L.autograd.graph
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+
+        def split(x):
+            tmp = x.sin().cos()
+            if reduce:
+                tmp = tmp.sum()
+            return tmp.exp().clone().sin().sum(), graph.get_gradient_edge(tmp)
+
+        out, edge = split(x)
+        attempt(note, lambda: L.autograd.grad(out, (edge,), retain_graph=True))
+        attempt(note, lambda: L.autograd.grad(edge, (x,), retain_graph=True))
+        attempt(note, lambda: L.autograd.grad(edge, (x,), grad_outputs=L.ones(4),
+                                              retain_graph=True))
+        g = L.ones(()) if reduce else L.ones(2)
+        note(L.autograd.grad(edge, (x,), grad_outputs=(g,), retain_graph=True))
+        note(L.autograd.grad((edge, out), (x,), grad_outputs=(g, None), retain_graph=True))
+        L.autograd.backward((edge,), grad_tensors=(g,), retain_graph=True)
+        note(x.grad)
+    same(program)

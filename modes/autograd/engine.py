@@ -27,7 +27,8 @@ import warnings
 
 import subclass_kit as sk
 
-from .graph import AccumulateGrad, gradient_edge, grad_accumulator
+from .graph import (AccumulateGrad, GradientEdge, edge_input_meta, grad_accumulator,
+                    gradient_edge)
 
 __all__ = ["run_backward", "backward", "grad", "current_graph_task_id", "queue_callback",
            "current_node"]
@@ -72,6 +73,9 @@ def current_node():
 def _make_grads(outputs, grad_outputs, create_graph):
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if isinstance(out, GradientEdge):
+            grads.append(_edge_grad(i, out, g))
+            continue
         if g is None:
             if out.requires_grad:
                 if out.numel() != 1:
@@ -90,8 +94,24 @@ def _make_grads(outputs, grad_outputs, create_graph):
     return grads
 
 
+def _edge_grad(i, edge, g):
+    """The gradient fed to an output given as a ``GradientEdge``: ones for a one-element
+    input of the node, else ``g`` checked against the node's recorded shape."""
+    meta = edge_input_meta(edge.node, edge.output_nr)
+    if g is None:
+        if meta is None or sk.Size(meta[0]).numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        with sk.no_grad():
+            return sk.ones(meta[0], dtype=meta[1])
+    if meta is not None and tuple(g.shape) != meta[0]:
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{i}] has a shape of {sk.Size(g.shape)} and "
+            f"output[{i}] has a shape of {sk.Size(meta[0])}.")
+    return g
+
+
 def _as_tuple(x):
-    if isinstance(x, sk.Tensor):
+    if isinstance(x, (sk.Tensor, GradientEdge)):
         return (x,)
     return tuple(x)
 
@@ -143,7 +163,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
         retain_graph = create_graph
     roots = []
     for i, out in enumerate(outputs):
-        edge = gradient_edge(out)
+        edge = tuple(out) if isinstance(out, GradientEdge) else gradient_edge(out)
         if edge is None:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                "a grad_fn")
@@ -158,6 +178,9 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                                "cannot be empty.")
         targets = {}
         for k, t in enumerate(inputs):
+            if isinstance(t, GradientEdge):
+                targets.setdefault(tuple(t), []).append(k)
+                continue
             if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             fn = t.grad_fn
@@ -436,6 +459,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     res = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs_t,
                        accumulate=False, allow_unused=allow_unused or materialize_grads)
     if materialize_grads:
+        if any(r is None and isinstance(t, GradientEdge) for r, t in zip(res, inputs_t)):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                               "GradientEdge")
         res = tuple(sk.zeros_like(t, requires_grad=create_graph) if r is None else r
                     for r, t in zip(res, inputs_t))
     if type(inputs) is dict:

@@ -12,11 +12,12 @@ import itertools
 import re
 import warnings
 import weakref
+from typing import NamedTuple
 
 import subclass_kit as sk
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
-           "top_saved_tensors_hooks", "gradient_edge", "move_retains_grad", "increment_version",
+           "top_saved_tensors_hooks", "gradient_edge", "move_retains_grad", "increment_version", "GradientEdge", "get_gradient_edge",
            "RemovableHandle"]
 
 _sequence = itertools.count()
@@ -250,6 +251,39 @@ def move_retains_grad(t, old_fn, old_nr: int) -> None:
     if old_fn is not None and old_fn._retain.get(old_nr) is t:
         del old_fn._retain[old_nr]
     t._grad_fn._own("_retain", {})[t._output_nr] = t
+
+
+class GradientEdge(NamedTuple):
+    """An edge of the graph, ``(node, output_nr)``: where the gradient of one output of a node
+    enters it (PyTorch's ``torch.autograd.graph.GradientEdge``). ``sk.autograd.grad`` and
+    ``backward`` take one in place of a tensor, as an output or an input."""
+
+    node: Node
+    output_nr: int
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The edge the gradient of ``tensor`` flows into: its ``grad_fn`` and ``output_nr``, or a
+    leaf's ``AccumulateGrad`` (PyTorch's ``get_gradient_edge``); it stays valid when the tensor
+    later changes history. RuntimeError for a tensor that does not require grad."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    fn = tensor.grad_fn
+    if fn is None:
+        return GradientEdge(grad_accumulator(tensor), 0)
+    return GradientEdge(fn, tensor._output_nr)
+
+
+def edge_input_meta(node, nr: int):
+    """``(shape, dtype)`` of the gradient input ``nr`` of ``node``, when the node records it."""
+    if isinstance(node, AccumulateGrad):
+        return tuple(node.variable.shape), node.variable.dtype
+    metas = getattr(node, "_out_metas", None)
+    m = metas[nr] if metas is not None and nr < len(metas) else None
+    if m is None:
+        return None
+    return (tuple(m.shape), m.dtype) if hasattr(m, "shape") else (tuple(m[0]), m[1])
 
 
 def increment_version(tensor) -> None:
