@@ -893,3 +893,55 @@ def test_gradient_edges_as_outputs(reduce):
         L.autograd.backward((edge,), grad_tensors=(g,), retain_graph=True)
         note(x.grad)
     same(program)
+
+
+# --- property: random graphs, random inputs= subsets, hooks everywhere ---
+
+def test_grad_with_any_inputs_matches_torch_gradients_and_hooks():
+    """Random small graphs of binary and unary ops over three leaves; ``grad`` (and
+    ``backward(inputs=)``) for a random subset of the tensors: the gradients and which tensor
+    hooks fire, in what order, are torch's."""
+    hypothesis = pytest.importorskip("hypothesis", reason="hypothesis generates the graphs")
+    st = hypothesis.strategies
+
+    ops = st.tuples(st.sampled_from(["mul", "add", "sin", "exp", "view", "clone", "mul_"]),
+                    st.integers(0, 10), st.integers(0, 10))
+
+    @hypothesis.given(st.lists(ops, min_size=1, max_size=6),
+                      st.lists(st.integers(0, 8), min_size=1, max_size=3, unique=True),
+                      st.booleans())
+    def check(steps, wanted, use_backward):
+        def program(L, note):
+            fired = []
+            nodes = [L.tensor(v, dtype=L.float64, requires_grad=True)
+                     for v in ([0.5, -1.0], [2.0, 0.25], [-0.75, 1.5])]
+            for kind, i, j in steps:
+                a, b = nodes[i % len(nodes)], nodes[j % len(nodes)]
+                if kind == "mul":
+                    t = a * b
+                elif kind == "add":
+                    t = a + b
+                elif kind == "sin":
+                    t = a.sin()
+                elif kind == "exp":
+                    t = (a * 0.5).exp()
+                elif kind == "view":
+                    t = a.view(2)
+                elif kind == "clone":
+                    t = a.clone()
+                else:
+                    t = (a * 1).mul_(b)
+                k = len(nodes)
+                t.register_hook(lambda g, k=k: fired.append(k))
+                nodes.append(t)
+            loss = sum(n.sum() for n in nodes[3:])
+            inputs = [nodes[w % len(nodes)] for w in wanted]
+            inputs = [t for n, t in enumerate(inputs) if all(t is not u for u in inputs[:n])]
+            if use_backward:
+                attempt(note, lambda: loss.backward(inputs=inputs))
+                note([t.grad for t in inputs if t.is_leaf or t.retains_grad])
+            else:
+                attempt(note, lambda: L.autograd.grad(loss, inputs, allow_unused=True))
+            note(fired)
+        same(program)
+    check()
