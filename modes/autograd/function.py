@@ -71,30 +71,62 @@ def _tensors_requiring_grad(args):
     return [(i, a) for i, a in enumerate(args) if isinstance(a, sk.Tensor) and a.requires_grad]
 
 
+def _output(o, args, dirty, differentiable):
+    """One output of a custom function as PyTorch's ``_wrap_outputs`` leaves it before the node
+    is attached. Not differentiable (nothing recorded, ``mark_non_differentiable``, an integer
+    dtype): an input returned as-is comes back as a view when it does not require grad and
+    detached when it does; another output requiring grad that is not a view is detached in
+    place. Differentiable: an input returned as-is comes back as a view (the node goes on it,
+    not on the input). Then every output that is a view, except a dirty input, is marked as
+    made in a custom Function (its in-place use raises, SEMANTICS.md §3.4)."""
+    is_input = any(o is a for a in args)
+    modified = is_input and id(o) in dirty
+    if not differentiable and o.requires_grad:
+        if is_input:
+            o = o.detach()
+        elif o._base is None:
+            o.detach_()
+    elif is_input and not modified:
+        with sk.no_grad():
+            o = o.view_as(o)
+    if o._base is not None and not modified:
+        o._creation_meta = sk.CreationMeta.IN_CUSTOM_FUNCTION
+    return o
+
+
+def _unrecorded_outputs(args, out, dirty):
+    """The outputs of a custom function no node is recorded for (``_output``, not
+    differentiable)."""
+    if isinstance(out, tuple):
+        return tuple(_output(o, args, dirty, False) if isinstance(o, sk.Tensor) else o
+                     for o in out)
+    return _output(out, args, dirty, False) if isinstance(out, sk.Tensor) else out
+
+
 def _wrap_outputs(ctx, args, out, name):
-    """Give the outputs of a custom function their node; views of inputs are marked as made in a
-    custom Function (their in-place use then raises, SEMANTICS.md §3.4)."""
-    outs = out if isinstance(out, tuple) else (out,)
-    ctx._out_metas = [(tuple(o.shape), o.dtype, o.device)
-                      if isinstance(o, sk.Tensor) and o.dtype.is_floating_point else None
-                      for o in outs]
-    ctx._num_inputs = len(outs)
-    non_diff = {id(t) for t in ctx._non_diff}
+    """Give the outputs of a custom function their node (``_output`` for what happens to each
+    first); with more than one differentiable output, the views among the outputs are marked
+    as outputs of a multi-output node (PyTorch's ``CreationMeta::MULTIPLE_OUTPUTS``)."""
     dirty = {id(t) for t in ctx._dirty}
+    outs = out if isinstance(out, tuple) else (out,)
+    non_diff = {id(t) for t in ctx._non_diff}
+    # every Tensor output gets materialized zeros when it receives no gradient, the
+    # non-differentiable ones too (PyTorch's output_info covers them all)
+    ctx._out_metas = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, sk.Tensor) else None
+                      for o in outs]
+    diff = [isinstance(o, sk.Tensor) and o.dtype.is_floating_point and id(o) not in non_diff
+            for o in outs]
+    ctx._num_inputs = len(outs)
     new = []
     for i, o in enumerate(outs):
         if not isinstance(o, sk.Tensor):
             new.append(o)
             continue
-        if any(o is a for a in args) and id(o) not in dirty:
-            with sk.no_grad():
-                o = o.view_as(o)            # an input returned as-is comes back as a view
-        if id(o) in non_diff or not o.dtype.is_floating_point:
-            ctx._out_metas[i] = None
-            new.append(o)
+        if not diff[i]:
+            new.append(_output(o, args, dirty, False))
             continue
+        o = _output(o, args, dirty, True)
         if o._base is not None and id(o) not in dirty:
-            o._creation_meta = sk.CreationMeta.IN_CUSTOM_FUNCTION
             o._view_grad = True
             o._view_op = (name, i)
             o._view_version = o._version
@@ -102,6 +134,10 @@ def _wrap_outputs(ctx, args, out, name):
         o._output_nr = i
         o._requires_grad = True
         new.append(o)
+    if sum(diff) > 1:
+        for o in new:
+            if isinstance(o, sk.Tensor) and o._base is not None and id(o) not in dirty:
+                o._creation_meta = sk.CreationMeta.MULTI_OUTPUT_NODE
     _saved_outputs_detached(ctx, new)
     return tuple(new) if isinstance(out, tuple) else new[0]
 
@@ -166,7 +202,7 @@ class Function(metaclass=FunctionMeta):
             else:
                 out = cls.forward(ctx, *args, **kwargs)
         if not rg:
-            return out
+            return _unrecorded_outputs(args, out, {id(t) for t in ctx._dirty})
         ctx._next = tuple(gradient_edge(a) for _, a in rg)
         ctx._input_positions = tuple(i for i, _ in rg)
         ctx._n_args = len(args)
