@@ -137,3 +137,128 @@ def test_custom_function_materializes_every_output_gradient():
         x.sum().backward()
         return obs([x, y, z, a.grad]), seen
     same(program)
+
+
+# ---- mark_dirty ---------------------------------------------------------------------------
+
+def _dirty(L, kind):
+    """A custom Function of ``(x, y)`` that doubles ``x`` in place and marks it dirty."""
+
+    class Double(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            if kind == "not an input":
+                c = x * 2
+                c.mul_(2)
+                ctx.mark_dirty(c)
+                return c
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            if kind == "not returned":
+                return y * 3
+            if kind == "two outputs":
+                return x, y * 3
+            return x
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return grads[0] * 2, grads[0] * 3
+
+    return Double
+
+
+@pytest.mark.parametrize("kind", ["one output", "two outputs", "not returned", "not an input"])
+@pytest.mark.parametrize("target", ["leaf", "non-leaf", "view", "view of a constant"])
+def test_mark_dirty(kind, target):
+    """A dirty input is bumped once more after the forward and takes the node as its history:
+    a leaf requiring grad raises, a view rebases its base onto CopySlices (and may be the
+    only output); a dirty tensor must be returned."""
+    def program(L):
+        x0 = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = L.tensor([1.0, -1.0, 0.5], requires_grad=True)
+        base = x0.clone() if target != "view of a constant" else L.ones(4)
+        x = {"leaf": L.ones(3, requires_grad=True), "non-leaf": x0[:3] * 1}.get(target,
+                                                                                base[:3])
+        got = []
+        res = [attempt(lambda: got.append(_dirty(L, kind).apply(x, y)))]
+        if res[0] != "ok":
+            return res + [x._version]
+        out = got[0]
+        outs = out if isinstance(out, tuple) else (out,)
+        res.append([o is x for o in outs])
+        res.append(obs([x, base, *outs]))
+        (base.sum() + sum(o.sum() for o in outs)).backward()
+        res.append([None if g is None else obs(g)["values"] for g in (x0.grad, y.grad)])
+        return res
+    with pytest.warns(UserWarning, match="not an input") if kind == "not an input" else \
+            _no_warning():
+        same(program)
+
+
+class _no_warning:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_mark_dirty_view_of_a_later_input_gets_its_own_gradient():
+    """Deliberate difference (docs/differences.md): when the dirty view is not the first input
+    PyTorch's CopySlices takes the first input's edge and gradient for the view (the first
+    input gets none); here each input gets its own. Checked against the same function with
+    the arguments swapped, which PyTorch gets right."""
+    def program(L, swap):
+        class Fn(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, *xy):
+                x = xy[0] if swap else xy[1]
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return (g * 2, g * 3) if swap else (g * 3, g * 2)
+
+        a = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        x0 = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        base = x0.clone()
+        x = base[:3]
+        Fn.apply(*((x, a) if swap else (a, x)))
+        base.sum().backward()
+        return [obs(g)["values"] for g in (a.grad, x0.grad)]
+    assert program(sk, swap=False) == program(sk, swap=True) == program(torch, swap=True)
+
+
+# ---- retain_grad across in-place ops ------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["in-place", "in-place on a view", "view in-place",
+                                 "mark_dirty"])
+def test_retain_grad_follows_in_place(how):
+    """``retain_grad()`` keeps the gradient of the tensor's newest value: an in-place op (on
+    it, on one of its views, or a custom function's ``mark_dirty``) moves it to the new node,
+    while hooks registered earlier stay with the old value."""
+    def program(L):
+        x0 = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = x0 * 1
+        b.retain_grad()
+        seen = []
+        b.register_hook(lambda g: seen.append(obs(g)["values"]))
+        if how == "in-place":
+            b.mul_(3)
+        elif how == "in-place on a view":
+            b[:2].mul_(3)
+        elif how == "view in-place":
+            v = b[1:]
+            v.retain_grad()
+            b.mul_(3)
+            v.grad_fn             # regenerated: the view's retain_grad moves too
+        else:
+            _dirty(L, "one output").apply(b, L.ones(3))
+        (b * L.tensor([1.0, 2.0, 4.0])).sum().backward()
+        res = [obs([b.grad, x0.grad]), seen]
+        if how == "view in-place":
+            res.append(obs(v.grad))
+        return res
+    same(program)

@@ -4,9 +4,11 @@ and the autograd of custom ops registered with ``sk.library.register_autograd``.
 
 from __future__ import annotations
 
+import warnings
+
 import subclass_kit as sk
 
-from .graph import Node, SavedTensor, gradient_edge
+from .graph import Node, SavedTensor, gradient_edge, set_history
 
 __all__ = ["Function", "FunctionCtx", "apply_custom_op"]
 
@@ -71,6 +73,54 @@ def _tensors_requiring_grad(args):
     return [(i, a) for i, a in enumerate(args) if isinstance(a, sk.Tensor) and a.requires_grad]
 
 
+def _check_dirty(ctx, args, out) -> set:
+    """The ids of the tensors the forward marked dirty, each bumped once more (PyTorch's
+    ``_mark_dirty``). Raises RuntimeError when one of them is not returned; warns for one that
+    is not an input."""
+    dirty = {id(t) for t in ctx._dirty}
+    if not dirty:
+        return dirty
+    for t in ctx._dirty:
+        if t._vc is not None:
+            t._vc[0] += 1
+    outs = out if isinstance(out, tuple) else (out,)
+    if not dirty <= {id(o) for o in outs}:
+        raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                           "returned as output. The inputs that are modified inplace must all "
+                           "be outputs of the Function.")
+    for t in ctx._dirty:
+        if not any(t is a for a in args):
+            warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                          "Tensors that have been mutated should be passed to "
+                          "ctx.mark_dirty().", stacklevel=4)
+    return dirty
+
+
+def _rebase_dirty(ctx, args, o, output_nr, n_outputs):
+    """An input the forward modified in place (``mark_dirty``) takes the node as its history,
+    as an in-place op's ``self`` does: a leaf requiring grad cannot; a view rebases its root
+    base onto a ``CopySlices`` around the node (then the function may return only it)."""
+    if o._base is None and o._grad_fn is None and o.requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                           "operation.")
+    if o._base is None:
+        set_history(o, ctx, output_nr)
+        return
+    if n_outputs > 1:
+        raise RuntimeError(
+            "If your Function modifies inplace an input that is a view of another Tensor, your "
+            "Function cannot return more than one Tensor. This is not supported by the current "
+            "autograd engine. You should either make sure the input is not a view (using "
+            ".clone() for example) or make your Function only return one Tensor (potentially "
+            "splitting it into two Functions: one doing the inplace that returns a single Tensor "
+            "and a second one that does the other operations). You can ask on the forum "
+            "https://discuss.pytorch.org/ if you need help to do this change.")
+    from .layer import CopySlices
+    position = next(i for i, a in enumerate(args) if a is o)
+    edge = next((k for k, p in enumerate(ctx._input_positions) if p == position), None)
+    set_history(o._base, CopySlices(o._base, o, ctx, edge), 0)
+
+
 def _output(o, args, dirty, differentiable):
     """One output of a custom function as PyTorch's ``_wrap_outputs`` leaves it before the node
     is attached. Not differentiable (nothing recorded, ``mark_non_differentiable``, an integer
@@ -124,6 +174,10 @@ def _wrap_outputs(ctx, args, out, name):
             continue
         if not diff[i]:
             new.append(_output(o, args, dirty, False))
+            continue
+        if id(o) in dirty and any(o is a for a in args):
+            _rebase_dirty(ctx, args, o, i, len(outs))
+            new.append(o)
             continue
         o = _output(o, args, dirty, True)
         if o._base is not None and id(o) not in dirty:
@@ -195,15 +249,17 @@ class Function(metaclass=FunctionMeta):
         separate = cls.setup_context is not None and \
             getattr(cls.setup_context, "__func__", cls.setup_context) is not \
             getattr(Function.setup_context, "__func__", None)
+        # the edges as they were before the forward (which may modify an input in place)
+        ctx._next = tuple(gradient_edge(a) for _, a in rg)
         with sk.no_grad():
             if separate:
                 out = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, out)
             else:
                 out = cls.forward(ctx, *args, **kwargs)
+        dirty = _check_dirty(ctx, args, out)
         if not rg:
-            return _unrecorded_outputs(args, out, {id(t) for t in ctx._dirty})
-        ctx._next = tuple(gradient_edge(a) for _, a in rg)
+            return _unrecorded_outputs(args, out, dirty)
         ctx._input_positions = tuple(i for i, _ in rg)
         ctx._n_args = len(args)
         ctx._backward = cls.backward

@@ -15,7 +15,7 @@ import weakref
 import subclass_kit as sk
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
-           "top_saved_tensors_hooks", "gradient_edge",
+           "top_saved_tensors_hooks", "gradient_edge", "set_history",
            "RemovableHandle"]
 
 _sequence = itertools.count()
@@ -231,6 +231,21 @@ def gradient_edge(t):
     if t.requires_grad:
         return (grad_accumulator(t), 0)
     return None
+
+
+def set_history(t, node, output_nr: int) -> None:
+    """Make ``(node, output_nr)`` the history of ``t``, which had another (an in-place op, a
+    custom function's ``mark_dirty``, a view's regenerated node): a ``retain_grad`` moves to
+    the new node, as PyTorch's ``update_tensor_hooks_on_new_gradfn`` does, so ``t.grad`` is
+    the gradient of ``t``'s newest value. Hooks registered earlier stay on the old node."""
+    old = t._grad_fn
+    if old is not None and old._retain and t.__dict__.get("_retains_grad"):
+        if old._retain.get(t._output_nr) is t:
+            del old._retain[t._output_nr]
+            node._own("_retain", {})[output_nr] = t
+    t._grad_fn = node
+    t._output_nr = output_nr
+    t._requires_grad = True
 
 
 def grad_accumulator(t):

@@ -15,7 +15,7 @@ import subclass_kit as sk
 
 from . import formulas as F
 from .graph import (INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _sequence,
-                    grad_accumulator, gradient_edge)
+                    grad_accumulator, gradient_edge, set_history)
 
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
@@ -154,12 +154,17 @@ class CopySlices(Node):
     """The root base's node after an in-place op ``fn`` on one of its views: the base's gradient
     passes through, except the view's region, which gets ``fn``'s gradient for its input
     computed from that region (SEMANTICS.md §3.5). Edges: the base's previous edge, then
-    ``fn``'s other inputs."""
+    ``fn``'s other inputs. ``index``: which of ``fn``'s edges is the view's (0 for an op's
+    ``self``; a custom function may modify any of its inputs; None: the view had none)."""
 
     _name = "CopySlices"
 
-    def __init__(self, base, view, fn):
-        super().__init__([gradient_edge(base)] + list(fn._next[1:]))
+    def __init__(self, base, view, fn, index=0):
+        edges = list(fn._next)
+        if index is not None:
+            del edges[index]
+        super().__init__([gradient_edge(base)] + edges)
+        self._index = index
         self._base_geom = _geometry(base)
         size, stride, offset = _geometry(view)
         self._view_geom = (size, stride, offset - base.storage_offset())
@@ -179,12 +184,14 @@ class CopySlices(Node):
             result.copy_(g)
         size, vstride, offset = self._view_geom
         grad_slice = result.as_strided(size, vstride, offset)
-        res = self.fn.apply([grad_slice.clone()])
-        if res and res[0] is not None:
-            grad_slice.copy_(res[0])
+        res = list(self.fn.apply([grad_slice.clone()]))
+        index = self._index
+        g_view = None if index is None or not res else res.pop(index)
+        if g_view is not None:
+            grad_slice.copy_(g_view)
         else:
             grad_slice.zero_()
-        return [result] + list(res[1:])
+        return [result] + res
 
     def release(self):
         self.fn.release()
@@ -253,9 +260,7 @@ class AutogradLayer:
 
     def view_grad_fn(self, view):
         node = AsStridedBackward0(view._base, view)
-        view._grad_fn = node
-        view._output_nr = 0
-        view._requires_grad = True
+        set_history(view, node, 0)
         view._view_version = view._version
         return node
 
@@ -464,10 +469,7 @@ def _record(op, formula, args, kwargs):
                          for i, o in enumerate(outs)]
     if rebase:
         base = self_arg._base
-        copy = CopySlices(base, self_arg, node)
-        base._grad_fn = copy
-        base._output_nr = 0
-        base._requires_grad = True
+        set_history(base, CopySlices(base, self_arg, node), 0)
         return out
     _attach(op, node, grad_outs, args)
     return out
@@ -564,6 +566,9 @@ def _save(v, clone: bool):
 def _attach(op, node, outs, args):
     for i, o in enumerate(outs):
         if _differentiable(o):
+            old = o._grad_fn
+            if old is not None and old._retain:     # an in-place op's self: retain_grad moves
+                set_history(o, node, i)
             o._grad_fn = node
             o._output_nr = i
             o._requires_grad = True
