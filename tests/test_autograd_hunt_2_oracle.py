@@ -19,6 +19,8 @@ def _norm(msg: str) -> str:
 
 def obs(t):
     """What we compare about a tensor (or a nest of them)."""
+    if t is None:
+        return None
     if isinstance(t, (list, tuple)):
         return [obs(x) for x in t]
     if not hasattr(t, "grad_fn"):
@@ -188,6 +190,8 @@ def test_mark_dirty(kind, target):
         res.append([o is x for o in outs])
         res.append(obs([x, base, *outs]))
         (base.sum() + sum(o.sum() for o in outs)).backward()
+        # (values only: PyTorch adds a second gradient into an input buffer in place, which
+        # moves the leaf gradient's version; docs/differences.md)
         res.append([None if g is None else obs(g)["values"] for g in (x0.grad, y.grad)])
         return res
     with pytest.warns(UserWarning, match="not an input") if kind == "not an input" else \
@@ -261,4 +265,69 @@ def test_retain_grad_follows_in_place(how):
         if how == "view in-place":
             res.append(obs(v.grad))
         return res
+    same(program)
+
+
+# ---- which leaf gradients are stolen, which are copied ------------------------------------
+
+def test_gradient_handed_to_two_leaves_is_stolen_by_the_last():
+    """A custom backward returning the same gradient for two leaves: the first leaf to
+    accumulate copies it (someone else still holds it), the last takes it as is; a gradient
+    a node passes through (``clone``'s) is taken as is as well."""
+    def program(L):
+        ptrs = []
+
+        class Same(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a + b
+
+            @staticmethod
+            def backward(ctx, g):
+                ptrs.append(g.data_ptr())
+                return g, g
+
+        a = L.ones(2, 3, requires_grad=True)
+        b = L.ones(2, 3, requires_grad=True)
+        Same.apply(a, b)[1][0].backward()
+        res = [a.grad.data_ptr() == ptrs[0], b.grad.data_ptr() == ptrs[0],
+               a.grad.data_ptr() == b.grad.data_ptr()]
+        c = L.ones(3, requires_grad=True)
+        seen = []
+        d = c * 2
+        d.register_hook(lambda g: seen.append(g.data_ptr()))
+        d.clone().sum().backward()
+        return res + [c.grad.data_ptr() == seen[0], c.grad._version]
+    same(program)
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_copy_slices_gradient_versions(reuse):
+    """The gradient a leaf gets through CopySlices has the version of PyTorch's (a new tensor
+    written twice), whether or not the engine wrote the region in place."""
+    def program(L):
+        x0 = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        base = x0.clone()
+        base[:3].mul_(2)
+        loss = base.sum() + base[:3].sum() if reuse else base.sum()
+        loss.backward()
+        return obs(x0.grad)
+    same(program)
+
+
+def test_captured_gradients_are_not_written_in_place():
+    """A gradient ``grad``/``backward(inputs=)`` returns for a non-leaf is not the buffer a
+    later CopySlices writes its region into."""
+    def program(L):
+        x0 = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        base = x0.clone()
+        base[:2].mul_(3)
+        y = base.clone()
+        gy, gx = L.autograd.grad((y * 1).sum(), [y, x0])
+        x1 = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        base = x1.clone()
+        base[:2].mul_(3)
+        y1 = base.clone()
+        (y1 * 1).sum().backward(inputs=[y1, x1])
+        return obs([gy, gx, y1.grad, x1.grad])
     same(program)

@@ -182,10 +182,13 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
         if deps.get(node, 0) == 0:
             _push(ready, node)
     results = [None] * (len(inputs) if inputs is not None else 0)
-    # Gradient objects handed to more than one place (or held by the caller): AccumulateGrad
-    # must copy them, where PyTorch would see a reference count above one.
-    # Marked on the tensors, for this run only (ids of dead gradients are reused: a set of ids
-    # would see a fresh gradient as shared, depending on the allocator's addresses).
+    # AccumulateGrad steals a gradient no one else holds and copies one held elsewhere too,
+    # where PyTorch reads a reference count: the caller's gradients are marked shared, and
+    # each gradient counts the input buffers holding it (``_grad_holders``: [run, count]; a
+    # node's buffer is released once the node ran, before its outputs are delivered, so a
+    # gradient a node passes through keeps one holder). Marked on the tensors, for this run
+    # only (ids of dead gradients are reused: a table of ids could see a fresh gradient as
+    # held, depending on the allocator's addresses).
     run = AccumulateGrad.run = object()
     for g in grad_outputs:
         if g is not None:
@@ -199,7 +202,9 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             if targets is not None:
                 for nr in range(len(buf)):
                     for k in targets.get((node, nr), ()):
-                        results[k] = buf[nr]
+                        g = results[k] = buf[nr]
+                        if g is not None and not (accumulate and node.__class__ is AccumulateGrad):
+                            g.__dict__["_grad_shared"] = run    # the caller will hold it
             if needed is not None and (node not in needed or (
                     not accumulate and isinstance(node, AccumulateGrad))):
                 out = [None] * len(node._next)
@@ -222,20 +227,32 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                         hook(tuple(out), tuple(buf))
                 if not retain_graph:
                     node.release()
+            for g in buf:               # the node's input buffer is released
+                if g is not None:
+                    held = g.__dict__.get("_grad_holders")
+                    if held is not None and held[0] is run:
+                        held[1] -= 1
             for e, g in zip(node._next, out):
                 if e is None:
                     continue
                 nxt, nr = e
                 if g is not None:
-                    marks = g.__dict__
-                    if marks.get("_grad_delivered") is run:
-                        marks["_grad_shared"] = run
-                    else:
-                        marks["_grad_delivered"] = run
                     nbuf = buffers.get(nxt)
                     if nbuf is None:
                         nbuf = buffers[nxt] = [None] * nxt._num_inputs
-                    nbuf[nr] = g if nbuf[nr] is None else nbuf[nr] + g
+                    old = nbuf[nr]
+                    if old is None:
+                        held = g.__dict__.get("_grad_holders")
+                        if held is not None and held[0] is run:
+                            held[1] += 1
+                        else:
+                            g.__dict__["_grad_holders"] = [run, 1]
+                        nbuf[nr] = g
+                    else:               # a new sum: the old one is no longer held
+                        held = old.__dict__.get("_grad_holders")
+                        if held is not None and held[0] is run:
+                            held[1] -= 1
+                        nbuf[nr] = old + g
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:

@@ -263,12 +263,18 @@ class AccumulateGrad(Node):
     ones are added in place, or out of place under ``create_graph``."""
 
     _name = "AccumulateGrad"
-    run = None      # the running backward's token: a gradient it handed out more than once
-    #                 (or the caller's) carries it as ``_grad_shared`` (``shared(g)``)
+    run = None      # the running backward's token (the engine's marks carry it)
 
     @classmethod
     def shared(cls, g) -> bool:
-        return g.__dict__.get("_grad_shared") is cls.run
+        """Whether ``g`` is held elsewhere too: the caller's gradient, or one in more than one
+        input buffer of the running backward (the engine's ``_grad_holders``)."""
+        marks = g.__dict__
+        run = cls.run
+        if marks.get("_grad_shared") is run:
+            return True
+        held = marks.get("_grad_holders")
+        return held is not None and held[0] is run and held[1] > 1
 
     def __init__(self, variable):
         super().__init__()
@@ -285,11 +291,11 @@ class AccumulateGrad(Node):
             if not sk.is_grad_enabled():
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is
                 # shared or breaks the layout contract. We cannot count references: the engine
-                # tells which gradient objects it handed out twice (``shared``).
+                # counts the input buffers holding each gradient (``shared``).
                 if g.__class__ is _Tensor and var.__class__ is _Tensor:
                     strides = g._layout.strides
-                    copy = (g.__dict__.get("_grad_shared") is AccumulateGrad.run
-                            or g._requires_grad or (g._base is not None and g._base._requires_grad)
+                    copy = (AccumulateGrad.shared(g) or g._requires_grad
+                            or (g._base is not None and g._base._requires_grad)
                             or not (strides == var._layout.strides and 0 not in strides
                                     or _obeys_layout_contract(g, var)))
                 else:
