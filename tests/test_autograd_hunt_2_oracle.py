@@ -331,3 +331,18 @@ def test_captured_gradients_are_not_written_in_place():
         (y1 * 1).sum().backward(inputs=[y1, x1])
         return obs([gy, gx, y1.grad, x1.grad])
     same(program)
+
+
+# ---- .data ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+@pytest.mark.parametrize("dtype", ["float64", "int64", "bool"])
+def test_set_data_dtype(requires_grad, dtype):
+    """``x.data = y`` refuses a non-floating ``y`` when ``x`` requires grad, leaving ``x`` as it
+    was; otherwise ``x`` takes ``y``'s data and keeps its version counter."""
+    def program(L):
+        x = L.tensor([1.0, 2.0], requires_grad=requires_grad)
+        y = L.tensor([3, 4], dtype=getattr(L, dtype))
+        msg = attempt(lambda: setattr(x, "data", y))
+        return msg, str(x.dtype).split(".")[-1], x.tolist(), x._version, x.requires_grad
+    same(program)
