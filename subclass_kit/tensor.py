@@ -519,13 +519,9 @@ class Tensor(metaclass=TensorType):
     @data.setter
     def data(self, new: "Tensor"):
         """``x.data = y``: ``x`` takes ``y``'s storage, layout and dtype and keeps its own
-        version counter (PyTorch's ``set_data``). Raises TypeError for a non-tensor,
-        RuntimeError for a non-floating ``y`` when ``x`` requires grad."""
-        if not isinstance(new, Tensor):
-            raise TypeError(f"Variable data has to be a tensor, but got {type(new).__name__}")
-        if self.requires_grad and not new._dtype.is_floating_point:
-            raise RuntimeError("data set to a tensor that requires gradients must be floating "
-                               "point or complex dtype")
+        version counter (PyTorch's ``set_data``; its checks: ``inplace_checks.check_set_data``)."""
+        from .inplace_checks import check_set_data
+        check_set_data(self, new)
         self._storage = new._storage
         self._dtype = new._dtype
         self._set_layout(new._layout)

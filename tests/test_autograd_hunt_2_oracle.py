@@ -346,3 +346,73 @@ def test_set_data_dtype(requires_grad, dtype):
         msg = attempt(lambda: setattr(x, "data", y))
         return msg, str(x.dtype).split(".")[-1], x.tolist(), x._version, x.requires_grad
     same(program)
+
+
+@pytest.mark.parametrize("kind", ["split output", "view of a leaf", "no_grad view",
+                                  "no_grad view of a leaf", "custom Function view",
+                                  "constant", "view of a constant"])
+@pytest.mark.parametrize("grad_mode", [True, False])
+@pytest.mark.parametrize("outputs", [1, 2])
+def test_mark_dirty_admission(kind, grad_mode, outputs):
+    """A dirty input passes the checks of an in-place op (a view made without grad_fn counts
+    as a leaf; a view may not be returned with another output, checked first), after the
+    version bump."""
+    def program(L):
+        class Inc(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x if outputs == 1 else (x, x * 2)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                return grads[0]
+
+        class ViewOf(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.view_as(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        if kind == "split output":
+            x = a.clone().split_with_sizes([1, 1])[0]
+        elif kind == "view of a leaf":
+            x = a.view_as(a)
+        elif kind.startswith("no_grad view"):
+            b = a if kind.endswith("leaf") else a.clone()
+            with L.no_grad():
+                x = b[:]
+        elif kind == "custom Function view":
+            x = ViewOf.apply(a.clone())
+        else:
+            x = L.tensor([1.0, 2.0])
+            x = x[:] if kind == "view of a constant" else x
+        got = []
+        with L.set_grad_enabled(grad_mode):
+            msg = attempt(lambda: got.append(Inc.apply(x)))
+        return msg, x._version, obs(got[0]) if got else None
+    same(program)
+
+
+def test_mark_dirty_view_that_is_not_an_input():
+    """A view marked dirty that is not an input cannot be rebased: an error, where a
+    non-view non-input only warns."""
+    def program(L):
+        class Fn(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                out = x.clone().view_as(x)
+                ctx.mark_dirty(out)
+                return out
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        return attempt(lambda: Fn.apply(L.tensor([1.0], requires_grad=True).clone()))
+    same(program)

@@ -90,20 +90,24 @@ def _check_dirty(ctx, args, out) -> set:
                            "be outputs of the Function.")
     for t in ctx._dirty:
         if not any(t is a for a in args):
-            warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
-                          "Tensors that have been mutated should be passed to "
-                          "ctx.mark_dirty().", stacklevel=4)
+            msg = ("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                   "Tensors that have been mutated should be passed to ctx.mark_dirty().")
+            if t._base is not None:     # a view could not be rebased: an error, not a warning
+                raise RuntimeError(msg)
+            warnings.warn(msg, stacklevel=4)
     return dirty
 
 
 def _rebase_dirty(ctx, args, o, output_nr, n_outputs):
     """An input the forward modified in place (``mark_dirty``) takes the node as its history,
-    as an in-place op's ``self`` does: a leaf requiring grad cannot; a view rebases its root
-    base onto a ``CopySlices`` around the node (then the function may return only it)."""
-    if o._base is None and o._grad_fn is None and o.requires_grad:
+    as an in-place op's ``self`` does: a leaf requiring grad cannot (a view made without
+    grad_fn is a leaf); a view rebases its root base onto a ``CopySlices`` around the node
+    (then the function may return only it) after the admission checks of an in-place op."""
+    base = o._base
+    if o.requires_grad and (o._grad_fn is None if base is None else not o._view_grad):
         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                            "operation.")
-    if o._base is None:
+    if base is None:
         set_history(o, ctx, output_nr)
         return
     if n_outputs > 1:
@@ -115,10 +119,11 @@ def _rebase_dirty(ctx, args, o, output_nr, n_outputs):
             "splitting it into two Functions: one doing the inplace that returns a single Tensor "
             "and a second one that does the other operations). You can ask on the forum "
             "https://discuss.pytorch.org/ if you need help to do this change.")
+    sk.check_inplace_tensor(o)
     from .layer import CopySlices
     position = next(i for i, a in enumerate(args) if a is o)
     edge = next((k for k, p in enumerate(ctx._input_positions) if p == position), None)
-    set_history(o._base, CopySlices(o._base, o, ctx, edge), 0)
+    set_history(base, CopySlices(base, o, ctx, edge), 0)
 
 
 def _output(o, args, dirty, differentiable):
