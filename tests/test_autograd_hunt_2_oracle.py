@@ -416,3 +416,47 @@ def test_mark_dirty_view_that_is_not_an_input():
 
         return attempt(lambda: Fn.apply(L.tensor([1.0], requires_grad=True).clone()))
     same(program)
+
+
+# ---- small API points ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("defines", ["vjp", "backward and vjp"])
+def test_custom_function_vjp(defines):
+    """``vjp`` is another name for ``backward``; defining both raises when the backward runs."""
+    def program(L):
+        ns = {"forward": staticmethod(lambda ctx, x: x * 2),
+              "vjp": staticmethod(lambda ctx, g: g * 3)}
+        if defines != "vjp":
+            ns["backward"] = staticmethod(lambda ctx, g: g * 5)
+        Fn = type("Fn", (L.autograd.Function,), ns)
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        out = Fn.apply(a)
+        return obs(out), attempt(lambda: out.sum().backward()), obs(a.grad)
+    same(program)
+
+
+def test_swapaxes_in_place():
+    def program(L):
+        b = L.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True).clone()
+        b.swapaxes_(0, 1)
+        return obs(b), b.stride()
+    same(program)
+
+
+def test_backward_create_graph_warns_once():
+    """``backward(create_graph=True)`` warns about the gradient/parameter cycle, once per
+    process as PyTorch's engine does (so only whether a first warning names the fact)."""
+    from subclass_kit.modes.autograd import engine
+    old = engine._WARNED_CYCLE
+    engine._WARNED_CYCLE = False
+    try:
+        a = sk.ones(2, requires_grad=True)
+        with pytest.warns(UserWarning, match="create_graph=True will create a reference cycle"):
+            (a * a).sum().backward(create_graph=True)
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            (a * a).sum().backward(create_graph=True)
+            sk.autograd.grad((a * a).sum(), a, create_graph=True)
+    finally:
+        engine._WARNED_CYCLE = old

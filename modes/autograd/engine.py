@@ -22,6 +22,8 @@ module stack after the backward).
 
 from __future__ import annotations
 
+import warnings
+
 import subclass_kit as sk
 
 from .graph import AccumulateGrad, gradient_edge, grad_accumulator
@@ -49,6 +51,21 @@ def queue_callback(fn) -> None:
     if not _tasks:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
     _tasks[-1][1].append(fn)
+
+
+_WARNED_CYCLE = False
+
+
+def _warn_cycle() -> None:
+    """PyTorch's engine warns once per process when ``backward`` builds a graph of the
+    gradients it accumulates into ``.grad`` (``create_graph=True``)."""
+    global _WARNED_CYCLE
+    _WARNED_CYCLE = True
+    warnings.warn("Using backward() with create_graph=True will create a reference cycle between "
+                  "the parameter and its gradient which can cause a memory leak. We recommend "
+                  "using autograd.grad when creating the graph to avoid this. If you have to use "
+                  "this function, make sure to reset the .grad fields of your parameters to None "
+                  "after use to break the cycle and avoid the leak.", stacklevel=4)
 
 
 def current_node():
@@ -90,6 +107,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     """Backpropagate ``grad_outputs`` from ``outputs``. ``accumulate``: into the ``.grad`` of
     leaves (``backward``); else the gradients of ``inputs`` are returned (``grad``). Runs as
     one graph task: the callbacks queued during it run at its end."""
+    if accumulate and create_graph and not _WARNED_CYCLE:
+        _warn_cycle()
     _task_ids[0] += 1
     task = [_task_ids[0], []]
     _tasks.append(task)

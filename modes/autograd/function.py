@@ -242,7 +242,22 @@ class Function(metaclass=FunctionMeta):
                                   "your custom autograd.Function to use it with backward mode "
                                   "AD.")
 
+    vjp = backward        # PyTorch's other name for ``backward``: a subclass defines one of them
+
     setup_context = None
+
+    @classmethod
+    def _user_backward(cls):
+        """The backward the subclass defines (``backward`` or ``vjp``); both raise RuntimeError
+        when the backward runs, as PyTorch's ``BackwardCFunction`` does."""
+        has_backward = cls.backward is not Function.backward
+        has_vjp = cls.vjp is not Function.vjp
+        if has_backward and has_vjp:
+            def both(ctx, *grads):
+                raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function "
+                                   "is not allowed. You should only implement one of them.")
+            return both
+        return cls.vjp if has_vjp else cls.backward
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -267,7 +282,7 @@ class Function(metaclass=FunctionMeta):
             return _unrecorded_outputs(args, out, dirty)
         ctx._input_positions = tuple(i for i, _ in rg)
         ctx._n_args = len(args)
-        ctx._backward = cls.backward
+        ctx._backward = cls._user_backward()
         return _wrap_outputs(ctx, args, out, cls.__name__)
 
 
