@@ -460,3 +460,17 @@ def test_backward_create_graph_warns_once():
             sk.autograd.grad((a * a).sum(), a, create_graph=True)
     finally:
         engine._WARNED_CYCLE = old
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"dim": 0}, {"return_inverse": True},
+                                    {"return_counts": True, "sorted": False},
+                                    {"return_inverse": True, "return_counts": True, "dim": 0}])
+def test_unique_values_require_grad(kwargs):
+    """``unique``'s values require grad (a node whose backward is not implemented, as
+    derivatives.yaml's ``not_implemented``); the inverse and the counts do not."""
+    def program(L):
+        x = L.tensor([3.0, 1.0, 3.0, 2.0], requires_grad=True)
+        out = L.unique(x, **kwargs)
+        outs = out if isinstance(out, tuple) else (out,)
+        return obs(list(outs)), attempt(lambda: outs[0].sum().backward())
+    same(program)
