@@ -474,3 +474,29 @@ def test_unique_values_require_grad(kwargs):
         outs = out if isinstance(out, tuple) else (out,)
         return obs(list(outs)), attempt(lambda: outs[0].sum().backward())
     same(program)
+
+
+def test_disable_saved_tensors_hooks():
+    """Entering ``saved_tensors_hooks`` under ``disable_saved_tensors_hooks`` raises its
+    message (the innermost one), as does disabling while hooks are active; leaving restores."""
+    def program(L):
+        G = L.autograd.graph
+        hooks = lambda: G.saved_tensors_hooks(lambda x: x, lambda x: x)   # noqa: E731
+        res = []
+
+        def enter(cm):
+            with cm:
+                pass
+        with G.disable_saved_tensors_hooks("outer"):
+            res.append(attempt(lambda: enter(hooks())))
+            with G.disable_saved_tensors_hooks("inner"):
+                res.append(attempt(lambda: enter(hooks())))
+            res.append(attempt(lambda: enter(hooks())))
+        res.append(attempt(lambda: enter(hooks())))
+        with hooks():
+            res.append(attempt(lambda: enter(G.disable_saved_tensors_hooks("active"))))
+            a = L.tensor([1.0, 2.0], requires_grad=True)
+            y = a * a
+        y.sum().backward()
+        return res, a.grad.tolist()
+    same(program)

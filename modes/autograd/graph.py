@@ -15,6 +15,7 @@ import weakref
 import subclass_kit as sk
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
+           "disable_saved_tensors_hooks",
            "top_saved_tensors_hooks", "gradient_edge", "set_history",
            "RemovableHandle"]
 
@@ -111,8 +112,10 @@ def forward_name(node) -> str:
 
 
 class _HookState:
-    """The active ``saved_tensors_hooks`` (innermost last)."""
+    """The active ``saved_tensors_hooks`` (innermost last); the message of the innermost
+    ``disable_saved_tensors_hooks``, None when hooks are allowed."""
     stack: list = []
+    disabled: str | None = None
 
 
 def top_saved_tensors_hooks():
@@ -130,11 +133,33 @@ class saved_tensors_hooks:
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self):
+        if _HookState.disabled is not None:
+            raise RuntimeError(_HookState.disabled)
         _HookState.stack.append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
         _HookState.stack.pop()
+        return False
+
+
+class disable_saved_tensors_hooks:
+    """Context manager under which entering ``saved_tensors_hooks`` raises RuntimeError with
+    ``error_message`` (PyTorch's ``torch.autograd.graph.disable_saved_tensors_hooks``, for
+    features that cannot work with them). Raises it as well when hooks are active already."""
+
+    def __init__(self, error_message: str):
+        self.error_message = error_message
+
+    def __enter__(self):
+        if _HookState.stack:
+            raise RuntimeError(self.error_message)
+        self._previous = _HookState.disabled
+        _HookState.disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _HookState.disabled = self._previous
         return False
 
 
