@@ -175,7 +175,7 @@ class SavedTensor:
     output) or when the graph was freed by a backward without ``retain_graph``."""
 
     __slots__ = ("_t", "_vc", "_version", "_is_output", "_output_nr", "_node", "_packed",
-                 "_unpack", "_freed", "_type")
+                 "_unpack", "_freed", "_edge")
 
     def __init__(self, t, is_output: bool = False, node=None, output_nr: int = 0):
         if t.is_inference():
@@ -189,13 +189,7 @@ class SavedTensor:
         self._freed = False
         self._packed = self._unpack = None
         if _HookState.stack:
-            # With hooks only the packed value is kept (PyTorch's SavedVariable does not hold
-            # the tensor then): the tensor is referenced weakly, for the error message, so that
-            # a pack hook that drops it (checkpointing, offloading) frees its memory.
-            pack, self._unpack = _HookState.stack[-1]
-            self._type = _type_string(t)
-            self._t = weakref.ref(t)
-            self._packed = pack(t)
+            self._pack(t, node)
         elif is_output:
             # PyTorch's SavedVariable keeps an output detached (modes see the ``detach``): the
             # node's output holds the node, and the node must not hold it back, or every graph
@@ -204,18 +198,64 @@ class SavedTensor:
         else:
             self._t = t
 
+    def _pack(self, t, node):
+        """Save through the innermost ``saved_tensors_hooks`` (PyTorch's
+        ``set_hooks_and_pack_data``): only the packed value is kept, with the edge the unpacked
+        tensor will have. The pack hook runs with grad mode off on the tensor itself (a saved
+        output: an alias with its node) and may not modify it in place."""
+        pack, self._unpack = _HookState.stack[-1]
+        self._t = None
+        if self._is_output:
+            self._edge = None           # the node, held weakly (``_node``)
+            arg = _redispatch(_detach_op, (t,), {})
+            if node is not None and arg._dtype.is_floating_point:
+                arg._grad_fn, arg._output_nr, arg._requires_grad = node, self._output_nr, True
+        else:
+            self._edge = gradient_edge(t)
+            arg = t
+        version = t._version
+        with sk.no_grad():
+            self._packed = pack(arg)
+        if t._version != version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                "input to pack hook cannot be modified by in-place operations as this can lead "
+                "to unexpected side-effects. Please open an issue if you need to perform "
+                "in-place operations on the input to a pack hook.")
+
+    def _unpack_hooked(self):
+        """What the unpack hook returns, made the saved tensor again for autograd (PyTorch's
+        ``SavedVariable::unpack`` with hooks; no version check): an alias with the saved node
+        as its grad_fn, or, for a leaf requiring grad, a leaf accumulating into that leaf's
+        ``.grad``. A saved constant comes back as returned."""
+        data = self._unpack(self._packed)
+        if not isinstance(data, sk.Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(data).__name__}")
+        if self._is_output:
+            node = self._node() if self._node is not None else None
+            edge = None if node is None else (node, self._output_nr)
+        else:
+            edge = self._edge
+        if edge is None and not data.requires_grad:
+            return data
+        out = _redispatch(_detach_op, (data,), {})
+        if edge is None or not out._dtype.is_floating_point:
+            return out
+        out._requires_grad = True
+        if edge[0].__class__ is AccumulateGrad:
+            out.__dict__["_grad_accumulator"] = edge[0]
+        else:
+            out._grad_fn, out._output_nr = edge
+        return out
+
     def unpack(self):
         if self._freed:
             raise RuntimeError(FREED)
+        if self._unpack is not None:
+            return self._unpack_hooked()
         if self._vc[0] != self._version:
-            t = self._t() if self._unpack is not None else self._t
-            if t is None:       # hooks dropped the tensor: name what was saved
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: {self._type} is at version {self._vc[0]}; expected "
-                    f"version {self._version} instead. Hint: enable anomaly detection to find "
-                    "the operation that failed to compute its gradient, with "
-                    "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+            t = self._t
             if self._is_output:
                 node, nr = self._node(), self._output_nr
             else:
@@ -228,8 +268,6 @@ class SavedTensor:
                 f"expected version {self._version} instead. Hint: enable anomaly detection to "
                 "find the operation that failed to compute its gradient, with "
                 "torch.autograd.set_detect_anomaly(True, check_nan=False).")
-        if self._unpack is not None:
-            return self._unpack(self._packed)
         if self._is_output:
             # a fresh alias with the node as its grad_fn (PyTorch's unpack: ``detach`` again,
             # then the saved edge), so a double backward differentiates through it
@@ -245,6 +283,7 @@ class SavedTensor:
     def free(self):
         self._freed = True
         self._t = self._packed = self._unpack = None     # the hooks may hold memory too
+        self._edge = None
 
 
 def gradient_edge(t):

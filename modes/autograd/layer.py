@@ -464,9 +464,9 @@ def _record(op, formula, args, kwargs):
     plan = _PLANS.get(op) or _plan(op, formula)
     cls = plan[1] or node_class(F.call_node_name(plan[0], formula, bound))
     node = cls(formula, values, saved, metas, None, out_metas, tuple(needs), edges, widths)
-    if "result" in formula.save:
+    if "result" in save:        # (``save_for`` may leave it out: ``pow``'s, for the exponent)
         node._results = [_save_output(o, node, i, out_metas) for i, o in enumerate(outs)]
-    elif formula.save and formula.save[-1].startswith("result"):
+    elif formula.save and formula.save[-1].startswith("result") and formula.save[-1] != "result":
         # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
         node._results = [_save_output(o, node, i, out_metas) if f"result{i}" in save else None
                          for i, o in enumerate(outs)]
@@ -515,6 +515,8 @@ def _record_simple(op, plan, args):
                     break
             else:
                 save.discard(name)
+                if name == "result":
+                    save_result = False
     meta_of = F.TensorMeta.of
     metas, values, saved = {}, {}, {}
     for name, v in zip(names, full):
