@@ -565,3 +565,79 @@ def test_saved_tensors_hooks_errors():
             second = str(e)
         return first, second
     same(program)
+
+
+# ---- gradcheck -----------------------------------------------------------------------------
+
+def _gradcheck_outcome(L, fn, inputs, **kwargs):
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        try:
+            res = L.autograd.gradcheck(fn, inputs, **kwargs)
+        except (RuntimeError, ValueError, AssertionError) as e:
+            res = (type(e).__name__, _norm(str(e)).split("\n")[0][:90])
+    return res, [str(x.message)[:60] for x in w]
+
+
+def _hooked(L, bump):
+    def fn(x):
+        y = x.clone()
+        y.register_hook(lambda g: g + bump)
+        return y
+    return fn
+
+
+def _jittery(L, jitter):
+    class Jitter(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * (1 + L.rand_like(g) * jitter)
+    return Jitter.apply
+
+
+@pytest.mark.parametrize("case", [
+    "float32 input", "no input requires grad", "stride 0", "output shape changes",
+    "output dtype changes", "constant output", "no outputs", "hook adds a constant",
+    "hook adds a constant, no raise", "jitter", "jitter within nondet_tol", "mixed outputs"])
+def test_gradcheck_checks(case):
+    """gradcheck's input checks (warning, ValueError, RuntimeError, raised whatever
+    ``raise_exception``), the shape/dtype check under perturbation (AssertionError), and the
+    GradcheckErrors of PyTorch's slow mode: nonzero numerical gradient without differentiable
+    outputs, backward not reentrant beyond ``nondet_tol``, backward not multiplied by
+    grad_output, Jacobian mismatch."""
+    def program(L):
+        d = L.float64
+        x = L.tensor([1.0, 2.0], dtype=d, requires_grad=True)
+        one = L.ones(1, dtype=d, requires_grad=True)
+        if case == "float32 input":
+            return _gradcheck_outcome(L, lambda t: t * 2, (L.ones(2, requires_grad=True),),
+                                      atol=1e-1)
+        if case == "no input requires grad":
+            return _gradcheck_outcome(L, lambda t: t, (L.ones(2, dtype=d),),
+                                      raise_exception=False)
+        if case == "stride 0":
+            return _gradcheck_outcome(L, lambda t: t, (one.expand(2, 2),),
+                                      raise_exception=False)
+        if case == "output shape changes":
+            return _gradcheck_outcome(
+                L, lambda t: L.cat([t, t]) if bool((t >= 1).all()) else t, (one,))
+        if case == "output dtype changes":
+            return _gradcheck_outcome(
+                L, lambda t: t.to(L.float32) if bool((t >= 1).all()) else t, (one,))
+        if case == "constant output":
+            return _gradcheck_outcome(L, lambda t: t.detach() * 2, (x,), raise_exception=False)
+        if case == "no outputs":
+            return _gradcheck_outcome(L, lambda t: (), (x,))
+        if case.startswith("hook adds a constant"):
+            return _gradcheck_outcome(L, _hooked(L, 1e-2), (one,), atol=1e-1,
+                                      raise_exception=case.endswith("constant"))
+        if case.startswith("jitter"):
+            tol = {"nondet_tol": 1e-3} if case.endswith("tol") else {}
+            return _gradcheck_outcome(L, _jittery(L, 1e-6), (x,), **tol)
+        return _gradcheck_outcome(L, lambda t: (L.ones_like(t), t.square()), (x,))
+    same(program)
