@@ -8,7 +8,7 @@ import warnings
 
 import subclass_kit as sk
 
-from .graph import Node, SavedTensor, gradient_edge, set_history
+from .graph import FREED, Node, SavedTensor, gradient_edge, set_history
 
 __all__ = ["Function", "FunctionCtx", "apply_custom_op"]
 
@@ -40,6 +40,14 @@ class FunctionCtx(Node):
     def saved_tensors(self):
         return tuple(None if s is None else s.unpack() for s in self._saved or ())
 
+    @property
+    def _raw_saved_tensors(self):
+        """The SavedTensor objects (PyTorch's; a saved None is one that refuses hooks)."""
+        saved = self._saved or ()
+        if any(s is not None and s._freed for s in saved):
+            raise RuntimeError(FREED)
+        return tuple(_SAVED_NONE if s is None else s for s in saved)
+
     def mark_dirty(self, *tensors):
         self._dirty = tensors
 
@@ -67,6 +75,20 @@ class FunctionCtx(Node):
             raise RuntimeError(f"function {self._name} returned an incorrect number of "
                                f"gradients (expected {self._n_args}, got {len(res)})")
         return [res[p] if p < len(res) else None for p in self._input_positions]
+
+
+class _SavedNone:
+    """A saved None as ``_raw_saved_tensors`` shows it."""
+    data = unpack_hook = None
+
+    def unpack(self):
+        return None
+
+    def register_hooks(self, pack_hook, unpack_hook):
+        raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
+
+
+_SAVED_NONE = _SavedNone()
 
 
 def _tensors_requiring_grad(args):

@@ -198,12 +198,13 @@ class SavedTensor:
         else:
             self._t = t
 
-    def _pack(self, t, node):
-        """Save through the innermost ``saved_tensors_hooks`` (PyTorch's
+    def _pack(self, t, node, hooks=None):
+        """Save through ``hooks`` (the innermost ``saved_tensors_hooks`` by default; PyTorch's
         ``set_hooks_and_pack_data``): only the packed value is kept, with the edge the unpacked
         tensor will have. The pack hook runs with grad mode off on the tensor itself (a saved
         output: an alias with its node) and may not modify it in place."""
-        pack, self._unpack = _HookState.stack[-1]
+        pack, unpack = hooks or _HookState.stack[-1]
+        self._unpack = unpack
         self._t = None
         if self._is_output:
             self._edge = None           # the node, held weakly (``_node``)
@@ -279,6 +280,32 @@ class SavedTensor:
                 t._requires_grad = True
             return t
         return self._t
+
+    # -- what PyTorch's ``grad_fn._raw_saved_<name>`` (``torch._C._autograd.SavedTensor``) has
+    @property
+    def data(self):
+        """The packed object when hooks were used, else the saved tensor."""
+        return self._packed if self._unpack is not None else self._t
+
+    @property
+    def unpack_hook(self):
+        return self._unpack
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Pack the saved tensor now with ``pack_hook`` and unpack it with ``unpack_hook``
+        (RuntimeError once freed, or when hooks were set already)."""
+        if self._freed:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved variables after calling "
+                "backward.")
+        if self._unpack is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
+                               "been set. Hint: only one pair of hooks is allowed at a time.")
+        node = self._node() if self._node is not None else None
+        self._pack(self._t, node, (pack_hook, unpack_hook))
 
     def free(self):
         self._freed = True

@@ -87,18 +87,30 @@ class FormulaNode(Node):
                 r.free()
 
     def __getattr__(self, name):
-        # PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions).
-        if name.startswith("_saved_"):
-            key = name[7:]
+        # PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions;
+        # lists as tuples, ``<tensor>_sym_sizes`` the sizes of an argument not saved) and the
+        # SavedTensor objects as ``grad_fn._raw_saved_<name>``.
+        raw = name.startswith("_raw_saved_")
+        if raw or name.startswith("_saved_"):
+            key = name[11:] if raw else name[7:]
             saved = _slot(self, "_saved") or {}
             if key in saved:
-                return _unpack(saved[key])
+                v = saved[key]
+                if raw:
+                    return tuple(v) if isinstance(v, list) else v
+                v = _unpack(v)
+                return tuple(v) if isinstance(v, list) else v
             values = _slot(self, "_values") or {}
-            if key in values:
-                return values[key]
-            if key == "result" and _slot(self, "_results"):
+            if key in values and not raw:
+                v = values[key]
+                return tuple(v) if isinstance(v, list) else v
+            if key == "result" and _slot(self, "_results") and self._results[0] is not None:
                 r = self._results
-                return _unpack(r[0]) if len(r) == 1 else tuple(_unpack(x) for x in r)
+                get = (lambda x: x) if raw else _unpack
+                return get(r[0]) if len(r) == 1 else tuple(get(x) for x in r)
+            metas = _slot(self, "_metas") or {}
+            if key.endswith("_sym_sizes") and key[:-10] in metas and not raw:
+                return tuple(metas[key[:-10]].shape)
         raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
 
 
