@@ -97,3 +97,18 @@ def test_div_in_place_rounding_mode_none():
         a.div_(2.0, rounding_mode=None)
         return obs(a)
     same(program)
+
+
+def test_repr_reads_the_current_grad_fn():
+    """``repr`` names the node ``grad_fn`` gives: a stale view's regenerated node, and
+    ``<Invalid>`` where reading it raises (a no_grad view modified in place under no_grad)."""
+    def program(L):
+        a = L.ones(2, requires_grad=True)
+        with L.no_grad():
+            b = a[:]
+            b *= 2
+        c = a.clone()
+        v = c[:1]
+        c.mul_(2)
+        return repr(b), repr(v), repr(c)
+    same(program)
