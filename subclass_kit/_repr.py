@@ -167,7 +167,10 @@ def _add_suffixes(text, suffixes, indent) -> str:
 
 
 def _grad_suffix(t) -> list:
-    fn = t._grad_fn
+    try:
+        fn = t.grad_fn          # a stale view's node is regenerated first, as PyTorch prints it
+    except RuntimeError:        # ... or refused (a no_grad view modified in place under no_grad)
+        return ["grad_fn=<Invalid>"]
     if fn is not None:
         name = fn.name() if callable(getattr(fn, "name", None)) else type(fn).__name__
         return [f"grad_fn=<{name}>"]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from ._state import tls
 from .registry import ops
-from .tensor import CreationMeta
+from .tensor import CreationMeta, Tensor
 
-__all__ = ["check_inplace", "view_rebase_message", "forward_name", "any_requires_grad"]
+__all__ = ["check_inplace", "check_inplace_tensor", "view_rebase_message", "forward_name",
+           "any_requires_grad", "check_set_data"]
 
 
 def forward_name(op_name: str) -> str:
@@ -92,13 +93,30 @@ def check_inplace(op, mutated, args, kwargs):
         # (the kernel repeats the check for no_grad, where these checks do not run)
         raise RuntimeError("cannot resize variables that require grad")
     for t in mutated:
-        base = t._base
-        if base is not None:
-            if t._creation_meta != CreationMeta.DEFAULT:
-                raise RuntimeError(view_rebase_message(t, direct=True))
-            if base.requires_grad and base._grad_fn is None:
-                raise RuntimeError("a view of a leaf Variable that requires grad is being used in "
-                                   "an in-place operation.")
-        elif t.requires_grad and t._grad_fn is None:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                               "operation.")
+        check_inplace_tensor(t)
+
+
+def check_inplace_tensor(t) -> None:
+    """PyTorch's ``check_inplace`` for one tensor about to be modified in place with grad mode
+    on (also what a custom Function's ``mark_dirty`` must pass): RuntimeError for a view with
+    a non-default ``CreationMeta``, a view of a leaf requiring grad, a leaf requiring grad."""
+    base = t._base
+    if base is not None:
+        if t._creation_meta != CreationMeta.DEFAULT:
+            raise RuntimeError(view_rebase_message(t, direct=True))
+        if base.requires_grad and base._grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in "
+                               "an in-place operation.")
+    elif t.requires_grad and t._grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+
+
+def check_set_data(t, new) -> None:
+    """PyTorch's checks before ``t.data = new``: TypeError for a non-tensor ``new``,
+    RuntimeError for a non-floating ``new`` when ``t`` requires grad."""
+    if not isinstance(new, Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(new).__name__}")
+    if t.requires_grad and not new.dtype.is_floating_point:
+        raise RuntimeError("data set to a tensor that requires gradients must be floating point "
+                           "or complex dtype")

@@ -519,9 +519,9 @@ class Tensor(metaclass=TensorType):
     @data.setter
     def data(self, new: "Tensor"):
         """``x.data = y``: ``x`` takes ``y``'s storage, layout and dtype and keeps its own
-        version counter (PyTorch's ``set_data``). Raises TypeError for a non-tensor."""
-        if not isinstance(new, Tensor):
-            raise TypeError(f"Variable data has to be a tensor, but got {type(new).__name__}")
+        version counter (PyTorch's ``set_data``; its checks: ``inplace_checks.check_set_data``)."""
+        from .inplace_checks import check_set_data
+        check_set_data(self, new)
         self._storage = new._storage
         self._dtype = new._dtype
         self._set_layout(new._layout)

@@ -33,13 +33,6 @@ from .graph import (AccumulateGrad, GradientEdge, edge_input_meta, grad_accumula
 __all__ = ["run_backward", "backward", "grad", "current_graph_task_id", "queue_callback",
            "current_node"]
 
-CREATE_GRAPH_CYCLE = (
-    "Using backward() with create_graph=True will create a reference cycle between the "
-    "parameter and its gradient which can cause a memory leak. We recommend using autograd.grad "
-    "when creating the graph to avoid this. If you have to use this function, make sure to "
-    "reset the .grad fields of your parameters to None after use to break the cycle and avoid "
-    "the leak.")
-_warned_create_graph: list = []
 
 # The graph tasks (``run_backward`` calls) running now, innermost last: [task id, callbacks
 # queued during it]; ops run while it is non-empty belong to a backward.
@@ -61,6 +54,21 @@ def queue_callback(fn) -> None:
     if not _tasks:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
     _tasks[-1][1].append(fn)
+
+
+_WARNED_CYCLE = False
+
+
+def _warn_cycle() -> None:
+    """PyTorch's engine warns once per process when ``backward`` builds a graph of the
+    gradients it accumulates into ``.grad`` (``create_graph=True``)."""
+    global _WARNED_CYCLE
+    _WARNED_CYCLE = True
+    warnings.warn("Using backward() with create_graph=True will create a reference cycle between "
+                  "the parameter and its gradient which can cause a memory leak. We recommend "
+                  "using autograd.grad when creating the graph to avoid this. If you have to use "
+                  "this function, make sure to reset the .grad fields of your parameters to None "
+                  "after use to break the cycle and avoid the leak.", stacklevel=4)
 
 
 def current_node():
@@ -132,9 +140,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     """Backpropagate ``grad_outputs`` from ``outputs``. ``accumulate``: into the ``.grad`` of
     leaves (``backward``); else the gradients of ``inputs`` are returned (``grad``). Runs as
     one graph task: the callbacks queued during it run at its end."""
-    if accumulate and create_graph and not _warned_create_graph:
-        _warned_create_graph.append(True)       # once per process, as PyTorch's TORCH_WARN_ONCE
-        warnings.warn(CREATE_GRAPH_CYCLE, UserWarning, stacklevel=3)
+    if accumulate and create_graph and not _WARNED_CYCLE:
+        _warn_cycle()
     _task_ids[0] += 1
     task = [_task_ids[0], []]
     _tasks.append(task)
@@ -236,10 +243,13 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
         if deps.get(node, 0) == 0:
             _push(ready, node)
     results = [None] * (len(inputs) if inputs is not None else 0)
-    # Gradient objects handed to more than one place (or held by the caller): AccumulateGrad
-    # must copy them, where PyTorch would see a reference count above one.
-    # Marked on the tensors, for this run only (ids of dead gradients are reused: a set of ids
-    # would see a fresh gradient as shared, depending on the allocator's addresses).
+    # AccumulateGrad steals a gradient no one else holds and copies one held elsewhere too,
+    # where PyTorch reads a reference count: the caller's gradients are marked shared, and
+    # each gradient counts the input buffers holding it (``_grad_holders``: [run, count]; a
+    # node's buffer is released once the node ran, before its outputs are delivered, so a
+    # gradient a node passes through keeps one holder). Marked on the tensors, for this run
+    # only (ids of dead gradients are reused: a table of ids could see a fresh gradient as
+    # held, depending on the allocator's addresses).
     run = AccumulateGrad.run = object()
     for g in grad_outputs:
         if g is not None:
@@ -254,7 +264,9 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             if targets is not None:
                 for nr in range(len(buf)):
                     for k in targets.get((node, nr), ()):
-                        results[k] = buf[nr]
+                        g = results[k] = buf[nr]
+                        if g is not None and not (accumulate and node.__class__ is AccumulateGrad):
+                            g.__dict__["_grad_shared"] = run    # the caller will hold it
             if needed is not None and node not in needed:
                 out = [None] * len(node._next)
             else:
@@ -278,6 +290,11 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                     out = _call_node_hooks(node._hooks, out, (grads_in,))
                 if not retain_graph:
                     node.release()
+            for g in buf:               # the node's input buffer is released
+                if g is not None:
+                    held = g.__dict__.get("_grad_holders")
+                    if held is not None and held[0] is run:
+                        held[1] -= 1
             for e, g in zip(node._next, out):
                 if e is None:
                     continue
@@ -285,15 +302,22 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                 if reached is not None and nxt not in reached:
                     continue
                 if g is not None:
-                    marks = g.__dict__
-                    if marks.get("_grad_delivered") is run:
-                        marks["_grad_shared"] = run
-                    else:
-                        marks["_grad_delivered"] = run
                     nbuf = buffers.get(nxt)
                     if nbuf is None:
                         nbuf = buffers[nxt] = [None] * nxt._num_inputs
-                    nbuf[nr] = g if nbuf[nr] is None else nbuf[nr] + g
+                    old = nbuf[nr]
+                    if old is None:
+                        held = g.__dict__.get("_grad_holders")
+                        if held is not None and held[0] is run:
+                            held[1] += 1
+                        else:
+                            g.__dict__["_grad_holders"] = [run, 1]
+                        nbuf[nr] = g
+                    else:               # a new sum: the old one is no longer held
+                        held = old.__dict__.get("_grad_holders")
+                        if held is not None and held[0] is run:
+                            held[1] -= 1
+                        nbuf[nr] = old + g
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:

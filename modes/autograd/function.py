@@ -11,7 +11,7 @@ import warnings
 import subclass_kit as sk
 
 from .formulas import TensorMeta, _fit
-from .graph import Node, SavedTensor, gradient_edge, move_retains_grad
+from .graph import FREED, Node, SavedTensor, gradient_edge, set_history
 
 __all__ = ["Function", "FunctionCtx", "apply_custom_op", "once_differentiable"]
 
@@ -50,6 +50,14 @@ class FunctionCtx(Node):
     @property
     def saved_tensors(self):
         return tuple(None if s is None else s.unpack() for s in self._saved or ())
+
+    @property
+    def _raw_saved_tensors(self):
+        """The SavedTensor objects (PyTorch's; a saved None is one that refuses hooks)."""
+        saved = self._saved or ()
+        if any(s is not None and s._freed for s in saved):
+            raise RuntimeError(FREED)
+        return tuple(_SAVED_NONE if s is None else s for s in saved)
 
     def mark_dirty(self, *tensors):
         self._dirty = tensors
@@ -106,14 +114,28 @@ class FunctionCtx(Node):
         return out
 
 
+class _SavedNone:
+    """A saved None as ``_raw_saved_tensors`` shows it."""
+    data = unpack_hook = None
+
+    def unpack(self):
+        return None
+
+    def register_hooks(self, pack_hook, unpack_hook):
+        raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
+
+
+_SAVED_NONE = _SavedNone()
+
+
 def _tensors_requiring_grad(args):
     return [(i, a) for i, a in enumerate(args) if isinstance(a, sk.Tensor) and a.requires_grad]
 
 
 def _record_inputs(ctx, args, rg):
-    """The node's edges and what its backward's gradients are checked against: the inputs
-    requiring grad (positions, metadata) and each argument's index among the Tensor ones."""
-    ctx._next = tuple(gradient_edge(a) for _, a in rg)
+    """What the node's backward's gradients are checked against: the inputs requiring grad
+    (positions, metadata) and each argument's index among the Tensor ones. (The edges,
+    ``ctx._next``, are taken before the forward, which may modify an input in place.)"""
     ctx._input_positions = tuple(i for i, _ in rg)
     ctx._input_metas = tuple(TensorMeta.of(a) for _, a in rg)
     ctx._n_args = len(args)
@@ -125,84 +147,135 @@ def _record_inputs(ctx, args, rg):
     ctx._tensor_index = tuple(index)
 
 
-_DIRTY_VIEW = (
-    "If your Function modifies inplace an input that is a view of another Tensor, your Function "
-    "cannot return more than one Tensor. This is not supported by the current autograd engine. "
-    "You should either make sure the input is not a view (using .clone() for example) or make "
-    "your Function only return one Tensor (potentially splitting it into two Functions: one "
-    "doing the inplace that returns a single Tensor and a second one that does the other "
-    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do "
-    "this change.")
-
-
-def _wrap_outputs(ctx, args, out, name):
-    """Give the outputs of a custom function their node; views of inputs are marked as made in a
-    custom Function (their in-place use then raises, SEMANTICS.md §3.4). A dirty input
-    (``mark_dirty``) gets a version bump and the node as its history: a leaf requiring grad
-    raises, a view rebases its base onto a ``CopySlices`` (then it must be the only output),
-    as PyTorch's ``_wrap_outputs`` does."""
-    outs = out if isinstance(out, tuple) else (out,)
-    # every Tensor output's gradient is materialized (zeros of its dtype) when undefined
-    ctx._out_metas = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, sk.Tensor) else None
-                      for o in outs]
-    ctx._num_inputs = len(outs)
-    non_diff = {id(t) for t in ctx._non_diff}
+def _check_dirty(ctx, args, out) -> set:
+    """The ids of the tensors the forward marked dirty, each bumped once more (PyTorch's
+    ``_mark_dirty``). Raises RuntimeError when one of them is not returned; warns for one that
+    is not an input."""
     dirty = {id(t) for t in ctx._dirty}
+    if not dirty:
+        return dirty
     for t in ctx._dirty:
         if t._vc is not None:
             t._vc[0] += 1
+    outs = out if isinstance(out, tuple) else (out,)
+    if not dirty <= {id(o) for o in outs}:
+        raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                           "returned as output. The inputs that are modified inplace must all "
+                           "be outputs of the Function.")
+    for t in ctx._dirty:
+        if not any(t is a for a in args):
+            msg = ("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                   "Tensors that have been mutated should be passed to ctx.mark_dirty().")
+            if t._base is not None:     # a view could not be rebased: an error, not a warning
+                raise RuntimeError(msg)
+            warnings.warn(msg, stacklevel=4)
+    return dirty
+
+
+def _rebase_dirty(ctx, args, o, output_nr, n_outputs):
+    """An input the forward modified in place (``mark_dirty``) takes the node as its history,
+    as an in-place op's ``self`` does: a leaf requiring grad cannot (a view made without
+    grad_fn is a leaf); a view rebases its root base onto a ``CopySlices`` around the node
+    (then the function may return only it) after the admission checks of an in-place op."""
+    base = o._base
+    if o.requires_grad and (o._grad_fn is None if base is None else not o._view_grad):
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                           "operation.")
+    o._grad = None              # PyTorch resets a modified input's grad
+    if base is None:
+        set_history(o, ctx, output_nr)
+        return
+    if n_outputs > 1:
+        raise RuntimeError(
+            "If your Function modifies inplace an input that is a view of another Tensor, your "
+            "Function cannot return more than one Tensor. This is not supported by the current "
+            "autograd engine. You should either make sure the input is not a view (using "
+            ".clone() for example) or make your Function only return one Tensor (potentially "
+            "splitting it into two Functions: one doing the inplace that returns a single Tensor "
+            "and a second one that does the other operations). You can ask on the forum "
+            "https://discuss.pytorch.org/ if you need help to do this change.")
+    sk.check_inplace_tensor(o)
+    from .layer import CopySlices
+    position = next(i for i, a in enumerate(args) if a is o)
+    edge = next((k for k, p in enumerate(ctx._input_positions) if p == position), None)
+    set_history(base, CopySlices(base, o, ctx, edge), 0)
+
+
+def _output(o, args, dirty, differentiable):
+    """One output of a custom function as PyTorch's ``_wrap_outputs`` leaves it before the node
+    is attached. Not differentiable (nothing recorded, ``mark_non_differentiable``, an integer
+    dtype): an input returned as-is comes back as a view when it does not require grad and
+    detached when it does; another output requiring grad that is not a view is detached in
+    place. Differentiable: an input returned as-is comes back as a view (the node goes on it,
+    not on the input). Then every output that is a view, except a dirty input, is marked as
+    made in a custom Function (its in-place use raises, SEMANTICS.md §3.4)."""
+    is_input = any(o is a for a in args)
+    modified = is_input and id(o) in dirty
+    if not differentiable and o.requires_grad:
+        if is_input:
+            o = o.detach()
+        elif o._base is None:
+            o.detach_()
+    elif is_input and not modified:
+        with sk.no_grad():
+            o = o.view_as(o)
+    if o._base is not None and not modified:
+        o._creation_meta = sk.CreationMeta.IN_CUSTOM_FUNCTION
+    return o
+
+
+def _unrecorded_outputs(args, out, dirty):
+    """The outputs of a custom function no node is recorded for (``_output``, not
+    differentiable)."""
+    if isinstance(out, tuple):
+        return tuple(_output(o, args, dirty, False) if isinstance(o, sk.Tensor) else o
+                     for o in out)
+    return _output(out, args, dirty, False) if isinstance(out, sk.Tensor) else out
+
+
+def _wrap_outputs(ctx, args, out, name):
+    """Give the outputs of a custom function their node (``_output`` for what happens to each
+    first); with more than one differentiable output, the views among the outputs are marked
+    as outputs of a multi-output node (PyTorch's ``CreationMeta::MULTIPLE_OUTPUTS``)."""
+    dirty = {id(t) for t in ctx._dirty}
+    outs = out if isinstance(out, tuple) else (out,)
+    non_diff = {id(t) for t in ctx._non_diff}
+    # every Tensor output gets materialized zeros when it receives no gradient, the
+    # non-differentiable ones too (PyTorch's output_info covers them all)
+    ctx._out_metas = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, sk.Tensor) else None
+                      for o in outs]
+    diff = [isinstance(o, sk.Tensor) and o.dtype.is_floating_point and id(o) not in non_diff
+            for o in outs]
+    ctx._num_inputs = len(outs)
+    non_diff_outputs = ctx._non_diff_outputs = []
     new = []
     for i, o in enumerate(outs):
         if not isinstance(o, sk.Tensor):
             new.append(o)
             continue
-        is_dirty = id(o) in dirty
-        if any(o is a for a in args) and not is_dirty:
-            with sk.no_grad():
-                o = o.view_as(o)            # an input returned as-is comes back as a view
-        if id(o) in non_diff or not o.dtype.is_floating_point:
-            ctx._non_diff_outputs = ctx.__dict__.get("_non_diff_outputs", ()) + (i,)
+        if not diff[i]:
+            non_diff_outputs.append(i)
+            new.append(_output(o, args, dirty, False))
+            continue
+        if id(o) in dirty and any(o is a for a in args):
+            _rebase_dirty(ctx, args, o, i, len(outs))
             new.append(o)
             continue
-        if is_dirty:
-            # (not ``o.grad_fn``: reading it would regenerate a view's node before the rebase)
-            if o._base is None and o._grad_fn is None and o._requires_grad:
-                raise RuntimeError("a leaf Variable that requires grad has been used in an "
-                                   "in-place operation.")
-            o._grad = None
-            if o._base is not None and o._base.requires_grad:
-                if len(outs) > 1:
-                    raise RuntimeError(_DIRTY_VIEW)
-                _rebase_view(o, ctx)
-                new.append(o)
-                continue
-        elif o._base is not None:
-            o._creation_meta = sk.CreationMeta.IN_CUSTOM_FUNCTION
+        o = _output(o, args, dirty, True)
+        if o._base is not None and id(o) not in dirty:
             o._view_grad = True
             o._view_op = (name, i)
             o._view_version = o._version
-        old, old_nr = o._grad_fn, o._output_nr
         o._grad_fn = ctx
         o._output_nr = i
         o._requires_grad = True
-        if old is not None and "_retains_grad" in o.__dict__:     # a dirty input
-            move_retains_grad(o, old, old_nr)
         new.append(o)
+    if sum(diff) > 1:
+        for o in new:
+            if isinstance(o, sk.Tensor) and o._base is not None and id(o) not in dirty:
+                o._creation_meta = sk.CreationMeta.MULTI_OUTPUT_NODE
     _save_variables(ctx, new)
     return tuple(new) if isinstance(out, tuple) else new[0]
-
-
-def _rebase_view(view, ctx):
-    """A view modified in place by a custom Function: its root base's history goes through a
-    ``CopySlices`` wrapping the Function's node (its first edge stands for the view, as in
-    PyTorch's ``rebase_history``); the view's own node is regenerated lazily."""
-    from .layer import CopySlices
-    base = view._base
-    copy = CopySlices(base, view, ctx)
-    old, old_nr = base._grad_fn, base._output_nr
-    base._grad_fn, base._output_nr, base._requires_grad = copy, 0, True
-    if "_retains_grad" in base.__dict__:
-        move_retains_grad(base, old, old_nr)
 
 
 def _save_variables(ctx, outs):
@@ -292,6 +365,8 @@ class Function(metaclass=FunctionMeta):
                                   "your custom autograd.Function to use it with backward mode "
                                   "AD.")
 
+    vjp = backward        # PyTorch's other name for ``backward``: a subclass defines one of them
+
     setup_context = None
 
     def __init__(self, *args, **kwargs):
@@ -307,6 +382,19 @@ class Function(metaclass=FunctionMeta):
             "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
     @classmethod
+    def _user_backward(cls):
+        """The backward the subclass defines (``backward`` or ``vjp``); both raise RuntimeError
+        when the backward runs, as PyTorch's ``BackwardCFunction`` does."""
+        has_backward = cls.backward is not Function.backward
+        has_vjp = cls.vjp is not Function.vjp
+        if has_backward and has_vjp:
+            def both(ctx, *grads):
+                raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function "
+                                   "is not allowed. You should only implement one of them.")
+            return both
+        return cls.vjp if has_vjp else cls.backward
+
+    @classmethod
     def apply(cls, *args, **kwargs):
         separate = cls.setup_context is not None and \
             getattr(cls.setup_context, "__func__", cls.setup_context) is not \
@@ -319,16 +407,19 @@ class Function(metaclass=FunctionMeta):
             not sk.is_inference_mode_enabled() else []
         ctx.needs_input_grad = tuple(isinstance(a, sk.Tensor) and a.requires_grad
                                      for a in args)
+        # the edges as they were before the forward (which may modify an input in place)
+        ctx._next = tuple(gradient_edge(a) for _, a in rg)
         with sk.no_grad():
             if separate:
                 out = cls.forward(*args)
                 cls.setup_context(ctx, args, out)
             else:
                 out = cls.forward(ctx, *args)
+        dirty = _check_dirty(ctx, args, out)
         if not rg:
-            return out
+            return _unrecorded_outputs(args, out, dirty)
         _record_inputs(ctx, args, rg)
-        ctx._backward = cls.backward
+        ctx._backward = cls._user_backward()
         return _wrap_outputs(ctx, args, out, cls.__name__)
 
 
@@ -346,6 +437,7 @@ def apply_custom_op(op, registered, args, kwargs):
     out = _redispatch(op, args, kwargs)
     if setup_context is not None:
         setup_context(ctx, inputs, out)
+    ctx._next = tuple(gradient_edge(a) for _, a in rg)
     _record_inputs(ctx, inputs, rg)
     ctx._backward = backward
     return _wrap_outputs(ctx, inputs, out, base)

@@ -4,6 +4,8 @@ failure report ("Jacobian mismatch for output i with respect to input j")."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import subclass_kit as sk
@@ -30,12 +32,25 @@ def _numerical(fn, inputs, i, out_index, eps):
     for k, idx in enumerate(np.ndindex(arr.shape)):
         orig = arr[idx]
         arr[idx] = orig - eps
-        lo = _outputs(fn, inputs)[out_index].detach().numpy().astype(np.float64).ravel()
+        lo = _outputs(fn, inputs)[out_index]
+        lo_values = lo.detach().numpy().astype(np.float64).ravel()     # a copy: may alias x
         arr[idx] = orig + eps
-        hi = _outputs(fn, inputs)[out_index].detach().numpy().astype(np.float64).ravel()
+        hi = _outputs(fn, inputs)[out_index]
+        hi_values = hi.detach().numpy().astype(np.float64).ravel()
         arr[idx] = orig
-        jac[k] = (hi - lo) / (2 * eps)
+        _same_shape_and_dtype(lo, hi, idx, eps)
+        jac[k] = (hi_values - lo_values) / (2 * eps)
     return jac
+
+
+def _same_shape_and_dtype(lo, hi, idx, eps):
+    """PyTorch's check that perturbing an input changes neither the outputs' shape nor their
+    dtype (AssertionError, raised whatever ``raise_exception``)."""
+    for what, a, b in (("shape", lo.shape, hi.shape), ("dtype", lo.dtype, hi.dtype)):
+        if a != b:
+            raise AssertionError(
+                f"Expected `func` to return outputs with the same {what} when inputs are "
+                f"perturbed on index {idx} by {eps}, but got: {what}s {a} and {b}.")
 
 
 def _analytical(fn, inputs, diff, out_index):
@@ -56,35 +71,84 @@ def _analytical(fn, inputs, diff, out_index):
     return jacs
 
 
-def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored):
-    """Check ``fn``'s gradients at ``inputs`` (a tensor or tuple; those requiring grad are
-    checked) against finite differences. Returns True, or raises ``GradcheckError`` (False when
-    ``raise_exception=False``) with the numerical and analytical Jacobians."""
-    inputs = (inputs,) if isinstance(inputs, sk.Tensor) else tuple(inputs)
+def _check_inputs(inputs) -> list:
+    """The positions of the inputs requiring grad. Warns for one that is not float64; raises
+    RuntimeError for one with a stride-0 dimension and ValueError when none requires grad
+    (PyTorch's ``_check_inputs``; raised whatever ``raise_exception``)."""
     diff = [i for i, x in enumerate(inputs) if isinstance(x, sk.Tensor) and x.requires_grad]
     for i in diff:
+        if inputs[i].dtype != sk.float64:
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
+                          "point or complex. This check will likely fail if all the inputs are "
+                          "not of double precision floating point or complex. ", stacklevel=3)
         if any(st == 0 and n > 1 for n, st in zip(inputs[i].shape, inputs[i].stride())):
             raise RuntimeError(
                 f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs "
                 "that are non-overlapping to be able to compute the numerical gradients "
                 "correctly. You should call .contiguous on the input before passing it to "
                 "gradcheck.")
+    if not diff:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of them have requires_grad=True.")
+    return diff
+
+
+def _check(fn, inputs, diff, eps, atol, rtol, nondet_tol):
+    """Raise GradcheckError where PyTorch's slow-mode ``gradcheck`` does: no differentiable
+    output but a nonzero numerical gradient; an analytical Jacobian differing between two runs
+    by more than ``nondet_tol`` (backward not reentrant) or from the numerical one; a backward
+    that gives a nonzero gradient for zero ``grad_outputs``."""
     outs = _outputs(fn, inputs)
-    for o_i in range(len(outs)):
-        analytical = _analytical(fn, inputs, diff, o_i)
-        for col, i in zip(analytical, diff):
-            numerical = _numerical(fn, inputs, i, o_i, eps)
-            if not np.allclose(col, numerical, rtol=rtol, atol=atol):
-                if not raise_exception:
-                    return False
+    differentiable = [k for k, o in enumerate(outs) if o.requires_grad]
+    if not differentiable:
+        for o_i in range(len(outs)):
+            for i in diff:
+                if np.any(_numerical(fn, inputs, i, o_i, eps) != 0):
+                    raise GradcheckError("Numerical gradient for function expected to be zero")
+        return
+    for o_i in differentiable:
+        numerical = [_numerical(fn, inputs, i, o_i, eps) for i in diff]
+        first = _analytical(fn, inputs, diff, o_i)
+        second = _analytical(fn, inputs, diff, o_i)
+        if any(np.max(np.abs(a - b), initial=0.0) > nondet_tol for a, b in zip(first, second)):
+            raise GradcheckError(
+                "Backward is not reentrant, i.e., running backward with same input and "
+                "grad_output multiple times gives different values, although analytical "
+                f"gradient matches numerical gradient.The tolerance for nondeterminism was "
+                f"{nondet_tol}.")
+        for col, num, i in zip(first, numerical, diff):
+            if not np.allclose(col, num, rtol=rtol, atol=atol):
                 raise GradcheckError(
                     f"Jacobian mismatch for output {o_i} with respect to input {i},\n"
-                    f"numerical:{numerical}\nanalytical:{col}\n")
+                    f"numerical:{num}\nanalytical:{col}\n")
+    outs = [outs[k] for k in differentiable]
+    grads = _grad(tuple(outs), tuple(inputs[i] for i in diff),
+                  tuple(sk.zeros_like(o) for o in outs), allow_unused=True)
+    for g in grads:
+        if g is not None and not bool((g == 0).all()):
+            raise GradcheckError("backward not multiplied by grad_output")
+
+
+def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, **_ignored):
+    """Check ``fn``'s gradients at ``inputs`` (a tensor or tuple; those requiring grad are
+    checked) against finite differences, as PyTorch's slow mode does (``_check``). Returns
+    True, or raises ``GradcheckError`` (False when ``raise_exception=False``) with the
+    numerical and analytical Jacobians. Bad inputs, and outputs changing shape or dtype when
+    an input is perturbed, raise (ValueError, RuntimeError, AssertionError) in both cases."""
+    inputs = (inputs,) if isinstance(inputs, sk.Tensor) else tuple(inputs)
+    diff = _check_inputs(inputs)
+    try:
+        _check(fn, inputs, diff, eps, atol, rtol, nondet_tol)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
     return True
 
 
 def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, **_ignored):
+                  raise_exception=True, nondet_tol=0.0, **_ignored):
     """Check the second derivatives: ``gradcheck`` of the function mapping the inputs to
     their gradients for fixed random ``grad_outputs`` (PyTorch's ``gradgradcheck``)."""
     inputs = (inputs,) if isinstance(inputs, sk.Tensor) else tuple(inputs)
@@ -102,4 +166,4 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
         return tuple(g for g in gs if g is not None)
 
     return gradcheck(first, inputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol)

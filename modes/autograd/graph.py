@@ -17,7 +17,8 @@ from typing import NamedTuple
 import subclass_kit as sk
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
-           "top_saved_tensors_hooks", "gradient_edge", "move_retains_grad", "increment_version", "GradientEdge", "get_gradient_edge",
+           "disable_saved_tensors_hooks", "top_saved_tensors_hooks", "gradient_edge",
+           "set_history", "increment_version", "GradientEdge", "get_gradient_edge",
            "RemovableHandle"]
 
 _sequence = itertools.count()
@@ -122,8 +123,10 @@ def forward_name(node) -> str:
 
 
 class _HookState:
-    """The active ``saved_tensors_hooks`` (innermost last)."""
+    """The active ``saved_tensors_hooks`` (innermost last); the message of the innermost
+    ``disable_saved_tensors_hooks``, None when hooks are allowed."""
     stack: list = []
+    disabled: str | None = None
 
 
 def top_saved_tensors_hooks():
@@ -141,11 +144,33 @@ class saved_tensors_hooks:
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self):
+        if _HookState.disabled is not None:
+            raise RuntimeError(_HookState.disabled)
         _HookState.stack.append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
         _HookState.stack.pop()
+        return False
+
+
+class disable_saved_tensors_hooks:
+    """Context manager under which entering ``saved_tensors_hooks`` raises RuntimeError with
+    ``error_message`` (PyTorch's ``torch.autograd.graph.disable_saved_tensors_hooks``, for
+    features that cannot work with them). Raises it as well when hooks are active already."""
+
+    def __init__(self, error_message: str):
+        self.error_message = error_message
+
+    def __enter__(self):
+        if _HookState.stack:
+            raise RuntimeError(self.error_message)
+        self._previous = _HookState.disabled
+        _HookState.disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _HookState.disabled = self._previous
         return False
 
 
@@ -161,7 +186,7 @@ class SavedTensor:
     output) or when the graph was freed by a backward without ``retain_graph``."""
 
     __slots__ = ("_t", "_vc", "_version", "_is_output", "_output_nr", "_node", "_packed",
-                 "_unpack", "_freed", "_type")
+                 "_unpack", "_freed", "_edge")
 
     def __init__(self, t, is_output: bool = False, node=None, output_nr: int = 0):
         if t.is_inference():
@@ -175,13 +200,7 @@ class SavedTensor:
         self._freed = False
         self._packed = self._unpack = None
         if _HookState.stack:
-            # With hooks only the packed value is kept (PyTorch's SavedVariable does not hold
-            # the tensor then): the tensor is referenced weakly, for the error message, so that
-            # a pack hook that drops it (checkpointing, offloading) frees its memory.
-            pack, self._unpack = _HookState.stack[-1]
-            self._type = _type_string(t)
-            self._t = weakref.ref(t)
-            self._packed = pack(t)
+            self._pack(t, node)
         elif is_output:
             # PyTorch's SavedVariable keeps an output detached (modes see the ``detach``): the
             # node's output holds the node, and the node must not hold it back, or every graph
@@ -190,18 +209,65 @@ class SavedTensor:
         else:
             self._t = t
 
+    def _pack(self, t, node, hooks=None):
+        """Save through ``hooks`` (the innermost ``saved_tensors_hooks`` by default; PyTorch's
+        ``set_hooks_and_pack_data``): only the packed value is kept, with the edge the unpacked
+        tensor will have. The pack hook runs with grad mode off on the tensor itself (a saved
+        output: an alias with its node) and may not modify it in place."""
+        pack, unpack = hooks or _HookState.stack[-1]
+        self._unpack = unpack
+        self._t = None
+        if self._is_output:
+            self._edge = None           # the node, held weakly (``_node``)
+            arg = _redispatch(_detach_op, (t,), {})
+            if node is not None and arg._dtype.is_floating_point:
+                arg._grad_fn, arg._output_nr, arg._requires_grad = node, self._output_nr, True
+        else:
+            self._edge = gradient_edge(t)
+            arg = t
+        version = t._version
+        with sk.no_grad():
+            self._packed = pack(arg)
+        if t._version != version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                "input to pack hook cannot be modified by in-place operations as this can lead "
+                "to unexpected side-effects. Please open an issue if you need to perform "
+                "in-place operations on the input to a pack hook.")
+
+    def _unpack_hooked(self):
+        """What the unpack hook returns, made the saved tensor again for autograd (PyTorch's
+        ``SavedVariable::unpack`` with hooks; no version check): an alias with the saved node
+        as its grad_fn, or, for a leaf requiring grad, a leaf accumulating into that leaf's
+        ``.grad``. A saved constant comes back as returned."""
+        data = self._unpack(self._packed)
+        if not isinstance(data, sk.Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(data).__name__}")
+        if self._is_output:
+            node = self._node() if self._node is not None else None
+            edge = None if node is None else (node, self._output_nr)
+        else:
+            edge = self._edge
+        if edge is None and not data.requires_grad:
+            return data
+        out = _redispatch(_detach_op, (data,), {})
+        if edge is None or not out._dtype.is_floating_point:
+            return out
+        out._requires_grad = True
+        if edge[0].__class__ is AccumulateGrad:
+            out.__dict__["_grad_accumulator"] = edge[0]
+        else:
+            out._grad_fn, out._output_nr = edge
+        return out
+
     def unpack(self):
         if self._freed:
             raise RuntimeError(FREED)
+        if self._unpack is not None:
+            return self._unpack_hooked()
         if self._vc[0] != self._version:
-            t = self._t() if self._unpack is not None else self._t
-            if t is None:       # hooks dropped the tensor: name what was saved
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: {self._type} is at version {self._vc[0]}; expected "
-                    f"version {self._version} instead. Hint: enable anomaly detection to find "
-                    "the operation that failed to compute its gradient, with "
-                    "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+            t = self._t
             if self._is_output:
                 node, nr = self._node(), self._output_nr
             else:
@@ -214,8 +280,6 @@ class SavedTensor:
                 f"expected version {self._version} instead. Hint: enable anomaly detection to "
                 "find the operation that failed to compute its gradient, with "
                 "torch.autograd.set_detect_anomaly(True, check_nan=False).")
-        if self._unpack is not None:
-            return self._unpack(self._packed)
         if self._is_output:
             # a fresh alias with the node as its grad_fn (PyTorch's unpack: ``detach`` again,
             # then the saved edge), so a double backward differentiates through it
@@ -228,9 +292,36 @@ class SavedTensor:
             return t
         return self._t
 
+    # -- what PyTorch's ``grad_fn._raw_saved_<name>`` (``torch._C._autograd.SavedTensor``) has
+    @property
+    def data(self):
+        """The packed object when hooks were used, else the saved tensor."""
+        return self._packed if self._unpack is not None else self._t
+
+    @property
+    def unpack_hook(self):
+        return self._unpack
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Pack the saved tensor now with ``pack_hook`` and unpack it with ``unpack_hook``
+        (RuntimeError once freed, or when hooks were set already)."""
+        if self._freed:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved variables after calling "
+                "backward.")
+        if self._unpack is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
+                               "been set. Hint: only one pair of hooks is allowed at a time.")
+        node = self._node() if self._node is not None else None
+        self._pack(self._t, node, (pack_hook, unpack_hook))
+
     def free(self):
         self._freed = True
         self._t = self._packed = self._unpack = None     # the hooks may hold memory too
+        self._edge = None
 
 
 def gradient_edge(t):
@@ -244,13 +335,19 @@ def gradient_edge(t):
     return None
 
 
-def move_retains_grad(t, old_fn, old_nr: int) -> None:
-    """``t`` (which ``retain_grad()``) got a new ``grad_fn`` (an in-place op, a ``CopySlices``
-    on its base, a regenerated view node): its gradient is now read at the new node, as
-    PyTorch's ``update_tensor_hooks_on_new_gradfn`` moves the retains_grad hook."""
-    if old_fn is not None and old_fn._retain.get(old_nr) is t:
-        del old_fn._retain[old_nr]
-    t._grad_fn._own("_retain", {})[t._output_nr] = t
+def set_history(t, node, output_nr: int) -> None:
+    """Make ``(node, output_nr)`` the history of ``t``, which had another (an in-place op, a
+    custom function's ``mark_dirty``, a view's regenerated node): a ``retain_grad`` moves to
+    the new node, as PyTorch's ``update_tensor_hooks_on_new_gradfn`` does, so ``t.grad`` is
+    the gradient of ``t``'s newest value. Hooks registered earlier stay on the old node."""
+    old = t._grad_fn
+    if old is not None and old._retain and t.__dict__.get("_retains_grad"):
+        if old._retain.get(t._output_nr) is t:
+            del old._retain[t._output_nr]
+            node._own("_retain", {})[output_nr] = t
+    t._grad_fn = node
+    t._output_nr = output_nr
+    t._requires_grad = True
 
 
 class GradientEdge(NamedTuple):
@@ -310,12 +407,18 @@ class AccumulateGrad(Node):
     ones are added in place, or out of place under ``create_graph``."""
 
     _name = "AccumulateGrad"
-    run = None      # the running backward's token: a gradient it handed out more than once
-    #                 (or the caller's) carries it as ``_grad_shared`` (``shared(g)``)
+    run = None      # the running backward's token (the engine's marks carry it)
 
     @classmethod
     def shared(cls, g) -> bool:
-        return g.__dict__.get("_grad_shared") is cls.run
+        """Whether ``g`` is held elsewhere too: the caller's gradient, or one in more than one
+        input buffer of the running backward (the engine's ``_grad_holders``)."""
+        marks = g.__dict__
+        run = cls.run
+        if marks.get("_grad_shared") is run:
+            return True
+        held = marks.get("_grad_holders")
+        return held is not None and held[0] is run and held[1] > 1
 
     def __init__(self, variable):
         super().__init__()
@@ -332,11 +435,11 @@ class AccumulateGrad(Node):
             if not sk.is_grad_enabled():
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is
                 # shared or breaks the layout contract. We cannot count references: the engine
-                # tells which gradient objects it handed out twice (``shared``).
+                # counts the input buffers holding each gradient (``shared``).
                 if g.__class__ is _Tensor and var.__class__ is _Tensor:
                     strides = g._layout.strides
-                    copy = (g.__dict__.get("_grad_shared") is AccumulateGrad.run
-                            or g._requires_grad or (g._base is not None and g._base._requires_grad)
+                    copy = (AccumulateGrad.shared(g) or g._requires_grad
+                            or (g._base is not None and g._base._requires_grad)
                             or not (strides == var._layout.strides and 0 not in strides
                                     or _obeys_layout_contract(g, var)))
                 else:

@@ -15,7 +15,7 @@ import subclass_kit as sk
 
 from . import formulas as F
 from .graph import (FREED, INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _sequence,
-                    grad_accumulator, gradient_edge, move_retains_grad)
+                    grad_accumulator, gradient_edge, set_history)
 
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
@@ -87,18 +87,30 @@ class FormulaNode(Node):
                 r.free()
 
     def __getattr__(self, name):
-        # PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions).
-        if name.startswith("_saved_"):
-            key = name[7:]
+        # PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions;
+        # lists as tuples, ``<tensor>_sym_sizes`` the sizes of an argument not saved) and the
+        # SavedTensor objects as ``grad_fn._raw_saved_<name>``.
+        raw = name.startswith("_raw_saved_")
+        if raw or name.startswith("_saved_"):
+            key = name[11:] if raw else name[7:]
             saved = _slot(self, "_saved") or {}
             if key in saved:
-                return _unpack(saved[key])
+                v = saved[key]
+                if raw:
+                    return tuple(v) if isinstance(v, list) else v
+                v = _unpack(v)
+                return tuple(v) if isinstance(v, list) else v
             values = _slot(self, "_values") or {}
-            if key in values:
-                return values[key]
-            if key == "result" and _slot(self, "_results"):
+            if key in values and not raw:
+                v = values[key]
+                return tuple(v) if isinstance(v, list) else v
+            if key == "result" and _slot(self, "_results") and self._results[0] is not None:
                 r = self._results
-                return _unpack(r[0]) if len(r) == 1 else tuple(_unpack(x) for x in r)
+                get = (lambda x: x) if raw else _unpack
+                return get(r[0]) if len(r) == 1 else tuple(get(x) for x in r)
+            metas = _slot(self, "_metas") or {}
+            if key.endswith("_sym_sizes") and key[:-10] in metas and not raw:
+                return tuple(metas[key[:-10]].shape)
         raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
 
 
@@ -154,12 +166,17 @@ class CopySlices(Node):
     """The root base's node after an in-place op ``fn`` on one of its views: the base's gradient
     passes through, except the view's region, which gets ``fn``'s gradient for its input
     computed from that region (SEMANTICS.md §3.5). Edges: the base's previous edge, then
-    ``fn``'s other inputs."""
+    ``fn``'s other inputs. ``index``: which of ``fn``'s edges is the view's (0 for an op's
+    ``self``; a custom function may modify any of its inputs; None: the view had none)."""
 
     _name = "CopySlices"
 
-    def __init__(self, base, view, fn):
-        super().__init__([gradient_edge(base)] + list(fn._next[1:]))
+    def __init__(self, base, view, fn, index=0):
+        edges = list(fn._next)
+        if index is not None:
+            del edges[index]
+        super().__init__([gradient_edge(base)] + edges)
+        self._index = index
         self._base_geom = _geometry(base)
         size, stride, offset = _geometry(view)
         self._view_geom = (size, stride, offset - base.storage_offset())
@@ -177,18 +194,23 @@ class CopySlices(Node):
                 and tuple(g.shape) == shape and g.stride() == stride):
             # a gradient no one else holds, laid out like the base: write the view's region in
             # place, so a chain of N CopySlices costs O(N) rather than N copies of the base
+            # (the version moves as PyTorch's copy into a new tensor moves that tensor's: no one
+            # else sees ``g``'s)
             result = g
+            result._vc[0] += 1
         else:
             result = sk.empty_strided(shape, stride, dtype=g.dtype, device=g.device)
             result.copy_(g)
         size, vstride, offset = self._view_geom
         grad_slice = result.as_strided(size, vstride, offset)
-        res = self.fn.apply([grad_slice.clone()])
-        if res and res[0] is not None:
-            grad_slice.copy_(res[0])
+        res = list(self.fn.apply([grad_slice.clone()]))
+        index = self._index
+        g_view = None if index is None or not res else res.pop(index)
+        if g_view is not None:
+            grad_slice.copy_(g_view)
         else:
             grad_slice.zero_()
-        return [result] + list(res[1:])
+        return [result] + res
 
     def release(self):
         self.fn.release()
@@ -258,13 +280,8 @@ class AutogradLayer:
 
     def view_grad_fn(self, view):
         node = AsStridedBackward0(view._base, view)
-        old, old_nr = view._grad_fn, view._output_nr
-        view._grad_fn = node
-        view._output_nr = 0
-        view._requires_grad = True
+        set_history(view, node, 0)
         view._view_version = view._version
-        if "_retains_grad" in view.__dict__:
-            move_retains_grad(view, old, old_nr)
         return node
 
     def _formula(self, op):
@@ -467,21 +484,15 @@ def _record(op, formula, args, kwargs):
     owner = node                # the node a saved output is unpacked with
     if rebase:
         base = self_arg._base
-        copy = CopySlices(base, self_arg, node)
-        old, old_nr = base._grad_fn, base._output_nr
-        base._grad_fn = copy
-        base._output_nr = 0
-        base._requires_grad = True
-        if "_retains_grad" in base.__dict__:
-            move_retains_grad(base, old, old_nr)
+        set_history(base, CopySlices(base, self_arg, node), 0)
         if formula.save and formula.save[-1].startswith("result"):
             # PyTorch's rebase_history regenerates the view's node now, and a saved output of
             # an in-place op on a view unpacks with it (held weakly), not with the node that
             # CopySlices wraps: a double backward then goes through CopySlices
             owner = self_arg.grad_fn
-    if "result" in formula.save:
+    if "result" in save:        # (``save_for`` may leave it out: ``pow``'s, for the exponent)
         node._results = [_save_output(o, owner, i, out_metas) for i, o in enumerate(outs)]
-    elif formula.save and formula.save[-1].startswith("result"):
+    elif formula.save and formula.save[-1].startswith("result") and formula.save[-1] != "result":
         # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
         node._results = [_save_output(o, owner, i, out_metas) if f"result{i}" in save else None
                          for i, o in enumerate(outs)]
@@ -528,6 +539,8 @@ def _record_simple(op, plan, args):
                     break
             else:
                 save.discard(name)
+                if name == "result":
+                    save_result = False
     meta_of = F.TensorMeta.of
     metas, values, saved = {}, {}, {}
     for name, v in zip(names, full):
@@ -582,12 +595,11 @@ def _save(v, clone: bool):
 def _attach(op, node, outs, args):
     for i, o in enumerate(outs):
         if _differentiable(o):
-            old = o._grad_fn        # an in-place op's self had one
-            old_nr = o._output_nr
+            old = o._grad_fn
+            if old is not None and old._retain:     # an in-place op's self: retain_grad moves
+                set_history(o, node, i)
             o._grad_fn = node
             o._output_nr = i
             o._requires_grad = True
-            if old is not None and "_retains_grad" in o.__dict__:
-                move_retains_grad(o, old, old_nr)
             if o._base is not None:
                 o._view_version = o._version

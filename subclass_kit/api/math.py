@@ -271,13 +271,18 @@ Tensor.subtract = Tensor.sub
 Tensor.subtract_ = Tensor.sub_
 
 
-def div(input, other, *, rounding_mode=None, out=None):
+# ``rounding_mode`` not given: PyTorch's argument parser picks ``div.Tensor``; given, even as
+# None, ``div.Tensor_mode`` (its node is DivBackward2, and modes see that overload)
+_NO_MODE = object()
+
+
+def div(input, other, *, rounding_mode=_NO_MODE, out=None):
     """True division (integer inputs give the default float dtype), or ``rounding_mode``
     "trunc" / "floor" (integers stay integers; integer division by zero raises RuntimeError
     "ZeroDivisionError")."""
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input = _as_tensor(input)
-    if rounding_mode is None:
+    if rounding_mode is _NO_MODE:
         if out is not None:
             return ops.div.out(input, other, out=out)
         return ops.div.Tensor(input, other)
@@ -286,9 +291,9 @@ def div(input, other, *, rounding_mode=None, out=None):
     return ops.div.Tensor_mode(input, other, rounding_mode=rounding_mode)
 
 
-def div_(self, other, *, rounding_mode=None):
+def div_(self, other, *, rounding_mode=_NO_MODE):
     """In-place ``div``; integer ``self`` needs a rounding mode (the result must fit)."""
-    if rounding_mode is None:
+    if rounding_mode is _NO_MODE:
         return ops.div_.Tensor(self, other)
     return ops.div_.Tensor_mode(self, other, rounding_mode=rounding_mode)
 

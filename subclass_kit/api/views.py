@@ -285,7 +285,7 @@ def t_(self):
     return ops.t_.default(self)
 
 
-@method("transpose_", "swapdims_")
+@method("transpose_", "swapdims_", "swapaxes_")
 def transpose_(self, dim0, dim1):
     return ops.transpose_.default(self, dim0, dim1)
 

@@ -71,6 +71,20 @@ derivative("bernoulli.p", _NOT_IMPLEMENTED)(_not_implemented("bernoulli.p"))
 derivative("normal_functional.default", _NOT_IMPLEMENTED)(_not_implemented("normal_functional"))
 
 
+def _yaml_not_implemented(name: str):
+    """derivatives.yaml's ``not_implemented("name")``: a named node whose backward raises."""
+    def formula(ctx, *grads):
+        raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+    return formula
+
+
+# ``unique``'s values require grad (the inverse and the counts do not); the backward raises
+derivative("_unique2.default", "Unique2Backward0", outputs=(True, False, False))(
+    _yaml_not_implemented("_unique2"))
+derivative("unique_dim.default", "UniqueDimBackward0", outputs=(True, False, False))(
+    _yaml_not_implemented("unique_dim"))
+
+
 def _broadcast(a: tuple, b: tuple) -> tuple:
     n = max(len(a), len(b))
     a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
@@ -101,7 +115,7 @@ non_differentiable(
     "bitwise_right_shift.Tensor_Scalar", "bitwise_right_shift.Scalar_Tensor",
     "__lshift__.Tensor", "__lshift__.Scalar", "__rshift__.Tensor", "__rshift__.Scalar",
     "__ilshift__.Tensor", "__ilshift__.Scalar", "__irshift__.Tensor", "__irshift__.Scalar",
-    "repeat_interleave.Tensor", "_unique2.default", "unique_dim.default",
+    "repeat_interleave.Tensor",
     reason="integer outputs")
 non_differentiable(
     "resize_.default", "resize_as_.default", "resize.default", "set_.source_Storage_storage_offset",

@@ -40,7 +40,7 @@ def _not_implemented(op: str):
 
 # -- powers and divisions --------------------------------------------------------------------
 @derivative("pow.Tensor_Tensor", "PowBackward1", inputs=("self", "exponent"),
-            save=("self", "exponent", "result"),
+            save=("self", "exponent", "result"), save_for={"result": ("exponent",)},
             numbers={("exponent",): "PowBackward0", ("self",): "PowBackward2"})
 def _pow(ctx, grad):
     x, e = ctx.self, ctx.exponent

@@ -1,0 +1,114 @@
+"""Saved tensors as PyTorch shows them, against torch 2.13: ``grad_fn._saved_<name>`` (lists
+as tuples, ``<input>_sym_sizes``), ``grad_fn._raw_saved_<name>`` / ``ctx._raw_saved_tensors``
+(the SavedTensor objects: ``data``, ``unpack_hook``, ``register_hooks``), and the node and saved
+values of ``div`` with an explicit ``rounding_mode=None``."""
+
+import pytest
+from test_autograd_hunt_2_oracle import attempt, obs, same
+
+torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
+
+
+def test_saved_values_as_tuples_and_sizes():
+    def program(L):
+        a = L.ones(2, 2, requires_grad=True)
+        idx = L.tensor([0, 1])
+        out = a[:, idx]
+        m = a.mean()
+        return (obs(list(out.grad_fn._saved_indices)), out.grad_fn._saved_self_sym_sizes,
+                m.grad_fn._saved_self_sym_sizes, type(out.grad_fn._saved_indices).__name__)
+    same(program)
+
+
+def test_raw_saved_tensor_hooks():
+    """``register_hooks`` packs the saved tensor now and unpacks it with the new hook; a
+    second pair, a freed graph, a saved None refuse; ``data`` is the packed object."""
+    def program(L):
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        y = a * a
+        sv = y.grad_fn._raw_saved_self
+        res = [sv.data is a, sv.unpack_hook is None]
+        sv.register_hooks(lambda x: x * 2, lambda x: x)
+        res += [obs(sv.data), obs(y.grad_fn._saved_self)]
+        res.append(attempt(lambda: sv.register_hooks(lambda x: x, lambda x: x)))
+        y.sum().backward()
+        res.append(a.grad.tolist())     # (its version: docs/differences.md, input buffers)
+        res.append(attempt(lambda: y.grad_fn._raw_saved_self.register_hooks(lambda x: x,
+                                                                            lambda x: x)))
+        res.append(attempt(lambda: y.grad_fn._saved_self))
+        b = L.tensor([1.0, 2.0], requires_grad=True)
+        z = b.exp()
+        z.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+        res.append(z.grad_fn._saved_result.grad_fn is z.grad_fn)
+        w = b.exp()
+
+        def inc(x):
+            x.add_(1)
+            return x
+        res.append(attempt(lambda: w.grad_fn._raw_saved_result.register_hooks(inc,
+                                                                              lambda x: x)))
+        return res
+    same(program)
+
+
+def test_custom_function_raw_saved_tensors():
+    def program(L):
+        class Fn(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x, None)
+                return x * 1
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        y = Fn.apply(a)
+        raw = y.grad_fn._raw_saved_tensors
+        res = [len(raw), raw[0].data is a,
+               attempt(lambda: raw[1].register_hooks(lambda x: x, lambda x: x))]
+        raw[0].register_hooks(lambda x: x, lambda x: x)
+        y.sum().backward()
+        res.append(attempt(lambda: y.grad_fn._raw_saved_tensors))
+        res.append(attempt(lambda: y.grad_fn.saved_tensors))
+        return res
+    same(program)
+
+
+@pytest.mark.parametrize("mode", ["unset", None, "trunc", "floor"])
+@pytest.mark.parametrize("other", ["tensor", "number"])
+def test_div_rounding_mode_node(mode, other):
+    """``rounding_mode=None`` given explicitly picks ``div.Tensor_mode`` (DivBackward2, its
+    ``_saved_rounding_mode``), as PyTorch's argument parser does."""
+    def program(L):
+        a = L.tensor([1.0, 3.0], requires_grad=True)
+        b = L.tensor([2.0, -2.0], requires_grad=True) if other == "tensor" else 2.0
+        y = L.div(a, b) if mode == "unset" else L.div(a, b, rounding_mode=mode)
+        rm = getattr(y.grad_fn, "_saved_rounding_mode", "absent")
+        y.sum().backward()
+        return obs(y), rm, obs(a.grad)
+    same(program)
+
+
+def test_div_in_place_rounding_mode_none():
+    def program(L):
+        a = L.tensor([1.0, 3.0], requires_grad=True).clone()
+        a.div_(2.0, rounding_mode=None)
+        return obs(a)
+    same(program)
+
+
+def test_repr_reads_the_current_grad_fn():
+    """``repr`` names the node ``grad_fn`` gives: a stale view's regenerated node, and
+    ``<Invalid>`` where reading it raises (a no_grad view modified in place under no_grad)."""
+    def program(L):
+        a = L.ones(2, requires_grad=True)
+        with L.no_grad():
+            b = a[:]
+            b *= 2
+        c = a.clone()
+        v = c[:1]
+        c.mul_(2)
+        return repr(b), repr(v), repr(c)
+    same(program)
