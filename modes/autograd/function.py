@@ -4,6 +4,8 @@ and the autograd of custom ops registered with ``sk.library.register_autograd``.
 
 from __future__ import annotations
 
+import inspect
+
 import subclass_kit as sk
 
 from .graph import Node, SavedTensor, gradient_edge
@@ -152,13 +154,19 @@ class Function(metaclass=FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = cls._ctx_class(cls._backward_name)
+        separate = cls.setup_context is not None and \
+            getattr(cls.setup_context, "__func__", cls.setup_context) is not \
+            getattr(Function.setup_context, "__func__", None)
+        if separate:
+            # As PyTorch: the call is bound to ``forward``'s signature with its defaults,
+            # so ``setup_context`` sees every input and a tensor passed by keyword is one.
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         rg = _tensors_requiring_grad(args) if sk.is_grad_enabled() and \
             not sk.is_inference_mode_enabled() else []
         ctx.needs_input_grad = tuple(isinstance(a, sk.Tensor) and a.requires_grad
                                      for a in args)
-        separate = cls.setup_context is not None and \
-            getattr(cls.setup_context, "__func__", cls.setup_context) is not \
-            getattr(Function.setup_context, "__func__", None)
         with sk.no_grad():
             if separate:
                 out = cls.forward(*args, **kwargs)

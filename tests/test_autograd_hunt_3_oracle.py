@@ -1,0 +1,92 @@
+"""Autograd programs run on both libraries and compared against torch 2.13, observation by
+observation: custom Functions in the ``setup_context`` style, the ``requires_grad`` property,
+derivative values at singular points, views + in-place through custom Functions, inference
+mode."""
+
+import re
+
+import numpy as np
+import pytest
+
+import subclass_kit as sk
+
+torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
+
+
+def _norm(msg: str) -> str:
+    return re.sub(r"\b(torch|sk)\.", "", msg).replace("torch::autograd::", "")
+
+
+def obs(x):
+    """What we compare: tensors by values, dtype, grad_fn name, requires_grad, is_leaf."""
+    if isinstance(x, (list, tuple)):
+        return [obs(v) for v in x]
+    if not hasattr(x, "grad_fn"):
+        return x
+    fn = x.grad_fn
+    return {"values": np.asarray(x.detach().tolist(), dtype=float).round(6).tolist(),
+            "dtype": str(x.dtype).split(".")[-1],
+            "grad_fn": None if fn is None else _norm(fn.name()),
+            "requires_grad": x.requires_grad, "is_leaf": x.is_leaf}
+
+
+def run(L, program):
+    try:
+        return ("ok", obs(program(L)))
+    except Exception as e:   # the class and the text are both compared
+        return (type(e).__name__, _norm(str(e)))
+
+
+def same(program):
+    ours, theirs = run(sk, program), run(torch, program)
+    assert ours == theirs, f"\nsk:    {ours}\ntorch: {theirs}"
+    return ours
+
+
+# -- custom Function, setup_context style: the call is bound to forward's signature ----------
+def _pow_function(L, style):
+    def forward(*args):
+        x, y = args[-2:]
+        return L.pow(x, y)
+
+    def setup_context(*args):
+        ctx, inputs, _ = args[-3:]
+        x, y = inputs
+        ctx.save_for_backward(x)
+        ctx.y = y
+        ctx.seen = len(inputs)
+
+    def backward(*args):
+        ctx, g = args[-2:]
+        (x,) = ctx.saved_tensors
+        gy = (g * L.pow(x, ctx.y) * L.log(x)).sum() if ctx.needs_input_grad[1] else None
+        return g * ctx.y * L.pow(x, ctx.y - 1), gy
+
+    if style == "staticmethod":
+        def fwd(x, y=3):
+            return forward(x, y)
+        ns = {"forward": staticmethod(fwd), "setup_context": staticmethod(setup_context),
+              "backward": staticmethod(backward)}
+    else:
+        def fwd(cls, x, y=3):
+            return forward(x, y)
+        ns = {"forward": classmethod(fwd), "setup_context": classmethod(setup_context),
+              "backward": classmethod(backward)}
+    return type("PowFunction", (L.autograd.Function,), ns)
+
+
+@pytest.mark.parametrize("style", ["staticmethod", "classmethod"])
+@pytest.mark.parametrize("call", ["default", "positional", "keyword_tensor", "too_many"])
+def test_setup_context_sees_bound_inputs_with_defaults(style, call):
+    def program(L):
+        fn = _pow_function(L, style)
+        x = L.tensor([2.0, 0.5], dtype=L.float64, requires_grad=True)
+        y = L.tensor(1.5, dtype=L.float64, requires_grad=True)
+        args, kwargs = {"default": ((x,), {}), "positional": ((x, 2), {}),
+                        "keyword_tensor": ((x,), {"y": y}),
+                        "too_many": ((x, 2, 3), {})}[call]
+        out = fn.apply(*args, **kwargs)
+        grads = L.autograd.grad(out.sum(), (x, y), allow_unused=True)
+        return out, out.grad_fn.seen, out.grad_fn.needs_input_grad, grads
+
+    same(program)
