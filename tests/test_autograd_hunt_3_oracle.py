@@ -90,3 +90,16 @@ def test_setup_context_sees_bound_inputs_with_defaults(style, call):
         return out, out.grad_fn.seen, out.grad_fn.needs_input_grad, grads
 
     same(program)
+
+
+# -- the requires_grad property has its own checks and texts -------------------------------
+@pytest.mark.parametrize("dtype", ["int64", "int8", "uint8", "bool", "float16", "bfloat16",
+                                   "float64"])
+@pytest.mark.parametrize("value", [True, False, 1, 0, "yes", None])
+def test_requires_grad_property_setter(dtype, value):
+    def program(L):
+        t = L.ones(2, dtype=getattr(L, dtype))
+        t.requires_grad = value
+        return t
+
+    same(program)
