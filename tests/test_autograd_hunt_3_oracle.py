@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import subclass_kit as sk
 
@@ -101,5 +102,66 @@ def test_requires_grad_property_setter(dtype, value):
         t = L.ones(2, dtype=getattr(L, dtype))
         t.requires_grad = value
         return t
+
+    same(program)
+
+
+# -- the gradients a custom Function's backward returns are checked and fitted ---------------
+_RETURNS = {
+    "broadcast_to_input": lambda L, g: (None, g.expand(4, 2, 3), L.ones(2, 3)),
+    "not_expandable": lambda L, g: (None, L.ones(5), L.ones(3)),
+    "other_dtypes": lambda L, g: (None, g.double(), L.ones(3, dtype=L.float32)),
+    "integral": lambda L, g: (None, g.long(), L.ones(3)),
+    "grad_for_non_tensor": lambda L, g: (L.ones(1), g, L.ones(3)),
+    "too_few": lambda L, g: (g,),
+    "extra_nones": lambda L, g: (None, g, L.ones(3), None, None),
+    "extra_tensor": lambda L, g: (None, g, L.ones(3), g),
+    "single_tensor": lambda L, g: g,
+}
+
+
+@pytest.mark.parametrize("returns", sorted(_RETURNS))
+def test_custom_function_backward_results_are_validated(returns):
+    def program(L):
+        class Scale(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, k, x, y):
+                return x * y * k
+
+            @staticmethod
+            def backward(ctx, g):
+                return _RETURNS[returns](L, g)
+
+        x = L.ones(2, 3, requires_grad=True)
+        y = L.ones(3, dtype=L.float64, requires_grad=True)
+        Scale.apply(3, x, y).sum().backward()
+        return x.grad, y.grad
+
+    same(program)
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.lists(st.integers(1, 3), min_size=0, max_size=3),
+       lead=st.lists(st.integers(1, 3), min_size=0, max_size=2),
+       ones=st.lists(st.booleans(), min_size=3, max_size=3))
+def test_custom_function_gradient_summed_to_input_shape(shape, lead, ones):
+    # the backward returns a gradient the input broadcasts to: the input gets it summed down
+    in_shape = [1 if one else s for s, one in zip(shape, ones)]
+    g_shape = lead + shape
+    data = np.arange(float(np.prod(g_shape) or 1)).reshape(g_shape)
+
+    def program(L):
+        class Spread(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.sum()
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * L.tensor(data.tolist(), dtype=L.float64)
+
+        x = L.zeros(in_shape, dtype=L.float64, requires_grad=True)
+        Spread.apply(x).backward()
+        return x.grad
 
     same(program)

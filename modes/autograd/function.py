@@ -8,6 +8,7 @@ import inspect
 
 import subclass_kit as sk
 
+from .formulas import _expandable, sum_to
 from .graph import Node, SavedTensor, gradient_edge
 
 __all__ = ["Function", "FunctionCtx", "apply_custom_op"]
@@ -30,6 +31,8 @@ class FunctionCtx(Node):
         self.needs_input_grad = ()
         self._backward = None
         self._input_positions = ()
+        self._input_metas = ()
+        self._tensor_positions = ()
         self._out_metas = []
 
     def save_for_backward(self, *tensors):
@@ -63,10 +66,50 @@ class FunctionCtx(Node):
         res = self._backward(self, *grads)
         if not isinstance(res, tuple):
             res = (res,)
-        if len(res) < len(self._input_positions):
+        return self._validate(res)
+
+    def _validate(self, res):
+        """PyTorch's ``PyNode::apply`` and the engine's ``validate_outputs``: one gradient per
+        forward argument (extra trailing Nones dropped), None for every non-tensor argument,
+        each gradient of its input's shape (or one the input broadcasts to: summed down) and
+        dtype (cast)."""
+        n = self._n_args
+        if len(res) > n and all(r is None for r in res[n:]):
+            res = res[:n]
+        if len(res) != n:
             raise RuntimeError(f"function {self._name} returned an incorrect number of "
-                               f"gradients (expected {self._n_args}, got {len(res)})")
-        return [res[p] if p < len(res) else None for p in self._input_positions]
+                               f"gradients (expected {n}, got {len(res)})")
+        tensor_positions = self._tensor_positions
+        for i, r in enumerate(res):
+            if r is not None and i not in tensor_positions:
+                raise RuntimeError(f"function {self._name} returned a gradient different than "
+                                   f"None at position {i + 1}, but the corresponding forward "
+                                   f"input was not a Variable")
+        out = []
+        for p, (shape, dtype) in zip(self._input_positions, self._input_metas):
+            g = res[p]
+            if g is not None:
+                gshape = tuple(g.shape)
+                if gshape != shape:
+                    if not _expandable(shape, gshape):
+                        raise RuntimeError(
+                            f"Function {self._name} returned an invalid gradient at index "
+                            f"{tensor_positions.index(p)} - got {list(gshape)} but expected "
+                            f"shape compatible with {list(shape)}")
+                    g = sum_to(g, shape)
+                if g.dtype != dtype:
+                    g = g.to(dtype)
+            out.append(g)
+        return out
+
+
+def _record_inputs(ctx, args, rg):
+    """The node's edges and what its backward's gradients are checked against."""
+    ctx._next = tuple(gradient_edge(a) for _, a in rg)
+    ctx._input_positions = tuple(i for i, _ in rg)
+    ctx._input_metas = tuple((tuple(a.shape), a.dtype) for _, a in rg)
+    ctx._tensor_positions = tuple(i for i, a in enumerate(args) if isinstance(a, sk.Tensor))
+    ctx._n_args = len(args)
 
 
 def _tensors_requiring_grad(args):
@@ -175,9 +218,7 @@ class Function(metaclass=FunctionMeta):
                 out = cls.forward(ctx, *args, **kwargs)
         if not rg:
             return out
-        ctx._next = tuple(gradient_edge(a) for _, a in rg)
-        ctx._input_positions = tuple(i for i, _ in rg)
-        ctx._n_args = len(args)
+        _record_inputs(ctx, args, rg)
         ctx._backward = cls.backward
         return _wrap_outputs(ctx, args, out, cls.__name__)
 
@@ -196,8 +237,6 @@ def apply_custom_op(op, registered, args, kwargs):
     out = _redispatch(op, args, kwargs)
     if setup_context is not None:
         setup_context(ctx, inputs, out)
-    ctx._next = tuple(gradient_edge(a) for _, a in rg)
-    ctx._input_positions = tuple(i for i, _ in rg)
-    ctx._n_args = len(inputs)
+    _record_inputs(ctx, inputs, rg)
     ctx._backward = backward
     return _wrap_outputs(ctx, inputs, out, base)
