@@ -25,7 +25,8 @@ def obs(x):
     if not hasattr(x, "grad_fn"):
         return x
     fn = x.grad_fn
-    return {"values": np.asarray(x.detach().tolist(), dtype=float).round(6).tolist(),
+    # as text, so NaNs compare equal (and zeros keep their sign)
+    return {"values": str(np.asarray(x.detach().tolist(), dtype=float).round(6).tolist()),
             "dtype": str(x.dtype).split(".")[-1],
             "grad_fn": None if fn is None else _norm(fn.name()),
             "requires_grad": x.requires_grad, "is_leaf": x.is_leaf}
@@ -163,5 +164,32 @@ def test_custom_function_gradient_summed_to_input_shape(shape, lead, ones):
         x = L.zeros(in_shape, dtype=L.float64, requires_grad=True)
         Spread.apply(x).backward()
         return x.grad
+
+    same(program)
+
+
+# -- derivative values at singular points -----------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_atan2_gradient_at_the_origin(dtype):
+    def program(L):
+        dt = getattr(L, dtype)
+        x = L.tensor([0.0, -0.0, 1.0, 0.0, 3.0], dtype=dt, requires_grad=True)
+        y = L.tensor([0.0, 0.0, 2.0, -0.0, 0.0], dtype=dt, requires_grad=True)
+        z = L.atan2(x, y)
+        gx, gy = L.autograd.grad(z.sum(), (x, y), create_graph=True)
+        ggx, = L.autograd.grad(gx.sum(), x, allow_unused=True)
+        return z, gx, gy, ggx, np.signbit(np.asarray(gy.tolist())).tolist()
+
+    same(program)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, 1.0, -2.0, 0.5]), min_size=2, max_size=6))
+def test_atan2_gradient_values(values):
+    def program(L):
+        x = L.tensor(values, dtype=L.float64, requires_grad=True)
+        y = L.tensor(values[::-1], dtype=L.float64, requires_grad=True)
+        (L.atan2(x, y) * L.arange(len(values), dtype=L.float64)).sum().backward()
+        return x.grad, y.grad
 
     same(program)
