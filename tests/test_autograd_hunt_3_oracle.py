@@ -193,3 +193,154 @@ def test_atan2_gradient_values(values):
         return x.grad, y.grad
 
     same(program)
+
+
+# -- custom Functions that modify an input in place (ctx.mark_dirty) ---------------------------
+def _add_in_place(L, n_outputs=1):
+    class AddInPlace(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            return x if n_outputs == 1 else (x, y * 2)
+
+        @staticmethod
+        def backward(ctx, g, *rest):
+            return g, g * 3
+    return AddInPlace
+
+
+def _dirty_observations(L, x, r, *others):
+    return ([x._version, r._version, r is x] + [_norm(t.grad_fn.name()) if t.grad_fn else None
+                                                 for t in (x, r) + others])
+
+
+@pytest.mark.parametrize("where", ["narrow", "select_row", "strided", "view_of_view"])
+@pytest.mark.parametrize("base_requires_grad", [True, False])
+def test_mark_dirty_on_a_view_rebases_the_base(where, base_requires_grad):
+    def program(L):
+        a = L.arange(12.0, dtype=L.float64).reshape(3, 4).requires_grad_(base_requires_grad)
+        b = L.tensor([1.0, -2.0], dtype=L.float64, requires_grad=True)
+        x = a * 1 if base_requires_grad else a.clone()
+        v = {"narrow": lambda: x[1, 1:3], "select_row": lambda: x[2, ::2],
+             "strided": lambda: x.t()[2, 1:], "view_of_view": lambda: x[1:][1][1:3]}[where]()
+        other = x[:, 1]
+        r = _add_in_place(L).apply(v, b)
+        seen = _dirty_observations(L, x, r, v, other) + [x.requires_grad, x.is_leaf]
+        (x * L.arange(12.0, dtype=L.float64).reshape(3, 4)).sum().backward()
+        return seen, b.grad, a.grad if base_requires_grad else None
+
+    same(program)
+
+
+@pytest.mark.parametrize("case", ["leaf", "view_of_leaf", "two_outputs", "unbind_output",
+                                  "no_grad_view", "not_an_input", "plain"])
+def test_mark_dirty_checks_and_versions(case):
+    def program(L):
+        y = L.ones(2, requires_grad=True)
+        leaf = L.ones(2, requires_grad=True)
+        n_outputs = 2 if case == "two_outputs" else 1
+        fn = _add_in_place(L, n_outputs)
+        if case == "leaf":
+            x = leaf
+        elif case == "view_of_leaf":
+            x = L.ones(4, requires_grad=True)[1:3]
+        elif case == "unbind_output":
+            x = (L.ones(2, 2, requires_grad=True) * 1).unbind()[0]
+        elif case == "no_grad_view":
+            base = leaf * 1
+            with L.no_grad():
+                x = base[:]
+        elif case == "not_an_input":
+            class Fresh(L.autograd.Function):
+                @staticmethod
+                def forward(ctx, t):
+                    out = t * 2
+                    ctx.mark_dirty(out)
+                    return out
+
+                @staticmethod
+                def backward(ctx, g):
+                    return g * 2
+            with pytest.warns(UserWarning, match="not an input"):
+                r = Fresh.apply(y)
+            return r._version, r.grad_fn.name()
+        else:
+            x = leaf * 1
+        r = fn.apply(x, y)
+        r = r[0] if n_outputs == 2 else r
+        return _dirty_observations(L, x, r)
+
+    same(program)
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "nothing_requires_grad"])
+def test_mark_dirty_bumps_the_version_without_a_node(mode):
+    def program(L):
+        x = L.ones(3, requires_grad=mode == "no_grad")
+        base = x * 1 if mode == "no_grad" else x.clone()
+        v = base[:2]
+        y = L.ones(2)
+        if mode == "no_grad":
+            with L.no_grad():
+                r = _add_in_place(L).apply(v, y)
+        else:
+            r = _add_in_place(L).apply(v, y)
+        return (base._version, v._version, r is v, r.requires_grad,
+                _norm(v.grad_fn.name()) if v.grad_fn else None)
+
+    same(program)
+
+
+# -- outputs that get no node ----------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["grad", "no_grad", "no_input_requires_grad"])
+def test_custom_function_outputs_without_history(mode):
+    def program(L):
+        class Pass(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.mark_non_differentiable(x)
+                return x, y, x.long(), y * 2
+
+            @staticmethod
+            def backward(ctx, gx, gy, gl, g2):
+                return gy, gy + 2 * g2
+
+        x = L.ones(3, requires_grad=mode != "no_input_requires_grad")
+        y = L.ones(3, requires_grad=mode != "no_input_requires_grad")
+        if mode == "no_grad":
+            with L.no_grad():
+                outs = Pass.apply(x, y)
+        else:
+            outs = Pass.apply(x, y)
+        return [(o is x, o is y, o._base is x, o._base is y, o.requires_grad, o.is_leaf,
+                 o.grad_fn.name() if o.grad_fn else None) for o in outs]
+
+    same(program)
+
+
+def test_mark_dirty_view_not_the_first_input_routes_each_gradient():
+    # docs/differences.md: torch's CopySlices assumes the view is the node's input 0, so the
+    # same Function with the arguments swapped (the view first) is the reference
+    def program(L, view_first):
+        class AddInto(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, *args):
+                y, x = args[::-1] if view_first else args
+                ctx.mark_dirty(x)
+                return x.add_(y * 2)
+
+            @staticmethod
+            def backward(ctx, g):
+                gy, gx = g * 2 + 1, g * 3
+                return (gx, gy) if view_first else (gy, gx)
+
+        a = L.arange(4.0, dtype=L.float64).requires_grad_()
+        b = L.tensor([1.0, 5.0], dtype=L.float64, requires_grad=True)
+        x = a * 1
+        v = x[1:3]
+        r = AddInto.apply(*((v, b) if view_first else (b, v)))
+        (x * L.tensor([1.0, 2.0, 3.0, 4.0], dtype=L.float64)).sum().backward()
+        return r, x, a.grad, b.grad, x.grad_fn.name().split("::")[-1]
+
+    assert obs(program(sk, view_first=False)) == obs(program(torch, view_first=True))

@@ -5,11 +5,14 @@ and the autograd of custom ops registered with ``sk.library.register_autograd``.
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import subclass_kit as sk
+from subclass_kit.inplace_checks import view_rebase_message
 
 from .formulas import _expandable, sum_to
 from .graph import Node, SavedTensor, gradient_edge
+from .layer import CopySlices
 
 __all__ = ["Function", "FunctionCtx", "apply_custom_op"]
 
@@ -131,11 +134,14 @@ def _wrap_outputs(ctx, args, out, name):
         if not isinstance(o, sk.Tensor):
             new.append(o)
             continue
+        if id(o) in non_diff or not o.dtype.is_floating_point:
+            ctx._out_metas[i] = None
+            new.append(_without_history(o, args, dirty))
+            continue
         if any(o is a for a in args) and id(o) not in dirty:
             with sk.no_grad():
                 o = o.view_as(o)            # an input returned as-is comes back as a view
-        if id(o) in non_diff or not o.dtype.is_floating_point:
-            ctx._out_metas[i] = None
+        if id(o) in dirty and _rebase_dirty(ctx, o, args, len(outs)):
             new.append(o)
             continue
         if o._base is not None and id(o) not in dirty:
@@ -210,17 +216,96 @@ class Function(metaclass=FunctionMeta):
             not sk.is_inference_mode_enabled() else []
         ctx.needs_input_grad = tuple(isinstance(a, sk.Tensor) and a.requires_grad
                                      for a in args)
+        if rg:      # the edges are the inputs' histories before the forward, as PyTorch's
+            _record_inputs(ctx, args, rg)
         with sk.no_grad():
             if separate:
                 out = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, out)
             else:
                 out = cls.forward(ctx, *args, **kwargs)
+        if ctx._dirty:
+            _mark_dirty(ctx, args)
         if not rg:
-            return out
-        _record_inputs(ctx, args, rg)
+            dirty = {id(t) for t in ctx._dirty}
+            if isinstance(out, tuple):
+                return tuple(_without_history(o, args, dirty) for o in out)
+            return _without_history(out, args, dirty)
         ctx._backward = cls.backward
         return _wrap_outputs(ctx, args, out, cls.__name__)
+
+
+def _mark_dirty(ctx, args):
+    """PyTorch's ``_mark_dirty``: each tensor given to ``ctx.mark_dirty`` has its version
+    bumped once, in any grad mode."""
+    for t in ctx._dirty:
+        if not any(t is a for a in args):
+            warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                          "Tensors that have been mutated should be passed to "
+                          "ctx.mark_dirty().", stacklevel=3)
+        vc = t._vc
+        if vc is not None:          # inference tensors have no counter
+            vc[0] += 1
+
+
+def _without_history(o, args, dirty):
+    """An output that gets no node (none is recorded, or it is non-differentiable), as
+    PyTorch's ``_wrap_outputs``: an input returned as is comes back as a new alias (a view
+    when it does not require grad, else detached), another output requiring grad is
+    detached; the caller's tensors keep their ``requires_grad``."""
+    if not isinstance(o, sk.Tensor):
+        return o
+    is_input = any(o is a for a in args)
+    if not o.requires_grad:
+        if is_input and id(o) not in dirty:
+            with sk.no_grad():
+                o = o.view_as(o)
+        return o
+    if is_input:
+        return o.detach()
+    if o._base is None:
+        o.detach_()
+    return o
+
+
+def _rebase_dirty(ctx, o, args, n_outputs):
+    """The checks and the history of an input the forward modified in place (PyTorch's
+    ``_wrap_outputs`` with ``rebase_history``). A view's root base is rebased onto a
+    ``CopySlices`` wrapping the node, as for a built-in in-place op on a view; the view's own
+    ``grad_fn`` is regenerated when next read. Returns whether ``o`` was such a view."""
+    if o._grad_fn is None and o.requires_grad:     # is_leaf as the raw field, as PyTorch's
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                           "operation.")
+    base = o._base
+    if base is None:
+        return False
+    if n_outputs > 1:
+        raise RuntimeError(
+            "If your Function modifies inplace an input that is a view of another Tensor, your "
+            "Function cannot return more than one Tensor. This is not supported by the current "
+            "autograd engine. You should either make sure the input is not a view (using "
+            ".clone() for example) or make your Function only return one Tensor (potentially "
+            "splitting it into two Functions: one doing the inplace that returns a single "
+            "Tensor and a second one that does the other operations). You can ask on the forum "
+            "https://discuss.pytorch.org/ if you need help to do this change.")
+    if o._creation_meta != sk.CreationMeta.DEFAULT:
+        raise RuntimeError(view_rebase_message(o, direct=True))
+    if base.requires_grad and base._grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    position = next(i for i, a in enumerate(args) if a is o)
+    if position not in ctx._input_positions:
+        # a view that did not require grad: it gets a gradient slot (its edge is the base's)
+        k = sum(1 for p in ctx._input_positions if p < position)
+        ctx._input_positions = ctx._input_positions[:k] + (position,) + ctx._input_positions[k:]
+        ctx._input_metas = (ctx._input_metas[:k] + ((tuple(o.shape), o.dtype),)
+                            + ctx._input_metas[k:])
+        ctx._next = ctx._next[:k] + (None,) + ctx._next[k:]
+    copy = CopySlices(base, o, ctx, ctx._input_positions.index(position))
+    base._grad_fn = copy
+    base._output_nr = 0
+    base._requires_grad = True
+    return True
 
 
 def apply_custom_op(op, registered, args, kwargs):

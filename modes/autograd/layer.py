@@ -154,16 +154,20 @@ class CopySlices(Node):
     """The root base's node after an in-place op ``fn`` on one of its views: the base's gradient
     passes through, except the view's region, which gets ``fn``'s gradient for its input
     computed from that region (SEMANTICS.md §3.5). Edges: the base's previous edge, then
-    ``fn``'s other inputs."""
+    ``fn``'s other inputs. ``index``: the view's input among ``fn``'s (0 for built-in ops,
+    where it is ``self``; a custom Function may modify any of its inputs)."""
 
     _name = "CopySlices"
 
-    def __init__(self, base, view, fn):
-        super().__init__([gradient_edge(base)] + list(fn._next[1:]))
+    def __init__(self, base, view, fn, index=0):
+        edges = list(fn._next)
+        del edges[index]
+        super().__init__([gradient_edge(base)] + edges)
         self._base_geom = _geometry(base)
         size, stride, offset = _geometry(view)
         self._view_geom = (size, stride, offset - base.storage_offset())
         self.fn = fn
+        self._index = index
 
     def apply(self, grads):
         g = grads[0]
@@ -179,12 +183,13 @@ class CopySlices(Node):
             result.copy_(g)
         size, vstride, offset = self._view_geom
         grad_slice = result.as_strided(size, vstride, offset)
-        res = self.fn.apply([grad_slice.clone()])
-        if res and res[0] is not None:
-            grad_slice.copy_(res[0])
+        res = list(self.fn.apply([grad_slice.clone()]))
+        g_view = res.pop(self._index) if res else None
+        if g_view is not None:
+            grad_slice.copy_(g_view)
         else:
             grad_slice.zero_()
-        return [result] + list(res[1:])
+        return [result] + res
 
     def release(self):
         self.fn.release()
