@@ -344,3 +344,18 @@ def test_mark_dirty_view_not_the_first_input_routes_each_gradient():
         return r, x, a.grad, b.grad, x.grad_fn.name().split("::")[-1]
 
     assert obs(program(sk, view_first=False)) == obs(program(torch, view_first=True))
+
+
+# -- div's gradient for the divisor: PyTorch's expression, op for op --------------------------
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3).filter(lambda v: abs(v) > 1e-3), min_size=2, max_size=5))
+def test_div_other_gradient_is_bitwise_pytorchs(values):
+    def program(L):
+        a = L.tensor(values, dtype=L.float32, requires_grad=True)
+        b = L.tensor(values[::-1], dtype=L.float32, requires_grad=True)
+        ga, gb = L.autograd.grad((a / b * L.arange(len(values), dtype=L.float32)).sum(), (a, b),
+                                 create_graph=True)
+        return ([float(v).hex() for v in gb.tolist()], _norm(gb.grad_fn.name()),
+                _norm(ga.grad_fn.name()))
+
+    same(program)
