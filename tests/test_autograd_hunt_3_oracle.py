@@ -359,3 +359,64 @@ def test_div_other_gradient_is_bitwise_pytorchs(values):
                 _norm(ga.grad_fn.name()))
 
     same(program)
+
+
+# -- double backward through in-place ops that keep the old value of self --------------------
+_INPLACE = {
+    "mul_": lambda v, b: v.mul_(b),
+    "div_": lambda v, b: v.div_(b + 3.0),
+    "mul_twice": lambda v, b: v.mul_(b).mul_(b),
+    "addcmul_": lambda v, b: v.addcmul_(v, b),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_INPLACE))
+@pytest.mark.parametrize("on_view", [True, False])
+def test_double_backward_through_in_place_saved_self(op, on_view):
+    a_data = np.linspace(-1.5, 2.0, 16).reshape(4, 4)
+    b_data = np.linspace(0.5, 1.25, 4).reshape(2, 2)
+
+    def program(L):
+        a = L.tensor(a_data.tolist(), dtype=L.float64, requires_grad=True)
+        b = L.tensor(b_data.tolist(), dtype=L.float64, requires_grad=True)
+        x = a.clone()
+        target = x[1:3, 2:] if on_view else x[1:3, 2:].clone()
+        _INPLACE[op](target, b)
+        out = x if on_view else target
+        ga, gb = L.autograd.grad((out * out).sum(), (a, b), create_graph=True)
+        second = L.autograd.grad((ga * ga).sum() + (gb * gb).sum(), (a, b), allow_unused=True)
+        return out, ga, gb, second, _norm(out.grad_fn.name())
+
+    same(program)
+
+
+def test_in_place_saved_self_is_a_recorded_clone():
+    def program(L):
+        a = L.ones(3, requires_grad=True)
+        b = L.full((3,), 2.0, requires_grad=True)
+        x = a * 1
+        x.mul_(b)
+        saved = x.grad_fn._saved_self
+        return saved, _norm(saved.grad_fn.name()), x.grad_fn._saved_other
+
+    same(program)
+
+
+def test_gradgradcheck_in_place_on_views():
+    def check(L):
+        a = L.tensor(np.linspace(-1, 1, 16).reshape(4, 4).tolist(), dtype=L.float64,
+                     requires_grad=True)
+        b = L.tensor([[0.5, -1.0], [2.0, 1.5]], dtype=L.float64, requires_grad=True)
+        go = L.tensor(np.linspace(2, -2, 16).reshape(4, 4).tolist(), dtype=L.float64,
+                      requires_grad=True)
+
+        def func(root, b):
+            x = root.clone()
+            x.narrow(1, 2, 2).narrow(0, 1, 2).mul_(b)
+            x.narrow(1, 0, 2).narrow(0, 1, 2).mul_(b)
+            return x
+
+        return (L.autograd.gradcheck(func, (a, b)),
+                L.autograd.gradgradcheck(func, (a, b), (go,)))
+
+    same(check)

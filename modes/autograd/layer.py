@@ -554,12 +554,14 @@ def _save_output(o, node, i, out_metas):
 def _save(v, clone: bool):
     """Save an argument for backward: tensors (and lists of them) as ``SavedTensor``; the
     ``self`` of an in-place op is cloned first (its value before the op is what the formula
-    needs)."""
+    needs). The clone is recorded (``CloneBackward0``), as PyTorch's ``original_self =
+    self.clone()`` is, so a double backward sees how the old value depends on ``self``'s
+    history."""
     if isinstance(v, _Tensor):
         if v.is_inference():
             raise RuntimeError(INFERENCE_SAVED)
         if clone:
-            v = _redispatch(sk.ops.clone.default, (v,), {})
+            v = sk.ops.clone.default(v)
         return SavedTensor(v)
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, _Tensor) for x in v):
         return [SavedTensor(x) for x in v]
