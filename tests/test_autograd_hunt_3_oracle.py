@@ -420,3 +420,50 @@ def test_gradgradcheck_in_place_on_views():
                 L.autograd.gradgradcheck(func, (a, b), (go,)))
 
     same(check)
+
+
+# -- inference tensors made with requires_grad=True, used outside inference mode -------------
+_INFERENCE_USES = {
+    "square": lambda L, c, n: c * c,
+    "exp": lambda L, c, n: c.exp(),
+    "sum": lambda L, c, n: c.sum(),
+    "view": lambda L, c, n: c.view(-1),
+    "pow_scalar": lambda L, c, n: c.pow(2),
+    "stack_inference": lambda L, c, n: L.stack([c, c]),
+    "cat_inference": lambda L, c, n: L.cat([c, c]),
+    "times_normal": lambda L, c, n: c * n,
+    "normal_times": lambda L, c, n: n * c,
+    "plus_normal": lambda L, c, n: c + n,
+    "stack_mixed": lambda L, c, n: L.stack([c, n]),
+    "times_normal_rg": lambda L, c, n: c * n.requires_grad_(),
+    "plus_normal_rg": lambda L, c, n: c + n.requires_grad_(),
+}
+
+
+@pytest.mark.parametrize("use", sorted(_INFERENCE_USES))
+def test_inference_tensor_requiring_grad_used_outside(use):
+    def program(L):
+        with L.inference_mode():
+            c = L.tensor([1.0, 2.0], requires_grad=True)
+        n = L.tensor([3.0, -1.0])
+        out = _INFERENCE_USES[use](L, c, n)
+        # (_is_view of a non-view result is left out: torch's stack of inference tensors
+        # answers True)
+        seen = [out, out.is_inference(), out._is_view() if use == "view" else None]
+        if out.requires_grad:
+            out.sum().backward()
+            seen += [c.grad, n.grad]
+        return seen
+
+    same(program)
+
+
+@pytest.mark.parametrize("use", ["mul", "add"])
+def test_inference_tensor_requiring_grad_with_a_number_is_not_recorded(use):
+    # docs/differences.md: PyTorch records these (the number is wrapped in a tensor that
+    # carries the autograd key); we keep the rule "all tensors are inference: not recorded"
+    with sk.inference_mode():
+        c = sk.tensor([1.0, 2.0], requires_grad=True)
+    out = c * 2 if use == "mul" else c + 1
+    assert not out.requires_grad and out.grad_fn is None and out.is_leaf
+    assert out.tolist() == ([2.0, 4.0] if use == "mul" else [2.0, 3.0])

@@ -249,6 +249,22 @@ def _requires_grad(v) -> bool:
     return False
 
 
+def _any_normal_tensor(args, kwargs) -> bool:
+    """Whether a tensor among the arguments (lists looked into) is not an inference tensor.
+    An op whose tensors are all inference tensors is not recorded, even when one of them was
+    made with ``requires_grad=True`` (PyTorch's inference tensors have no autograd key; we do
+    not follow it in recording such an op when a Python number is among the arguments:
+    docs/differences.md)."""
+    for v in (*args, *kwargs.values()) if kwargs else args:
+        if isinstance(v, _Tensor):
+            if not v._inference:
+                return True
+        elif isinstance(v, (list, tuple)):
+            if any(isinstance(x, _Tensor) and not x._inference for x in v):
+                return True
+    return False
+
+
 class AutogradLayer:
     """The callable installed with ``sk.set_autograd_layer``; ``view_grad_fn`` regenerates a
     stale view's node for ``Tensor.grad_fn``."""
@@ -285,11 +301,16 @@ class AutogradLayer:
         for a in args:
             if a.__class__ is _Tensor:      # the common case, inline
                 if a._requires_grad or (a._base is not None and a._base._requires_grad):
+                    if a._inference and not _any_normal_tensor(args, kwargs):
+                        return _redispatch(op, args, kwargs)
                     break
             elif _requires_grad(a):
+                if not _any_normal_tensor(args, kwargs):
+                    return _redispatch(op, args, kwargs)
                 break
         else:
-            if not (kwargs and any(_requires_grad(v) for v in kwargs.values())):
+            if not (kwargs and any(_requires_grad(v) for v in kwargs.values())
+                    and _any_normal_tensor(args, kwargs)):
                 return _redispatch(op, args, kwargs)
         if op.namespace:
             custom = _custom_autograd(op)
