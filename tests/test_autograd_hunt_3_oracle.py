@@ -467,3 +467,33 @@ def test_inference_tensor_requiring_grad_with_a_number_is_not_recorded(use):
     out = c * 2 if use == "mul" else c + 1
     assert not out.requires_grad and out.grad_fn is None and out.is_leaf
     assert out.tolist() == ([2.0, 4.0] if use == "mul" else [2.0, 3.0])
+
+
+# -- saved_tensors_hooks: what the hooks see and what unpacking gives back --------------------
+_SAVING_OPS = {
+    "exp": lambda L, a: a.exp(),
+    "tanh": lambda L, a: (a * 2).tanh(),
+    "exp_": lambda L, a: a.clone().exp_(),
+    "softmax": lambda L, a: L.softmax(a, 0),
+    "mul": lambda L, a: (a * 3) * a,
+    "sigmoid_view": lambda L, a: (a * 1)[1:].sigmoid(),
+}
+
+
+@pytest.mark.parametrize("op", sorted(set(_SAVING_OPS) - {"mul"}))    # (the order of two
+def test_pack_hook_sees_saved_outputs_with_their_history(op):       # saved inputs differs)
+    def program(L):
+        seen = []
+
+        def pack(x):
+            seen.append((tuple(x.shape), x.requires_grad,
+                         _norm(x.grad_fn.name()) if x.grad_fn is not None else None))
+            return x
+
+        a = L.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        with L.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+            out = _SAVING_OPS[op](L, a)
+        out.sum().backward()
+        return seen, a.grad
+
+    same(program)

@@ -482,20 +482,21 @@ def _record(op, formula, args, kwargs):
     plan = _PLANS.get(op) or _plan(op, formula)
     cls = plan[1] or node_class(F.call_node_name(plan[0], formula, bound))
     node = cls(formula, values, saved, metas, None, out_metas, tuple(needs), edges, widths)
-    if "result" in formula.save:
-        node._results = [_save_output(o, node, i, out_metas) for i, o in enumerate(outs)]
-    elif formula.save and formula.save[-1].startswith("result"):
-        # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
-        node._results = [_save_output(o, node, i, out_metas) if f"result{i}" in save else None
-                         for i, o in enumerate(outs)]
     if rebase:
         base = self_arg._base
         copy = CopySlices(base, self_arg, node)
         base._grad_fn = copy
         base._output_nr = 0
         base._requires_grad = True
-        return out
-    _attach(op, node, grad_outs, args)
+    else:
+        _attach(op, node, grad_outs, args)
+    # outputs are saved once they have their history, as PyTorch (a pack hook sees it)
+    if "result" in formula.save:
+        node._results = [_save_output(o, node, i, out_metas) for i, o in enumerate(outs)]
+    elif formula.save and formula.save[-1].startswith("result"):
+        # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
+        node._results = [_save_output(o, node, i, out_metas) if f"result{i}" in save else None
+                         for i, o in enumerate(outs)]
     return out
 
 
@@ -553,13 +554,13 @@ def _record_simple(op, plan, args):
     if (out._dtype.is_floating_point if out.__class__ is _Tensor else _differentiable(out)):
         node = cls(formula, values, saved, metas, None, [meta_of(out)], tuple(needs), edges,
                    None)
-        if save_result:
-            node._results = [SavedTensor(out, is_output=True, node=node)]
         out._grad_fn = node
         out._output_nr = 0
         out._requires_grad = True
         if out._base is not None:
             out._view_version = out._version
+        if save_result:     # saved once it has its history, as PyTorch (a pack hook sees it)
+            node._results = [SavedTensor(out, is_output=True, node=node)]
     return out
 
 
