@@ -497,3 +497,51 @@ def test_pack_hook_sees_saved_outputs_with_their_history(op):       # saved inpu
         return seen, a.grad
 
     same(program)
+
+
+@pytest.mark.parametrize("op", sorted(_SAVING_OPS))
+@pytest.mark.parametrize("hooks", ["identity", "detach_scale"])
+def test_double_backward_through_saved_tensors_hooks(op, hooks):
+    def program(L):
+        pack, unpack = {"identity": (lambda x: x, lambda x: x),
+                        "detach_scale": (lambda x: x.detach() * 2, lambda x: x / 2)}[hooks]
+        a = L.tensor([0.5, -1.0, 2.0], dtype=L.float64, requires_grad=True)
+        with L.autograd.graph.saved_tensors_hooks(pack, unpack):
+            out = _SAVING_OPS[op](L, a)
+        g, = L.autograd.grad((out * out).sum(), a, create_graph=True)
+        g2, = L.autograd.grad(g.sum(), a)
+        return g, g2
+
+    same(program)
+
+
+def test_unpacked_saved_tensors_carry_the_saved_history():
+    def program(L):
+        a = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        with L.autograd.graph.saved_tensors_hooks(lambda x: x.detach(), lambda x: x):
+            b = a * 3
+            y = b.exp()
+            z = b * a
+        out = y.grad_fn._saved_result
+        saved_self, saved_other = z.grad_fn._saved_self, z.grad_fn._saved_other
+        return [(t, t is b, t is a, t._is_view()) for t in (out, saved_self, saved_other)]
+
+    same(program)
+
+
+# -- leaves and graphs are freed by reference counts -----------------------------------------
+def test_a_leaf_used_in_a_graph_is_freed_without_the_garbage_collector():
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        a = sk.ones(3, requires_grad=True)
+        (a * a).sum().backward()
+        grad = a.grad
+        ref = weakref.ref(a)
+        del a
+        assert ref() is None
+        assert grad.tolist() == [2.0, 2.0, 2.0]
+    finally:
+        gc.enable()

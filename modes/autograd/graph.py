@@ -150,7 +150,7 @@ class SavedTensor:
     output) or when the graph was freed by a backward without ``retain_graph``."""
 
     __slots__ = ("_t", "_vc", "_version", "_is_output", "_output_nr", "_node", "_packed",
-                 "_unpack", "_freed", "_type")
+                 "_unpack", "_freed", "_type", "_edge")
 
     def __init__(self, t, is_output: bool = False, node=None, output_nr: int = 0):
         if t.is_inference():
@@ -170,6 +170,8 @@ class SavedTensor:
             pack, self._unpack = _HookState.stack[-1]
             self._type = _type_string(t)
             self._t = weakref.ref(t)
+            # what the unpacked value is attached to (PyTorch's grad_fn_ / grad_accumulator_)
+            self._edge = None if is_output or not t.requires_grad else gradient_edge(t)
             self._packed = pack(t)
         elif is_output:
             # PyTorch's SavedVariable keeps an output detached (modes see the ``detach``): the
@@ -204,7 +206,7 @@ class SavedTensor:
                 "find the operation that failed to compute its gradient, with "
                 "torch.autograd.set_detect_anomaly(True, check_nan=False).")
         if self._unpack is not None:
-            return self._unpack(self._packed)
+            return self._with_history(self._unpack(self._packed))
         if self._is_output:
             # a fresh alias with the node as its grad_fn (PyTorch's unpack: ``detach`` again,
             # then the saved edge), so a double backward differentiates through it
@@ -216,6 +218,29 @@ class SavedTensor:
                 t._requires_grad = True
             return t
         return self._t
+
+    def _with_history(self, data):
+        """What an unpack hook returned, as a new alias carrying the saved tensor's history
+        (PyTorch's ``SavedVariable::unpack``: ``make_variable(data, edge)``): the node that made
+        it (the saving node for an output) or the leaf's accumulator, so a double backward
+        through tensors stored by hooks (checkpointing, offloading) reaches the graph."""
+        if not isinstance(data, _Tensor):
+            return data
+        if self._is_output:
+            node = self._node()
+            edge = None if node is None else (node, self._output_nr)
+        else:
+            edge = self._edge
+        t = _redispatch(_detach_op, (data,), {})
+        if edge is not None and t._dtype.is_floating_point:
+            fn, nr = edge
+            t._requires_grad = True
+            if isinstance(fn, AccumulateGrad):
+                t.__dict__["_grad_accumulator"] = fn      # a leaf: its gradient goes there
+            else:
+                t._grad_fn = fn
+                t._output_nr = nr
+        return t
 
     def free(self):
         self._freed = True
@@ -257,15 +282,26 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         super().__init__()
-        self.variable = variable
+        # Weakly: the leaf holds its accumulator (``grad_accumulator``), so a strong reference
+        # back would make every leaf used in a graph a reference cycle, freed only by the
+        # garbage collector. (PyTorch has the other direction weak; a leaf nobody holds any
+        # more has no ``.grad`` anyone can read.)
+        self._variable = weakref.ref(variable)
         self._seq = float("inf")        # runs as soon as it is ready (PyTorch: UINT64_MAX)
         self._post_hooks = []
+
+    @property
+    def variable(self):
+        """The leaf the gradient accumulates into (None once it is freed)."""
+        return self._variable()
 
     def apply(self, grads):
         g = grads[0]
         if g is None:
             return []
-        var = self.variable
+        var = self._variable()
+        if var is None:
+            return []
         if var.grad is None:
             if not sk.is_grad_enabled():
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is
