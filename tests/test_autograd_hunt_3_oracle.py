@@ -545,3 +545,73 @@ def test_a_leaf_used_in_a_graph_is_freed_without_the_garbage_collector():
         assert grad.tolist() == [2.0, 2.0, 2.0]
     finally:
         gc.enable()
+
+
+# -- checkpoint: gradients computed inside, nested checkpoints, higher orders -----------------
+def _checkpoint(L):
+    if L is sk:
+        from subclass_kit.utils.checkpoint import checkpoint
+    else:
+        from torch.utils.checkpoint import checkpoint
+    return checkpoint
+
+
+def _grad_of(L, fn):
+    def wrapper(x):
+        with L.enable_grad():
+            (g,) = L.autograd.grad(fn(x), (x,), create_graph=True)
+        return g
+    return wrapper
+
+
+def _ckpt(L, fn):
+    return lambda *a: _checkpoint(L)(fn, *a, use_reentrant=False)
+
+
+_NESTINGS = {
+    "c": lambda L, f: _ckpt(L, f),
+    "cc": lambda L, f: _ckpt(L, _ckpt(L, f)),
+    "g_c": lambda L, f: _grad_of(L, _ckpt(L, f)),
+    "g_cc": lambda L, f: _grad_of(L, _ckpt(L, _ckpt(L, f))),
+    "g_c_g": lambda L, f: _grad_of(L, _ckpt(L, _grad_of(L, f))),
+    "c_g_g_c": lambda L, f: _ckpt(L, _grad_of(L, _grad_of(L, _ckpt(L, f)))),
+    "g_c_g_c": lambda L, f: _grad_of(L, _ckpt(L, _grad_of(L, _ckpt(L, f)))),
+    "g_c_g_g_c": lambda L, f: _grad_of(L, _ckpt(L, _grad_of(L, _grad_of(L, _ckpt(L, f))))),
+}
+
+
+@pytest.mark.parametrize("nesting", sorted(_NESTINGS))
+@pytest.mark.parametrize("inner_grads", [False, True])
+def test_nested_checkpoints_and_gradients(nesting, inner_grads):
+    import gc
+    import weakref
+
+    def f(L, x):
+        if inner_grads:     # gradients computed (and dropped) inside the checkpointed function
+            L.autograd.grad(x.sin().exp().sin(), x)
+        return x.sin().exp().sin() * x
+
+    def program(L):
+        x = L.tensor(0.7, dtype=L.float64, requires_grad=True)
+        fn = _NESTINGS[nesting](L, lambda t: f(L, t))
+        out = fn(x)
+        refs, stack, seen = [], [out.grad_fn], set()
+        while stack:                # every node of the result's graph dies with the result
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            marker = type("Marker", (), {})()
+            node.metadata["marker"] = marker
+            refs.append(weakref.ref(marker))
+            stack += [n for n, _ in node.next_functions]
+        value = out.detach()
+        grad, = L.autograd.grad(out, x)
+        del out, x, node, stack, seen, marker
+        return value, grad, sum(r() is not None for r in refs)
+
+    gc.disable()
+    try:
+        same(program)
+    finally:
+        gc.enable()
