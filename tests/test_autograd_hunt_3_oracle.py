@@ -615,3 +615,22 @@ def test_nested_checkpoints_and_gradients(nesting, inner_grads):
         same(program)
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("hooks", [False, True])
+def test_version_of_tensors_saved_through_hooks_is_not_checked(hooks):
+    # as PyTorch: with hooks the value is the hooks' business (here the modified one is used)
+    def program(L):
+        a = L.ones(3, requires_grad=True)
+        if hooks:
+            with L.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+                b = a * 1
+                y = (b * b).sum()
+        else:
+            b = a * 1
+            y = (b * b).sum()
+        b.add_(1)
+        y.backward()
+        return a.grad
+
+    same(program)

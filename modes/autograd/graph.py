@@ -150,7 +150,7 @@ class SavedTensor:
     output) or when the graph was freed by a backward without ``retain_graph``."""
 
     __slots__ = ("_t", "_vc", "_version", "_is_output", "_output_nr", "_node", "_packed",
-                 "_unpack", "_freed", "_type", "_edge")
+                 "_unpack", "_freed", "_edge")
 
     def __init__(self, t, is_output: bool = False, node=None, output_nr: int = 0):
         if t.is_inference():
@@ -165,11 +165,10 @@ class SavedTensor:
         self._packed = self._unpack = None
         if _HookState.stack:
             # With hooks only the packed value is kept (PyTorch's SavedVariable does not hold
-            # the tensor then): the tensor is referenced weakly, for the error message, so that
-            # a pack hook that drops it (checkpointing, offloading) frees its memory.
+            # the tensor then), so a pack hook that drops it (checkpointing, offloading) frees
+            # its memory; nor is its version checked when unpacked (PyTorch's neither).
             pack, self._unpack = _HookState.stack[-1]
-            self._type = _type_string(t)
-            self._t = weakref.ref(t)
+            self._t = None
             # what the unpacked value is attached to (PyTorch's grad_fn_ / grad_accumulator_)
             self._edge = None if is_output or not t.requires_grad else gradient_edge(t)
             self._packed = pack(t)
@@ -184,15 +183,11 @@ class SavedTensor:
     def unpack(self):
         if self._freed:
             raise RuntimeError(FREED)
+        if self._unpack is not None:
+            # saved through hooks: no version check, as PyTorch (the hooks own the value)
+            return self._with_history(self._unpack(self._packed))
         if self._vc[0] != self._version:
-            t = self._t() if self._unpack is not None else self._t
-            if t is None:       # hooks dropped the tensor: name what was saved
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: {self._type} is at version {self._vc[0]}; expected "
-                    f"version {self._version} instead. Hint: enable anomaly detection to find "
-                    "the operation that failed to compute its gradient, with "
-                    "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+            t = self._t
             if self._is_output:
                 node, nr = self._node(), self._output_nr
             else:
@@ -205,8 +200,6 @@ class SavedTensor:
                 f"expected version {self._version} instead. Hint: enable anomaly detection to "
                 "find the operation that failed to compute its gradient, with "
                 "torch.autograd.set_detect_anomaly(True, check_nan=False).")
-        if self._unpack is not None:
-            return self._with_history(self._unpack(self._packed))
         if self._is_output:
             # a fresh alias with the node as its grad_fn (PyTorch's unpack: ``detach`` again,
             # then the saved edge), so a double backward differentiates through it
