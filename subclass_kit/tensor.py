@@ -453,13 +453,7 @@ class Tensor(metaclass=TensorType):
 
     @requires_grad.setter
     def requires_grad(self, value):
-        # PyTorch's property setter has its own checks and texts (THPVariable_set_requires_grad)
-        if value.__class__ is not bool:
-            raise RuntimeError("requires_grad must be a bool")
-        if value and not self._dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require "
-                               "gradients")
-        self.requires_grad_(value)
+        self.requires_grad_(dt.requires_grad_setter_value(self._dtype, value))
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if requires_grad.__class__ is not bool:

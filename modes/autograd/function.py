@@ -8,7 +8,6 @@ import inspect
 import warnings
 
 import subclass_kit as sk
-from subclass_kit.inplace_checks import view_rebase_message
 
 from .formulas import _expandable, sum_to
 from .graph import Node, SavedTensor, gradient_edge
@@ -289,7 +288,8 @@ def _rebase_dirty(ctx, o, args, n_outputs):
             "Tensor and a second one that does the other operations). You can ask on the forum "
             "https://discuss.pytorch.org/ if you need help to do this change.")
     if o._creation_meta != sk.CreationMeta.DEFAULT:
-        raise RuntimeError(view_rebase_message(o, direct=True))
+        # (the core's text for an in-place op on such a view; no public name reaches it)
+        raise RuntimeError(sk.inplace_checks.view_rebase_message(o, direct=True))
     if base.requires_grad and base._grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
