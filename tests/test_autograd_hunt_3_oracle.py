@@ -634,3 +634,26 @@ def test_version_of_tensors_saved_through_hooks_is_not_checked(hooks):
         return a.grad
 
     same(program)
+
+
+# -- Tensor.as_subclass stays attached to the graph (PyTorch wraps self.alias()) --------------
+@pytest.mark.parametrize("source", ["non_leaf", "leaf", "no_grad", "plain"])
+def test_as_subclass_keeps_the_graph(source):
+    def program(L):
+        class Marked(L.Tensor):
+            pass
+
+        x = L.tensor([1.0, -2.0, 3.0], requires_grad=source != "plain")
+        y = x * 2 if source in ("non_leaf", "no_grad") else x
+        if source == "no_grad":
+            with L.no_grad():
+                w = y.as_subclass(Marked)
+        else:
+            w = y.as_subclass(Marked)
+        seen = [type(w).__name__, w._base is y, w, w._version]
+        if w.requires_grad and w.grad_fn is not None:
+            (w * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+            seen.append(x.grad)
+        return seen
+
+    same(program)

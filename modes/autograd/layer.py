@@ -154,8 +154,7 @@ class CopySlices(Node):
     """The root base's node after an in-place op ``fn`` on one of its views: the base's gradient
     passes through, except the view's region, which gets ``fn``'s gradient for its input
     computed from that region (SEMANTICS.md §3.5). Edges: the base's previous edge, then
-    ``fn``'s other inputs. ``index``: the view's input among ``fn``'s (0 for built-in ops,
-    where it is ``self``; a custom Function may modify any of its inputs)."""
+    ``fn``'s other inputs; ``index``: the view's among ``fn``'s inputs (custom Functions)."""
 
     _name = "CopySlices"
 
@@ -250,18 +249,12 @@ def _requires_grad(v) -> bool:
 
 
 def _any_normal_tensor(args, kwargs) -> bool:
-    """Whether a tensor among the arguments (lists looked into) is not an inference tensor.
-    An op whose tensors are all inference tensors is not recorded, even when one of them was
-    made with ``requires_grad=True`` (PyTorch's inference tensors have no autograd key; we do
-    not follow it in recording such an op when a Python number is among the arguments:
-    docs/differences.md)."""
+    """Whether some tensor argument (lists looked into) is not an inference tensor: an op on
+    inference tensors only is not recorded, whatever their requires_grad (docs/differences.md)."""
     for v in (*args, *kwargs.values()) if kwargs else args:
-        if isinstance(v, _Tensor):
-            if not v._inference:
-                return True
-        elif isinstance(v, (list, tuple)):
-            if any(isinstance(x, _Tensor) and not x._inference for x in v):
-                return True
+        if any(isinstance(x, _Tensor) and not x._inference
+               for x in (v if isinstance(v, (list, tuple)) else (v,))):
+            return True
     return False
 
 
@@ -278,6 +271,16 @@ class AutogradLayer:
         view._output_nr = 0
         view._requires_grad = True
         view._view_version = view._version
+        return node
+
+    def alias_grad_fn(self, source, alias):
+        """Record ``alias`` (``Tensor.as_subclass``, made without dispatching) as PyTorch's
+        ``self.alias()`` is: attached to the graph through ``AliasBackward0``."""
+        formula = F.FORMULAS["alias.default"]
+        node = node_class(formula.node)(
+            formula, {}, {}, {"self": F.TensorMeta.of(source)}, None,
+            [F.TensorMeta.of(alias)], (True,), [gradient_edge(source)], None)
+        _attach(sk.ops.alias.default, node, [alias], (source,))
         return node
 
     def _formula(self, op):
@@ -490,8 +493,7 @@ def _record(op, formula, args, kwargs):
         base._requires_grad = True
     else:
         _attach(op, node, grad_outs, args)
-    # outputs are saved once they have their history, as PyTorch (a pack hook sees it)
-    if "result" in formula.save:
+    if "result" in formula.save:       # (saved once they have their history, as PyTorch)
         node._results = [_save_output(o, node, i, out_metas) for i, o in enumerate(outs)]
     elif formula.save and formula.save[-1].startswith("result"):
         # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
@@ -576,9 +578,7 @@ def _save_output(o, node, i, out_metas):
 def _save(v, clone: bool):
     """Save an argument for backward: tensors (and lists of them) as ``SavedTensor``; the
     ``self`` of an in-place op is cloned first (its value before the op is what the formula
-    needs). The clone is recorded (``CloneBackward0``), as PyTorch's ``original_self =
-    self.clone()`` is, so a double backward sees how the old value depends on ``self``'s
-    history."""
+    needs), recorded as PyTorch's ``original_self = self.clone()`` (for double backward)."""
     if isinstance(v, _Tensor):
         if v.is_inference():
             raise RuntimeError(INFERENCE_SAVED)
