@@ -657,3 +657,77 @@ def test_as_subclass_keeps_the_graph(source):
         return seen
 
     same(program)
+
+
+# -- custom Function outputs: materialized gradients, views, saved values --------------------
+@pytest.mark.parametrize("materialize", [True, False])
+def test_custom_function_materializes_every_tensor_output(materialize):
+    def program(L):
+        seen = []
+
+        class Several(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(materialize)
+                b = x * 3
+                ctx.mark_non_differentiable(b)
+                return x * 2, b, x > 0, x.long(), 5
+
+            @staticmethod
+            def backward(ctx, ga, gb, gmask, glong, gint):
+                seen.extend(None if g is None else (g.tolist(), str(g.dtype).split(".")[-1])
+                            for g in (ga, gb, gmask, glong, gint))
+                return ga * 2 if ga is not None else None
+
+        x = L.tensor([1.0, -1.0], requires_grad=True)
+        a, b, mask, long, five = Several.apply(x)
+        a.sum().backward()
+        return seen, x.grad, [t.requires_grad for t in (a, b, mask, long)], five
+
+    same(program)
+
+
+@pytest.mark.parametrize("mode", ["grad", "no_grad"])
+def test_view_returned_by_a_custom_function_refuses_in_place(mode):
+    def program(L):
+        class Head(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x[0:2]
+
+            @staticmethod
+            def backward(ctx, g):
+                return L.cat([g, L.zeros(1)])
+
+        x = L.ones(3, requires_grad=True) * 1
+        if mode == "no_grad":
+            with L.no_grad():
+                v = Head.apply(x)
+        else:
+            v = Head.apply(x)
+        seen = [v._is_view(), v.requires_grad]
+        v.mul_(2)
+        return seen
+
+    same(program)
+
+
+@pytest.mark.parametrize("value", [3, "x", [1.0], None])
+def test_save_for_backward_accepts_tensors_and_none_only(value):
+    def program(L):
+        class Keep(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(value if not isinstance(value, list) else [L.ones(1)], x)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                first, x = ctx.saved_tensors
+                return g * x
+
+        x = L.ones(2, requires_grad=True)
+        Keep.apply(x).sum().backward()
+        return x.grad
+
+    same(program)

@@ -38,6 +38,10 @@ class FunctionCtx(Node):
         self._out_metas = []
 
     def save_for_backward(self, *tensors):
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, sk.Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
+                                f"is of type {type(t).__name__}")
         self._saved = [None if t is None else SavedTensor(t, is_output=False, node=self)
                        for t in tensors]
 
@@ -122,8 +126,9 @@ def _wrap_outputs(ctx, args, out, name):
     """Give the outputs of a custom function their node; views of inputs are marked as made in a
     custom Function (their in-place use then raises, SEMANTICS.md §3.4)."""
     outs = out if isinstance(out, tuple) else (out,)
-    ctx._out_metas = [(tuple(o.shape), o.dtype, o.device)
-                      if isinstance(o, sk.Tensor) and o.dtype.is_floating_point else None
+    # every tensor output gets a zero gradient when none reaches it (materialize_grads), also a
+    # non-differentiable one, in its own dtype (PyTorch's output_info)
+    ctx._out_metas = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, sk.Tensor) else None
                       for o in outs]
     ctx._num_inputs = len(outs)
     non_diff = {id(t) for t in ctx._non_diff}
@@ -134,7 +139,6 @@ def _wrap_outputs(ctx, args, out, name):
             new.append(o)
             continue
         if id(o) in non_diff or not o.dtype.is_floating_point:
-            ctx._out_metas[i] = None
             new.append(_without_history(o, args, dirty))
             continue
         if any(o is a for a in args) and id(o) not in dirty:
@@ -259,11 +263,12 @@ def _without_history(o, args, dirty):
         if is_input and id(o) not in dirty:
             with sk.no_grad():
                 o = o.view_as(o)
-        return o
-    if is_input:
-        return o.detach()
-    if o._base is None:
+    elif is_input:
+        o = o.detach()
+    elif o._base is None:
         o.detach_()
+    if o._base is not None and id(o) not in dirty:
+        o._creation_meta = sk.CreationMeta.IN_CUSTOM_FUNCTION    # a view it returned
     return o
 
 
