@@ -433,3 +433,55 @@ def test_save_for_backward_accepts_tensors_and_none_only(value):
         return x.grad
 
     same(program)
+
+
+# -- Tensor.grad: the setter's checks, the non-leaf warning ------------------------------------
+_GRAD_VALUES = {
+    "none": lambda L, x: None,
+    "number": lambda L, x: 0,
+    "list": lambda L, x: [0.0] * 4,
+    "other_size": lambda L, x: L.zeros(2, 2),
+    "itself": lambda L, x: x,
+    "transposed": lambda L, x: L.zeros(2, 2).t().contiguous().t(),
+    "requires_grad": lambda L, x: L.ones(2, 2, requires_grad=True),
+}
+
+
+@pytest.mark.parametrize("value", sorted(_GRAD_VALUES))
+def test_grad_setter_checks(value):
+    def program(L):
+        x = L.ones(2, 2)
+        x.grad = _GRAD_VALUES[value](L, x)
+        return x.grad, None if x.grad is None else x.grad.stride()
+
+    same(program)
+
+
+@pytest.mark.parametrize("grad_dtype", ["float16", "bfloat16", "float32", "float64", "int8",
+                                        "uint8", "int16", "int32", "int64", "bool"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64"])
+def test_grad_setter_dtype_error_names_both_types(dtype, grad_dtype):
+    def program(L):
+        x = L.ones(3, dtype=getattr(L, dtype))
+        x.grad = L.zeros(3, dtype=getattr(L, grad_dtype))
+        return x.grad
+
+    same(program)
+
+
+@pytest.mark.parametrize("case", ["non_leaf", "retained", "leaf", "view_of_leaf", "no_grad"])
+def test_reading_grad_of_a_non_leaf_warns(case):
+    import warnings
+
+    def program(L):
+        x = L.ones(2, requires_grad=case != "no_grad")
+        y = {"non_leaf": lambda: x * 2, "retained": lambda: x * 2, "leaf": lambda: x,
+             "view_of_leaf": lambda: x[0:1], "no_grad": lambda: x * 2}[case]()
+        if case == "retained":
+            y.retain_grad()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            g = y.grad
+        return g, [str(w.message)[:40] for w in caught if w.category is UserWarning]
+
+    same(program)

@@ -243,7 +243,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
     if inputs is not None and accumulate:
         for t, r in zip(inputs, results):     # non-leaf inputs: their gradient goes to .grad
             if r is not None and t.grad_fn is not None:
-                t.grad = r.detach() if t.grad is None else t.grad + r.detach()
+                old = t.__dict__.get("grad")
+                t.__dict__["grad"] = r.detach() if old is None else old + r.detach()
     if inputs is not None and not accumulate:
         for k, r in enumerate(results):
             if r is None and not allow_unused:
@@ -333,10 +334,11 @@ def _pre_hooks(node, buf):
             g = buf[nr]
             if g is None:
                 continue
-            if t.grad is None:
-                t.grad = g.detach().clone() if not sk.is_grad_enabled() else g.clone()
+            old = t.__dict__.get("grad")
+            if old is None:
+                t.__dict__["grad"] = g.detach().clone() if not sk.is_grad_enabled() else g.clone()
             else:
-                t.grad = t.grad + g
+                t.__dict__["grad"] = old + g
     for hook in node._pre_hooks:
         new = hook(tuple(buf))
         if new is not None:

@@ -312,9 +312,9 @@ class AccumulateGrad(Node):
                 g = _clone_obey_contract(g, var) if copy else _detach(g)
             else:       # setting up for double backward: a copy, recorded
                 g = _clone_obey_contract(g, var)
-            var.grad = g
+            var.__dict__["grad"] = g
         elif sk.is_grad_enabled():
-            var.grad = var.grad + g
+            var.__dict__["grad"] = var.grad + g
         else:
             var.grad.add_(g)
         for hook in self._post_hooks:

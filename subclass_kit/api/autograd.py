@@ -5,6 +5,8 @@ first use (Note [Autograd layer] in registry.py), so the core never needs it to 
 
 from __future__ import annotations
 
+import warnings
+
 from ..function import public_api
 from ..tensor import Tensor
 
@@ -60,6 +62,61 @@ def detach_(self) -> "Tensor":
     self._grad_fn = None
     return self
 
+
+# PyTorch's names of a gradient's dtype (C++ type names) and of a tensor's ``grad_dtype``
+# (ScalarType names), as the ``.grad`` setter's dtype error prints them
+_GRAD_TYPE_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                    "float64": "double", "int8": "signed char", "uint8": "unsigned char",
+                    "int16": "short int", "int32": "int", "int64": "long int", "bool": "bool"}
+_SCALAR_TYPE_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+                      "float64": "Double", "int8": "Char", "uint8": "Byte", "int16": "Short",
+                      "int32": "Int", "int64": "Long", "bool": "Bool"}
+
+
+def _get_grad(self):
+    g = self.__dict__.get("grad")
+    if g is None and self._grad_fn is not None and not self.__dict__.get("_retains_grad"):
+        warnings.warn(
+            "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+            ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+            "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
+            "non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
+            "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more "
+            "information.", UserWarning, stacklevel=2)
+    return g
+
+
+def _set_grad(self, grad):
+    """``t.grad = g``: None, or a tensor of ``t``'s dtype, device type and size, not ``t``
+    itself (PyTorch's ``THPVariable_set_grad`` checks, in its order and with its texts).
+    Raises TypeError for a non-tensor, RuntimeError otherwise."""
+    if grad is not None:
+        if not isinstance(grad, Tensor):
+            raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                            f"{type(grad).__name__}")
+        if grad is self:
+            raise RuntimeError("can't assign Variable as its own grad")
+        if grad._dtype is not self._dtype:
+            raise RuntimeError(
+                "attempting to assign a gradient with dtype "
+                f"'{_GRAD_TYPE_NAMES.get(grad._dtype.name, grad._dtype.name)}' to a tensor with "
+                f"grad_dtype '{_SCALAR_TYPE_NAMES.get(self._dtype.name, self._dtype.name)}'. The "
+                "gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). "
+                "You can set the tensor's grad_dtype attribute with a specific dtype, or None to "
+                "allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor "
+                "and its gradient may break downstream systems that assume they match.")
+        if grad.device.type != self.device.type:
+            raise RuntimeError("assigned grad has data located on a different device")
+        if tuple(grad.shape) != tuple(self.shape):
+            raise RuntimeError(f"attempting to assign a gradient of size '{list(grad.shape)}' "
+                               f"to a tensor of size '{list(self.shape)}'. Please ensure that "
+                               "the gradient and the tensor are the same size")
+    self.__dict__["grad"] = grad
+
+
+# ``.grad``: read from the instance's ``__dict__`` (the engine writes it there directly),
+# PyTorch's warning when a non-leaf's is read; assignments checked as PyTorch's.
+Tensor.grad = property(_get_grad, _set_grad)
 
 # ``backward`` takes part in the function level, as PyTorch's ``Tensor.backward`` does
 # (``handle_torch_function``): a function mode sees the call, and the backward pass runs inside
