@@ -107,6 +107,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
 def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accumulate,
                   allow_unused):
     outputs = _as_tuple(outputs)
+    if inputs is not None and not _as_tuple(inputs):     # PyTorch checks this first
+        raise RuntimeError(f"`inputs` argument to `{'backward' if accumulate else 'grad'}()` "
+                           "cannot be empty.")
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     else:
@@ -128,8 +131,6 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
     targets = None              # (node, input_nr) -> index into inputs
     if inputs is not None:
         inputs = _as_tuple(inputs)
-        if not inputs:
-            raise RuntimeError("grad requires non-empty inputs.")
         targets = {}
         for k, t in enumerate(inputs):
             if not t.requires_grad:
