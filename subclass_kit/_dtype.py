@@ -94,6 +94,14 @@ def requires_grad_setter_value(d: dtype, value) -> bool:
     return value
 
 
+def check_set_data_dtype(requires_grad: bool, d: dtype) -> None:
+    """``x.data = y``'s dtype rule (PyTorch's ``set_data``): a tensor that requires grad takes
+    only floating data. Raises RuntimeError."""
+    if requires_grad and not d.is_floating_point:
+        raise RuntimeError("data set to a tensor that requires gradients must be floating point "
+                           "or complex dtype")
+
+
 def from_numpy_dtype(np_dtype) -> dtype:
     """The sk dtype of a numpy dtype. Raises TypeError for types we do not support."""
     try:

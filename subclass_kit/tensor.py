@@ -518,10 +518,10 @@ class Tensor(metaclass=TensorType):
 
     @data.setter
     def data(self, new: "Tensor"):
-        """``x.data = y``: ``x`` takes ``y``'s storage, layout and dtype and keeps its own
-        version counter (PyTorch's ``set_data``). Raises TypeError for a non-tensor."""
+        """``x.data = y`` (PyTorch's ``set_data``): ``y``'s storage, layout, dtype; x's counter."""
         if not isinstance(new, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(new).__name__}")
+        dt.check_set_data_dtype(self.requires_grad, new._dtype)
         self._storage = new._storage
         self._dtype = new._dtype
         self._set_layout(new._layout)

@@ -485,3 +485,28 @@ def test_reading_grad_of_a_non_leaf_warns(case):
         return g, [str(w.message)[:40] for w in caught if w.category is UserWarning]
 
     same(program)
+
+
+@pytest.mark.parametrize("call", ["tensor_backward", "autograd_backward", "autograd_grad",
+                                  "grad_no_graph"])
+def test_empty_inputs_are_refused_first(call):
+    def program(L):
+        x = L.ones(2, requires_grad=True)
+        z = (x * 2).sum()
+        {"tensor_backward": lambda: z.backward(inputs=[]),
+         "autograd_backward": lambda: L.autograd.backward(z, inputs=()),
+         "autograd_grad": lambda: L.autograd.grad(z, []),
+         "grad_no_graph": lambda: L.autograd.grad(L.ones(1), [])}[call]()
+
+    same(program)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float16", "float64"])
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_set_data_dtype_rule(dtype, requires_grad):
+    def program(L):
+        a = L.ones(3, requires_grad=requires_grad)
+        a.data = L.zeros(3, dtype=getattr(L, dtype))
+        return str(a.dtype).split(".")[-1], a.requires_grad
+
+    same(program)
