@@ -327,3 +327,31 @@ def test_second_derivative_through_a_checkpoint_is_torchs(values):
         return np.round(np.asarray(second.tolist()), 9).tolist()
 
     same(program)
+
+
+# -- retain_grad follows the tensor through in-place ops ---------------------------------------
+@pytest.mark.parametrize("how", ["in_place", "through_a_view", "custom_dirty", "custom_view"])
+def test_retained_grad_is_the_gradient_of_the_new_value(how):
+    def program(L):
+        class Triple(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                ctx.mark_dirty(t)
+                return t.mul_(3)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+
+        a = L.ones(4, requires_grad=True)
+        x = a * 1
+        x.retain_grad()
+        hooked = []
+        x.register_hook(lambda g: hooked.append(g.tolist()))
+        {"in_place": lambda: x.mul_(2), "through_a_view": lambda: x[1:3].mul_(3),
+         "custom_dirty": lambda: Triple.apply(x),
+         "custom_view": lambda: Triple.apply(x[1:3])}[how]()
+        (x * L.arange(4.0)).sum().backward()
+        return x.grad, a.grad, hooked, _norm(x.grad_fn.name())
+
+    same(program)

@@ -10,7 +10,7 @@ import warnings
 import subclass_kit as sk
 
 from .formulas import _expandable, sum_to
-from .graph import Node, SavedTensor, gradient_edge
+from .graph import Node, SavedTensor, gradient_edge, retain_on_new_grad_fn
 from .layer import CopySlices
 
 __all__ = ["Function", "FunctionCtx", "apply_custom_op"]
@@ -152,9 +152,12 @@ def _wrap_outputs(ctx, args, out, name):
             o._view_grad = True
             o._view_op = (name, i)
             o._view_version = o._version
+        old = o._grad_fn if id(o) in dirty else None
         o._grad_fn = ctx
         o._output_nr = i
         o._requires_grad = True
+        if old is not None:
+            retain_on_new_grad_fn(o, old)
         new.append(o)
     _saved_outputs_detached(ctx, new)
     return tuple(new) if isinstance(out, tuple) else new[0]
@@ -307,9 +310,11 @@ def _rebase_dirty(ctx, o, args, n_outputs):
                             + ctx._input_metas[k:])
         ctx._next = ctx._next[:k] + (None,) + ctx._next[k:]
     copy = CopySlices(base, o, ctx, ctx._input_positions.index(position))
-    base._grad_fn = copy
+    old, base._grad_fn = base._grad_fn, copy
     base._output_nr = 0
     base._requires_grad = True
+    if old is not None:
+        retain_on_new_grad_fn(base, old)
     return True
 
 

@@ -240,6 +240,29 @@ class SavedTensor:
         self._t = self._packed = self._unpack = None     # the hooks may hold memory too
 
 
+def _any_normal_tensor(args, kwargs) -> bool:
+    """Whether some tensor argument (lists looked into) is not an inference tensor: an op on
+    inference tensors only is not recorded, whatever their requires_grad (docs/differences.md)."""
+    for v in (*args, *kwargs.values()) if kwargs else args:
+        if any(isinstance(x, _Tensor) and not x._inference
+               for x in (v if isinstance(v, (list, tuple)) else (v,))):
+            return True
+    return False
+
+
+def retain_on_new_grad_fn(t, old):
+    """``t`` got a new ``grad_fn`` from an in-place op (``old`` was its node): a ``retain_grad``
+    moves to the new node, other hooks stay on ``old`` (PyTorch's
+    ``update_tensor_hooks_on_new_gradfn``), so ``t.grad`` is the gradient of its new value."""
+    if not t.__dict__.get("_retains_grad"):
+        return
+    retained = old.__dict__.get("_retain")
+    if retained is not None:
+        for nr in [nr for nr, r in retained.items() if r is t]:
+            del retained[nr]
+    t._grad_fn._own("_retain", {})[t._output_nr] = t
+
+
 def gradient_edge(t):
     """The edge a gradient for ``t`` flows into: ``(t.grad_fn, output_nr)``, a leaf's
     ``AccumulateGrad``, or None when ``t`` does not require grad."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 import subclass_kit as sk
 
 from . import formulas as F
-from .graph import (INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _sequence,
-                    grad_accumulator, gradient_edge)
+from .graph import (INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _any_normal_tensor,
+                    _sequence, grad_accumulator, gradient_edge, retain_on_new_grad_fn)
 
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
@@ -248,16 +248,6 @@ def _requires_grad(v) -> bool:
     return False
 
 
-def _any_normal_tensor(args, kwargs) -> bool:
-    """Whether some tensor argument (lists looked into) is not an inference tensor: an op on
-    inference tensors only is not recorded, whatever their requires_grad (docs/differences.md)."""
-    for v in (*args, *kwargs.values()) if kwargs else args:
-        if any(isinstance(x, _Tensor) and not x._inference
-               for x in (v if isinstance(v, (list, tuple)) else (v,))):
-            return True
-    return False
-
-
 class AutogradLayer:
     """The callable installed with ``sk.set_autograd_layer``; ``view_grad_fn`` regenerates a
     stale view's node for ``Tensor.grad_fn``."""
@@ -485,14 +475,16 @@ def _record(op, formula, args, kwargs):
     plan = _PLANS.get(op) or _plan(op, formula)
     cls = plan[1] or node_class(F.call_node_name(plan[0], formula, bound))
     node = cls(formula, values, saved, metas, None, out_metas, tuple(needs), edges, widths)
+    target = (self_arg._base if rebase else self_arg) if inplace else None
+    old = target._grad_fn if target is not None else None
     if rebase:
-        base = self_arg._base
-        copy = CopySlices(base, self_arg, node)
-        base._grad_fn = copy
-        base._output_nr = 0
-        base._requires_grad = True
+        target._grad_fn = CopySlices(target, self_arg, node)
+        target._output_nr = 0
+        target._requires_grad = True
     else:
         _attach(op, node, grad_outs, args)
+    if old is not None:
+        retain_on_new_grad_fn(target, old)
     if "result" in formula.save:       # (saved once they have their history, as PyTorch)
         node._results = [_save_output(o, node, i, out_metas) for i, o in enumerate(outs)]
     elif formula.save and formula.save[-1].startswith("result"):
