@@ -355,3 +355,28 @@ def test_retained_grad_is_the_gradient_of_the_new_value(how):
         return x.grad, a.grad, hooked, _norm(x.grad_fn.name())
 
     same(program)
+
+
+def test_custom_function_output_saved_through_hooks_keeps_the_node():
+    def program(L):
+        class Exp(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.save_for_backward(y)
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                y, = ctx.saved_tensors
+                return g * y
+
+        x = L.tensor([0.5, 1.0], dtype=L.float64, requires_grad=True)
+        with L.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+            y = Exp.apply(x)
+        saved = y.grad_fn.saved_tensors[0]
+        g, = L.autograd.grad(y.sum(), x, create_graph=True)
+        g2, = L.autograd.grad(g.sum(), x)
+        return _norm(saved.grad_fn.name()), saved.requires_grad, g, g2
+
+    same(program)

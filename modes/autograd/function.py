@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+import weakref
 
 import subclass_kit as sk
 
@@ -168,7 +169,14 @@ def _saved_outputs_detached(ctx, outs):
     ``_save_variables`` does once the forward returned: the output holds the node, so the node
     must not hold the output (a reference cycle only the garbage collector would free)."""
     for k, s in enumerate(ctx._saved or ()):
-        if s is None or s._unpack is not None or s._is_output:
+        if s is None or s._is_output:
+            continue
+        if s._unpack is not None:       # stored by hooks: unpacked with the node as grad_fn
+            for i, o in enumerate(outs):
+                if o is s._t() and isinstance(o, sk.Tensor) and o._grad_fn is ctx:
+                    s._is_output, s._output_nr = True, i
+                    s._node = weakref.ref(ctx)
+                    break
             continue
         for i, o in enumerate(outs):
             if o is s._t and isinstance(o, sk.Tensor) and o._grad_fn is ctx:

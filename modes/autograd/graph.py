@@ -168,7 +168,7 @@ class SavedTensor:
             # the tensor then), so a pack hook that drops it (checkpointing, offloading) frees
             # its memory; nor is its version checked when unpacked (PyTorch's neither).
             pack, self._unpack = _HookState.stack[-1]
-            self._t = None
+            self._t = weakref.ref(t)    # only to recognise it as an output (custom Functions)
             # what the unpacked value is attached to (PyTorch's grad_fn_ / grad_accumulator_)
             self._edge = None if is_output or not t.requires_grad else gradient_edge(t)
             self._packed = pack(t)
