@@ -82,6 +82,18 @@ def set_default_dtype(d: dtype) -> None:
     _default_dtype[0] = d
 
 
+def requires_grad_setter_value(d: dtype, value) -> bool:
+    """``value`` checked as ``Tensor.requires_grad = value`` checks it for a tensor of dtype
+    ``d``, with PyTorch's texts (its setter has its own, not ``requires_grad_()``'s): a bool,
+    True only for floating dtypes. Raises RuntimeError."""
+    if value.__class__ is not bool:
+        raise RuntimeError("requires_grad must be a bool")
+    if value and not d.is_floating_point:
+        raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                           "gradients")
+    return value
+
+
 def from_numpy_dtype(np_dtype) -> dtype:
     """The sk dtype of a numpy dtype. Raises TypeError for types we do not support."""
     try:

@@ -18,7 +18,7 @@ from .layout import Layout, checked_numel, contiguous_strides, resolve_negative_
 from . import _dtype as dt
 from .registry import get_kernel
 from .storage import Storage, device as _device
-from ._state import tls
+from ._state import flags, tls
 from .dispatch import DISPATCH_TYPES
 from .layout import Size
 from .tensor import Tensor, make_view
@@ -83,6 +83,9 @@ def as_subclass(self, cls) -> Tensor:
     t = _new(cls)
     _copy_slots(view, t)
     t.__dict__.update(view.__dict__)
+    if (flags.autograd is not None and tls.grad_enabled and not tls.inference
+            and self.requires_grad and t._base is not None):
+        flags.autograd.alias_grad_fn(self, t)     # AliasBackward0, as PyTorch's self.alias()
     return t
 
 

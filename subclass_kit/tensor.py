@@ -453,7 +453,7 @@ class Tensor(metaclass=TensorType):
 
     @requires_grad.setter
     def requires_grad(self, value):
-        self.requires_grad_(bool(value))
+        self.requires_grad_(dt.requires_grad_setter_value(self._dtype, value))
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if requires_grad.__class__ is not bool:

@@ -159,6 +159,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
 def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, accumulate,
                   allow_unused):
     outputs = _as_tuple(outputs)
+    if inputs is not None and not _as_tuple(inputs):     # PyTorch checks this first
+        raise RuntimeError(f"`inputs` argument to `{'backward' if accumulate else 'grad'}()` "
+                           "cannot be empty.")
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     else:

@@ -324,6 +324,16 @@ class SavedTensor:
         self._edge = None
 
 
+def _any_normal_tensor(args, kwargs) -> bool:
+    """Whether some tensor argument (lists looked into) is not an inference tensor: an op on
+    inference tensors only is not recorded, whatever their requires_grad (docs/differences.md)."""
+    for v in (*args, *kwargs.values()) if kwargs else args:
+        if any(isinstance(x, _Tensor) and not x._inference
+               for x in (v if isinstance(v, (list, tuple)) else (v,))):
+            return True
+    return False
+
+
 def gradient_edge(t):
     """The edge a gradient for ``t`` flows into: ``(t.grad_fn, output_nr)``, a leaf's
     ``AccumulateGrad``, or None when ``t`` does not require grad."""
@@ -422,15 +432,26 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         super().__init__()
-        self.variable = variable
+        # Weakly: the leaf holds its accumulator (``grad_accumulator``), so a strong reference
+        # back would make every leaf used in a graph a reference cycle, freed only by the
+        # garbage collector. (PyTorch has the other direction weak; a leaf nobody holds any
+        # more has no ``.grad`` anyone can read.)
+        self._variable = weakref.ref(variable)
         self._seq = float("inf")        # runs as soon as it is ready (PyTorch: UINT64_MAX)
         self._post_hooks = []
+
+    @property
+    def variable(self):
+        """The leaf the gradient accumulates into (None once it is freed)."""
+        return self._variable()
 
     def apply(self, grads):
         g = grads[0]
         if g is None:
             return []
-        var = self.variable
+        var = self._variable()
+        if var is None:
+            return []
         if var._grad is None:
             if not sk.is_grad_enabled():
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is

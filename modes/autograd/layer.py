@@ -14,8 +14,8 @@ from __future__ import annotations
 import subclass_kit as sk
 
 from . import formulas as F
-from .graph import (FREED, INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor, _sequence,
-                    grad_accumulator, gradient_edge, set_history)
+from .graph import (FREED, INFERENCE_SAVED, AccumulateGrad, Node, SavedTensor,
+                    _any_normal_tensor, _sequence, grad_accumulator, gradient_edge, set_history)
 
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
@@ -284,6 +284,16 @@ class AutogradLayer:
         view._view_version = view._version
         return node
 
+    def alias_grad_fn(self, source, alias):
+        """Record ``alias`` (``Tensor.as_subclass``, made without dispatching) as PyTorch's
+        ``self.alias()`` is: attached to the graph through ``AliasBackward0``."""
+        formula = F.FORMULAS["alias.default"]
+        node = node_class(formula.node)(
+            formula, {}, {}, {"self": F.TensorMeta.of(source)}, None,
+            [F.TensorMeta.of(alias)], (True,), [gradient_edge(source)], None)
+        _attach(sk.ops.alias.default, node, [alias], (source,))
+        return node
+
     def _formula(self, op):
         try:
             return self._formulas[op]
@@ -305,11 +315,16 @@ class AutogradLayer:
         for a in args:
             if a.__class__ is _Tensor:      # the common case, inline
                 if a._requires_grad or (a._base is not None and a._base._requires_grad):
+                    if a._inference and not _any_normal_tensor(args, kwargs):
+                        return _redispatch(op, args, kwargs)
                     break
             elif _requires_grad(a):
+                if not _any_normal_tensor(args, kwargs):
+                    return _redispatch(op, args, kwargs)
                 break
         else:
-            if not (kwargs and any(_requires_grad(v) for v in kwargs.values())):
+            if not (kwargs and any(_requires_grad(v) for v in kwargs.values())
+                    and _any_normal_tensor(args, kwargs)):
                 return _redispatch(op, args, kwargs)
         if op.namespace:
             custom = _custom_autograd(op)
@@ -490,15 +505,15 @@ def _record(op, formula, args, kwargs):
             # an in-place op on a view unpacks with it (held weakly), not with the node that
             # CopySlices wraps: a double backward then goes through CopySlices
             owner = self_arg.grad_fn
+    else:
+        _attach(op, node, grad_outs, args)
+    # outputs are saved once they have their history, as PyTorch's
     if "result" in save:        # (``save_for`` may leave it out: ``pow``'s, for the exponent)
         node._results = [_save_output(o, owner, i, out_metas) for i, o in enumerate(outs)]
     elif formula.save and formula.save[-1].startswith("result") and formula.save[-1] != "result":
         # "result<i>": only output i is saved (``nll_loss`` keeps ``total_weight``, not the loss)
         node._results = [_save_output(o, owner, i, out_metas) if f"result{i}" in save else None
                          for i, o in enumerate(outs)]
-    if rebase:
-        return out
-    _attach(op, node, grad_outs, args)
     return out
 
 
@@ -558,13 +573,13 @@ def _record_simple(op, plan, args):
     if (out._dtype.is_floating_point if out.__class__ is _Tensor else _differentiable(out)):
         node = cls(formula, values, saved, metas, None, [meta_of(out)], tuple(needs), edges,
                    None)
-        if save_result:
-            node._results = [SavedTensor(out, is_output=True, node=node)]
         out._grad_fn = node
         out._output_nr = 0
         out._requires_grad = True
         if out._base is not None:
             out._view_version = out._version
+        if save_result:     # saved once it has its history, as PyTorch (a pack hook sees it)
+            node._results = [SavedTensor(out, is_output=True, node=node)]
     return out
 
 
@@ -580,12 +595,12 @@ def _save_output(o, node, i, out_metas):
 def _save(v, clone: bool):
     """Save an argument for backward: tensors (and lists of them) as ``SavedTensor``; the
     ``self`` of an in-place op is cloned first (its value before the op is what the formula
-    needs)."""
+    needs), recorded as PyTorch's ``original_self = self.clone()`` (for double backward)."""
     if isinstance(v, _Tensor):
         if v.is_inference():
             raise RuntimeError(INFERENCE_SAVED)
         if clone:
-            v = _redispatch(sk.ops.clone.default, (v,), {})
+            v = sk.ops.clone.default(v)
         return SavedTensor(v)
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, _Tensor) for x in v):
         return [SavedTensor(x) for x in v]

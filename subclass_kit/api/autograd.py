@@ -124,12 +124,6 @@ def _output_nr(self) -> int:
     return self._output_nr if self.grad_fn is not None else 0
 
 
-def _set_requires_grad(self, value):
-    if value.__class__ is not bool:     # PyTorch's setter takes a bool only
-        raise RuntimeError("requires_grad must be a bool")
-    self.requires_grad_(value)
-
-
 def _refuse_delete(message):
     def deleter(self):
         raise RuntimeError(message)
@@ -147,7 +141,7 @@ Tensor.retains_grad = retains_grad
 Tensor.grad = property(_get_grad, _set_grad, _del_grad)
 Tensor.output_nr = property(_output_nr)
 # deleting these raises RuntimeError with PyTorch's texts
-Tensor.requires_grad = Tensor.requires_grad.setter(_set_requires_grad).deleter(
+Tensor.requires_grad = Tensor.requires_grad.deleter(
     _refuse_delete("requires_grad must be a bool"))
 Tensor.data = Tensor.data.deleter(
     _refuse_delete("Deleting tensor data is not allowed. Delete tensor instead!"))

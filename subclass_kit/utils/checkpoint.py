@@ -38,10 +38,14 @@ class _Frame:
     """One ``checkpoint`` call: its function, inputs and recomputed tensors."""
 
     def __init__(self, fn, args, kwargs, outer, rng_state):
+        import subclass_kit as sk
         self.fn, self.kwargs = fn, kwargs
         self.pack, self.unpack = outer
-        self.args = [self.pack(a) if _is_tensor(a) else a for a in args]
-        self.tensor_args = [_is_tensor(a) for a in args]
+        # The inputs are saved as the autograd graph saves tensors (PyTorch saves them in a
+        # node, _NoopSaveInputs): through the hooks outside, and unpacked with their history,
+        # so a recomputation inside another one's (nested checkpoints) differentiates them.
+        saved = sk.autograd.graph.SavedTensor
+        self.args = [saved(a) if _is_tensor(a) and not a.is_inference() else a for a in args]
         self.rng_state = rng_state
         self.count = 0          # tensors saved by the first run
         self.recomputed: dict = {}      # position -> packed tensor
@@ -49,7 +53,8 @@ class _Frame:
     def recompute(self):
         import subclass_kit as sk
         saved_tensors_hooks = sk.autograd.graph.saved_tensors_hooks   # loads the autograd mode
-        args = [self.unpack(a) if is_t else a for a, is_t in zip(self.args, self.tensor_args)]
+        saved_tensor = sk.autograd.graph.SavedTensor
+        args = [a.unpack() if isinstance(a, saved_tensor) else a for a in self.args]
         position = [0]
 
         def pack(x):
@@ -59,10 +64,15 @@ class _Frame:
                 raise CheckpointError(
                     "sk.utils.checkpoint: trying to save more tensors during recomputation "
                     "than during the original forward pass.")
-            self.recomputed[i] = self.pack(x.detach() if x.requires_grad else x)
+            x = x.detach() if x.requires_grad else x
+            self.recomputed[i] = self.pack(x)
             if position[0] == self.count:
                 raise _StopRecomputation
-            return None
+            # kept by the recomputation's own graph too: a backward the function runs
+            # (a gradient it computes) unpacks it during the recomputation, as in PyTorch
+            return x
+
+        pack.user_hooks = (self.pack, self.unpack)
 
         saved = sk.get_rng_state() if self.rng_state is not None else None
         try:
@@ -115,12 +125,17 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
         raise NotImplementedError("sk.utils.checkpoint: use_reentrant=True is not implemented; "
                                   "pass use_reentrant=False")
     outer = graph.top_saved_tensors_hooks() or (_identity, _identity)
+    # inside another checkpoint (its forward or its recomputation), the recomputed tensors go
+    # to the hooks outside the outermost one: a checkpoint's own hooks count positions
+    outer = getattr(outer[0], "user_hooks", outer)
     frame = _Frame(function, args, kwargs, outer,
                    sk.get_rng_state() if preserve_rng_state else None)
 
     def pack(_x):
         frame.count += 1
         return frame.count - 1
+
+    pack.user_hooks = outer
 
     with graph.saved_tensors_hooks(pack, frame.get):
         return function(*args, **kwargs)

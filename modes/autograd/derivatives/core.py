@@ -45,10 +45,13 @@ def _mul_backward(ctx, grad):
 @derivative("div.Tensor", "DivBackward0", inputs=("self", "other"), save=("self", "other"),
             save_for={"self": ("other",)})
 def _div_backward(ctx, grad):
-    a = _div(grad, ctx.other) if ctx.needs_input_grad[0] else None
     other = ctx.other       # a Python number when only ``self`` is differentiated
-    square = _mul(other, other) if isinstance(other, sk.Tensor) else other * other
-    b = _div(_mul(_neg(grad), ctx.self), square) if ctx.needs_input_grad[1] else None
+    # PyTorch's div_tensor_other_backward, in its order: -grad * ((self / other) / other)
+    b = None
+    if ctx.needs_input_grad[1]:
+        quotient = _div(_div(ctx.self, other), other)
+        b = _mul(_neg(grad), quotient)
+    a = _div(grad, other) if ctx.needs_input_grad[0] else None
     return a, b
 
 

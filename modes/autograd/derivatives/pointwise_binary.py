@@ -116,7 +116,10 @@ def _xlogy(ctx, grad):
 @derivative("atan2.default", "Atan2Backward0", inputs=("self", "other"), save=("self", "other"))
 def _atan2(ctx, grad):
     x, y = ctx.self, ctx.other
-    recip = (x * x + y * y).reciprocal()
+    yy = y * y                        # PyTorch's order of the ops
+    denom = x * x + yy
+    # at the origin the gradient is 0, not 0 * inf (PyTorch's atan2_backward)
+    recip = denom.reciprocal().masked_fill(denom == 0, 0)
     return (grad * y * recip if ctx.needs_input_grad[0] else None,
             grad * -x * recip if ctx.needs_input_grad[1] else None)
 
