@@ -12,6 +12,7 @@ import subclass_kit as sk
 
 from .formulas import TensorMeta, _fit
 from .graph import FREED, Node, SavedTensor, gradient_edge, set_history
+from .view_nodes import CopySlices
 
 __all__ = ["Function", "FunctionCtx", "apply_custom_op", "once_differentiable"]
 
@@ -195,7 +196,6 @@ def _rebase_dirty(ctx, args, o, output_nr, n_outputs):
             "and a second one that does the other operations). You can ask on the forum "
             "https://discuss.pytorch.org/ if you need help to do this change.")
     sk.check_inplace_tensor(o)
-    from .layer import CopySlices
     position = next(i for i, a in enumerate(args) if a is o)
     edge = next((k for k, p in enumerate(ctx._input_positions) if p == position), None)
     set_history(base, CopySlices(base, o, ctx, edge), 0)
@@ -314,7 +314,7 @@ def _bind_positional(forward, args, kwargs, skip, defaults):
     default; ``defaults`` (the ``setup_context`` style) binds with ``inspect`` and fills every
     default. Raises TypeError with PyTorch's texts for an unknown, repeated or missing argument."""
     sig, params, names = _positional_params(forward, skip)
-    if not kwargs and len(args) >= len(names):
+    if not kwargs and len(args) >= len(names) and not defaults:
         return args
     if defaults:        # PyTorch binds these with ``inspect`` first (its messages)
         bound = sig.bind(*args, **kwargs)
