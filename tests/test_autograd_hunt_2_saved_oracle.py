@@ -112,3 +112,16 @@ def test_repr_reads_the_current_grad_fn():
         c.mul_(2)
         return repr(b), repr(v), repr(c)
     same(program)
+
+
+@pytest.mark.parametrize("saved", ["input", "output"])
+def test_saved_tensor_detached_in_place(saved):
+    """A saved input (a non-leaf) detached in place cannot be used by the backward; a saved
+    output can (the node knows itself)."""
+    def program(L):
+        a = L.tensor([1.0, 2.0], requires_grad=True).clone()
+        b = a.sin() if saved == "input" else a.exp()
+        a.detach_()
+        msg = attempt(lambda: b.sum().backward())
+        return msg, obs(a)
+    same(program)

@@ -175,7 +175,7 @@ class SavedTensor:
     output) or when the graph was freed by a backward without ``retain_graph``."""
 
     __slots__ = ("_t", "_vc", "_version", "_is_output", "_output_nr", "_node", "_packed",
-                 "_unpack", "_freed", "_edge")
+                 "_unpack", "_freed", "_edge", "_had_grad_fn")
 
     def __init__(self, t, is_output: bool = False, node=None, output_nr: int = 0):
         if t.is_inference():
@@ -197,6 +197,7 @@ class SavedTensor:
             self._t = _redispatch(_detach_op, (t,), {})
         else:
             self._t = t
+            self._had_grad_fn = t._grad_fn is not None    # (``detach_`` afterwards: unpack raises)
 
     def _pack(self, t, node, hooks=None):
         """Save through ``hooks`` (the innermost ``saved_tensors_hooks`` by default; PyTorch's
@@ -279,7 +280,12 @@ class SavedTensor:
                 t._output_nr = self._output_nr
                 t._requires_grad = True
             return t
-        return self._t
+        t = self._t
+        if t._grad_fn is None and self._had_grad_fn:
+            raise RuntimeError("Trying to use a saved tensor that has been detached in-place, "
+                               "i.e. with .detach_().This is not supported, please use "
+                               "out-of-place `.detach()` instead")
+        return t
 
     # -- what PyTorch's ``grad_fn._raw_saved_<name>`` (``torch._C._autograd.SavedTensor``) has
     @property
