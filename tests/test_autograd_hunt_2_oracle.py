@@ -550,3 +550,71 @@ def test_gradcheck_checks(case):
             return _gradcheck_outcome(L, _jittery(L, 1e-6), (x,), **tol)
         return _gradcheck_outcome(L, lambda t: (L.ones_like(t), t.square()), (x,))
     same(program)
+
+
+@pytest.mark.parametrize("view", [False, True])
+def test_mark_dirty_saved_tensor(view):
+    """A dirty input saved for backward is checked against its version after the forward (and
+    the dirty bump), as PyTorch saves once the forward returned."""
+    def program(L):
+        class Double(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * 2 + x * 0
+
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        b = a.clone()
+        y = Double.apply(b[:] if view else b)
+        return attempt(lambda: y.sum().backward()), obs(a.grad)
+    same(program)
+
+
+def test_custom_function_graph_freed_by_reference_counts():
+    """A custom function's node keeps neither its dirty nor its non-differentiable outputs (nor
+    a saved dirty view): with the garbage collector off the tensors go with their last name."""
+    import gc
+    import weakref
+
+    class Keep(sk.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Split(sk.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            n = x * 3
+            ctx.mark_non_differentiable(n)
+            return x * 2, n
+
+        @staticmethod
+        def backward(ctx, g, gn):
+            return g * 2
+
+    gc.disable()
+    try:
+        x = sk.tensor([1.0], requires_grad=True).clone().view_as(sk.ones(1))
+        Keep.apply(x)
+        ref = weakref.ref(x)
+        del x
+        assert ref() is None
+        outs = Split.apply(sk.tensor([1.0], requires_grad=True))
+        refs = [weakref.ref(o) for o in outs]
+        del outs
+        assert all(r() is None for r in refs)
+    finally:
+        gc.enable()

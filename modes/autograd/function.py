@@ -219,19 +219,20 @@ def _wrap_outputs(ctx, args, out, name):
         for o in new:
             if isinstance(o, sk.Tensor) and o._base is not None and id(o) not in dirty:
                 o._creation_meta = sk.CreationMeta.MULTI_OUTPUT_NODE
-    _saved_outputs_detached(ctx, new)
+    _saved_outputs_detached(ctx, new, dirty)
     return tuple(new) if isinstance(out, tuple) else new[0]
 
 
-def _saved_outputs_detached(ctx, outs):
+def _saved_outputs_detached(ctx, outs, dirty=()):
     """Saved tensors that turned out to be outputs of the node are kept detached, as PyTorch's
-    ``_save_variables`` does once the forward returned: the output holds the node, so the node
-    must not hold the output (a reference cycle only the garbage collector would free)."""
+    ``_save_variables`` does once the forward returned: the output holds the node (a dirty
+    view: through its base's CopySlices), so the node must not hold the output (a reference
+    cycle only the garbage collector would free)."""
     for k, s in enumerate(ctx._saved or ()):
         if s is None or s._unpack is not None or s._is_output:
             continue
         for i, o in enumerate(outs):
-            if o is s._t and isinstance(o, sk.Tensor) and o._grad_fn is ctx:
+            if o is s._t and isinstance(o, sk.Tensor) and (o._grad_fn is ctx or id(o) in dirty):
                 version = s._version
                 s = ctx._saved[k] = SavedTensor(o, is_output=True, node=ctx, output_nr=i)
                 s._version = version        # the check is against the version at save
@@ -300,12 +301,19 @@ class Function(metaclass=FunctionMeta):
             else:
                 out = cls.forward(ctx, *args, **kwargs)
         dirty = _check_dirty(ctx, args, out)
+        for saved in ctx._saved or ():
+            # PyTorch saves the tensors once the forward has returned and the dirty ones are
+            # bumped: the versions the backward checks are those of now
+            if saved is not None and saved._unpack is None:
+                saved._version = saved._vc[0]
         if not rg:
             return _unrecorded_outputs(args, out, dirty)
         ctx._input_positions = tuple(i for i, _ in rg)
         ctx._n_args = len(args)
         ctx._backward = cls._user_backward()
-        return _wrap_outputs(ctx, args, out, cls.__name__)
+        out = _wrap_outputs(ctx, args, out, cls.__name__)
+        ctx._dirty = ctx._non_diff = ()     # they hold outputs, which hold the node: no cycle
+        return out
 
 
 def apply_custom_op(op, registered, args, kwargs):
