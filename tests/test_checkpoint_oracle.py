@@ -226,3 +226,30 @@ def test_saved_tensors_unpacked_twice_in_one_backward():
         _cp(L).checkpoint(lambda t: Fn.apply(t * 3), x, use_reentrant=False).sum().backward()
         return seen, x.grad.tolist()
     assert program(sk) == program(torch)
+
+
+@pytest.mark.parametrize("change", ["fewer", "more", "metadata"])
+def test_recomputation_that_differs(change):
+    """A recomputation saving fewer tensors, or tensors of another shape, raises PyTorch's
+    CheckpointError (its first paragraph); saving more stops early and is fine."""
+    def program(L):
+        def first(t):
+            return t.sin().exp().sin() if change == "fewer" else t.sin().exp()
+
+        def again(t):
+            if change == "metadata":
+                return t.sin() * L.tensor([1.0, 2.0])
+            return t.sin().exp() if change == "fewer" else t.sin().exp().sin()
+        calls = []
+
+        def fn(t):
+            calls.append(1)
+            return first(t) if len(calls) == 1 else again(t)
+        x = L.tensor([0.5], requires_grad=True)
+        try:
+            L.utils.checkpoint.checkpoint(fn, x, use_reentrant=False).sum().backward()
+            return "ok"
+        except RuntimeError as e:
+            text = str(e).replace("torch.", "sk.")
+            return type(e).__name__, text.split("\n\nTip")[0].rstrip(".\n")
+    assert program(sk) == program(torch)

@@ -47,6 +47,7 @@ class _Frame:
         self.tensor_args = [_is_tensor(a) for a in args]
         self.rng_state = rng_state
         self.count = 0          # tensors saved by the first run
+        self.metas: list = []   # their (shape, dtype, device)
         self.recomputed: dict | None = None    # position -> packed tensor, this backward
 
     def recompute(self):
@@ -54,6 +55,7 @@ class _Frame:
         saved_tensors_hooks = sk.autograd.graph.saved_tensors_hooks   # loads the autograd mode
         args = [self.unpack(a) if is_t else a for a, is_t in zip(self.args, self.tensor_args)]
         position = [0]
+        changed = []            # (position, metadata) of those whose shape, dtype, device differ
 
         def pack(x):
             i = position[0]
@@ -62,6 +64,8 @@ class _Frame:
                 raise CheckpointError(
                     "sk.utils.checkpoint: trying to save more tensors during recomputation "
                     "than during the original forward pass.")
+            if _meta(x) != self.metas[i]:
+                changed.append((i, _meta(x)))
             self.recomputed[i] = self.pack(x.detach() if x.requires_grad else x)
             if position[0] == self.count:
                 raise _StopRecomputation
@@ -80,9 +84,18 @@ class _Frame:
                 sk.set_rng_state(saved)
         if position[0] != self.count:
             raise CheckpointError(
-                "sk.utils.checkpoint: recomputation saved fewer tensors than the original "
-                f"forward pass ({position[0]} instead of {self.count}): the function must run "
-                "the same ops when called again.")
+                "sk.utils.checkpoint: A different number of tensors was saved during the original "
+                f"forward and recomputation.\nNumber of tensors saved during forward: "
+                f"{self.count}\nNumber of tensors saved during recomputation: {position[0]}.")
+        if changed:
+            def show(m):
+                return f"{{'shape': {m[0]!r}, 'dtype': {m[1]!r}, 'device': {m[2]!r}}}"
+            raise CheckpointError(
+                "sk.utils.checkpoint: Recomputed values for the following tensors have different "
+                "metadata than during the forward pass.\n" + "".join(
+                    f"tensor at position {i}:\nsaved metadata: {show(self.metas[i])}\n"
+                    f"recomputed metadata: {show(m)}\n"
+                    for i, m in changed))
 
     def get(self, i):
         """Saved tensor ``i``, recomputed once per backward (each time outside one); each is
@@ -100,6 +113,10 @@ class _Frame:
                 "unpacked once. If you are calling ctx.saved_tensors in backward, make sure to "
                 "do so only once. Otherwise please open an issue with details on your use case.")
         return self.unpack(self.recomputed.pop(i))
+
+
+def _meta(x) -> tuple:
+    return (x.shape, x.dtype, x.device)
 
 
 def _is_tensor(x) -> bool:
@@ -141,8 +158,9 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
     frame = _Frame(function, args, kwargs, outer,
                    sk.get_rng_state() if preserve_rng_state else None, recompute_context)
 
-    def pack(_x):
+    def pack(x):
         frame.count += 1
+        frame.metas.append(_meta(x))
         return frame.count - 1
 
     suppressed = True
