@@ -217,3 +217,20 @@ def test_saved_tensors_hooks_errors():
             second = str(e)
         return first, second
     same(program)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_save_on_cpu(dtype):
+    """``save_on_cpu`` keeps CPU copies (same dtype and values) and gives the same gradients,
+    also around a checkpointed part."""
+    def program(L):
+        d = getattr(L, dtype)
+        a = L.tensor([[1.0, 2.0], [0.5, -1.0]], dtype=d, requires_grad=True)
+        with L.autograd.graph.save_on_cpu(pin_memory=True):
+            y = a * a
+            saved = y.grad_fn._saved_self
+            h = L.utils.checkpoint.checkpoint(lambda t: t.pow(2).pow(2), a.pow(2),
+                                              use_reentrant=False)
+        (y.sum() + h.sum()).backward()
+        return str(saved.dtype).split(".")[-1], saved.tolist(), a.grad.tolist()
+    same(program)

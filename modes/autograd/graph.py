@@ -15,7 +15,7 @@ import weakref
 import subclass_kit as sk
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
-           "disable_saved_tensors_hooks",
+           "disable_saved_tensors_hooks", "save_on_cpu",
            "top_saved_tensors_hooks", "gradient_edge", "set_history",
            "RemovableHandle"]
 
@@ -141,6 +141,23 @@ class saved_tensors_hooks:
     def __exit__(self, *exc):
         _HookState.stack.pop()
         return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """``saved_tensors_hooks`` keeping each saved tensor as a CPU copy and moving it back to its
+    device when the backward unpacks it (PyTorch's ``torch.autograd.graph.save_on_cpu``;
+    ``pin_memory`` is accepted, as tensors here have no pinned memory)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        def pack(t):
+            packed = sk.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device="cpu")
+            packed.copy_(t)
+            return t.device, packed
+
+        def unpack(packed):
+            device, t = packed
+            return t.to(device)
+        super().__init__(pack, unpack)
 
 
 class disable_saved_tensors_hooks:
