@@ -476,97 +476,6 @@ def test_unique_values_require_grad(kwargs):
     same(program)
 
 
-def test_disable_saved_tensors_hooks():
-    """Entering ``saved_tensors_hooks`` under ``disable_saved_tensors_hooks`` raises its
-    message (the innermost one), as does disabling while hooks are active; leaving restores."""
-    def program(L):
-        G = L.autograd.graph
-        hooks = lambda: G.saved_tensors_hooks(lambda x: x, lambda x: x)   # noqa: E731
-        res = []
-
-        def enter(cm):
-            with cm:
-                pass
-        with G.disable_saved_tensors_hooks("outer"):
-            res.append(attempt(lambda: enter(hooks())))
-            with G.disable_saved_tensors_hooks("inner"):
-                res.append(attempt(lambda: enter(hooks())))
-            res.append(attempt(lambda: enter(hooks())))
-        res.append(attempt(lambda: enter(hooks())))
-        with hooks():
-            res.append(attempt(lambda: enter(G.disable_saved_tensors_hooks("active"))))
-            a = L.tensor([1.0, 2.0], requires_grad=True)
-            y = a * a
-        y.sum().backward()
-        return res, a.grad.tolist()
-    same(program)
-
-
-# ---- saved_tensors_hooks -----------------------------------------------------------------
-
-def test_saved_tensors_hooks_pack_and_unpack_identity():
-    """The pack hook runs with grad mode off on the tensor itself (an output: an alias with its
-    node), once per tensor the formula needs (``x ** 3`` saves ``x`` only); the unpacked tensor
-    takes the saved tensor's place in the graph (a leaf's accumulator, a non-leaf's node, an
-    output's node) whatever the hook returned, and is not version-checked."""
-    def program(L):
-        G = L.autograd.graph
-        a = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
-        seen = []
-
-        def pack(x):
-            seen.append((x is a, x.requires_grad, L.is_grad_enabled(), x.grad_fn is not None))
-            return x * 2
-        with G.saved_tensors_hooks(pack, lambda x: x):
-            y = a ** 3
-            b = a * 1
-            z = b.tanh()
-        u = y.grad_fn._saved_self
-        u2 = z.grad_fn._saved_result
-        res = [seen, u is a, obs(u), u2.grad_fn is z.grad_fn]
-        c = a * 1
-        with G.saved_tensors_hooks(lambda x: x, lambda x: x):
-            d = c.sin()
-        with L.no_grad():
-            c.mul_(2)              # no version check through hooks
-        d.sum().backward()
-        res.append(obs(a.grad))
-        a2 = L.tensor([1.0, 2.0], requires_grad=True)
-        with G.saved_tensors_hooks(lambda x: 2 * x, lambda x: x):
-            s = (a2 ** 3).sum()
-        (g,) = L.autograd.grad(s, (a2,), create_graph=True)
-        g.sum().backward()
-        res.append(a2.grad.tolist())
-        b3 = a2 * 3
-        with G.saved_tensors_hooks(lambda x: x + 0, lambda x: x):
-            y3 = b3 * b3
-        res.append([y3.grad_fn._saved_self.grad_fn is b3.grad_fn])
-        return res
-    same(program)
-
-
-def test_saved_tensors_hooks_errors():
-    """A pack hook may not modify its input in place; an unpack hook must return a tensor."""
-    def program(L):
-        G = L.autograd.graph
-        a = L.tensor([1.0, 2.0], requires_grad=True)
-
-        def inc(x):
-            x += 1
-            return x
-        with G.saved_tensors_hooks(inc, lambda x: x):
-            first = attempt(lambda: L.sin(a * 1))
-        with G.saved_tensors_hooks(lambda x: x, lambda x: 1):
-            y = a * a
-        try:
-            y.grad_fn._saved_self
-            second = "ok"
-        except TypeError as e:
-            second = str(e)
-        return first, second
-    same(program)
-
-
 # ---- gradcheck -----------------------------------------------------------------------------
 
 def _gradcheck_outcome(L, fn, inputs, **kwargs):
@@ -641,3 +550,71 @@ def test_gradcheck_checks(case):
             return _gradcheck_outcome(L, _jittery(L, 1e-6), (x,), **tol)
         return _gradcheck_outcome(L, lambda t: (L.ones_like(t), t.square()), (x,))
     same(program)
+
+
+@pytest.mark.parametrize("view", [False, True])
+def test_mark_dirty_saved_tensor(view):
+    """A dirty input saved for backward is checked against its version after the forward (and
+    the dirty bump), as PyTorch saves once the forward returned."""
+    def program(L):
+        class Double(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * 2 + x * 0
+
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        b = a.clone()
+        y = Double.apply(b[:] if view else b)
+        return attempt(lambda: y.sum().backward()), obs(a.grad)
+    same(program)
+
+
+def test_custom_function_graph_freed_by_reference_counts():
+    """A custom function's node keeps neither its dirty nor its non-differentiable outputs (nor
+    a saved dirty view): with the garbage collector off the tensors go with their last name."""
+    import gc
+    import weakref
+
+    class Keep(sk.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Split(sk.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            n = x * 3
+            ctx.mark_non_differentiable(n)
+            return x * 2, n
+
+        @staticmethod
+        def backward(ctx, g, gn):
+            return g * 2
+
+    gc.disable()
+    try:
+        x = sk.tensor([1.0], requires_grad=True).clone().view_as(sk.ones(1))
+        Keep.apply(x)
+        ref = weakref.ref(x)
+        del x
+        assert ref() is None
+        outs = Split.apply(sk.tensor([1.0], requires_grad=True))
+        refs = [weakref.ref(o) for o in outs]
+        del outs
+        assert all(r() is None for r in refs)
+    finally:
+        gc.enable()

@@ -129,3 +129,127 @@ def test_checkpointed_layers_save_only_their_inputs():
     outside = found[0, False][0]        # what the embeddings, ln_f and head save
     assert found[3, True][0] == outside + kept < found[3, False][0]
     assert found[3, True][1] == found[3, False][1]
+
+
+# ---- context_fn, checkpoint_sequential, one unpack per backward -----------------------------
+
+def _cp(L):
+    return L.utils.checkpoint
+
+
+def test_context_fn_wraps_the_forward_and_the_recomputation():
+    """The forward runs inside the first context of ``context_fn()``, the recomputation inside
+    the second; a context that swallows the forward's exception makes checkpoint raise."""
+    import contextlib
+
+    def program(L):
+        events = []
+
+        class Ctx:
+            def __init__(self, name):
+                self.name = name
+
+            def __enter__(self):
+                events.append(("enter", self.name, L.is_grad_enabled()))
+
+            def __exit__(self, exc_type, *exc):
+                events.append(("exit", self.name, exc_type is not None))
+
+        x = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        out = _cp(L).checkpoint(lambda t: (t.sin() * t).sum(), x, use_reentrant=False,
+                                context_fn=lambda: (Ctx("forward"), Ctx("recompute")))
+        events.append("backward")
+        out.backward()
+
+        def fails(t):
+            raise ValueError("forward failed")
+
+        class Swallow:
+            def __enter__(self):
+                pass
+
+            def __exit__(self, *exc):
+                return True
+        try:
+            _cp(L).checkpoint(fails, x, use_reentrant=False,
+                              context_fn=lambda: (Swallow(), contextlib.nullcontext()))
+            msg = "ok"
+        except RuntimeError as e:
+            msg = str(e).replace("torch.", "sk.")
+        return events, np.round(x.grad.numpy(), 12).tolist(), msg
+    ours, theirs = program(sk), program(torch)
+    assert ours == theirs
+
+
+def test_checkpoint_sequential():
+    def program(L):
+        L.manual_seed(0)
+        layers = [L.nn.Linear(3, 3), L.nn.Tanh(), L.nn.Linear(3, 3), L.nn.Tanh(),
+                  L.nn.Linear(3, 2)]
+        for m in layers:
+            for p in m.parameters():
+                with L.no_grad():
+                    p.copy_(L.arange(p.numel()).reshape(p.shape) * 0.125 - 0.5)
+        x = L.tensor([[1.0, -2.0, 0.5]], requires_grad=True)
+        out = _cp(L).checkpoint_sequential(L.nn.Sequential(*layers), 2, x,
+                                           use_reentrant=False)
+        out.sum().backward()
+        return (np.round(out.detach().numpy(), 6).tolist(),
+                np.round(x.grad.numpy(), 6).tolist(),
+                [np.round(p.grad.numpy(), 6).tolist() for m in layers for p in m.parameters()])
+    assert program(sk) == program(torch)
+
+
+def test_saved_tensors_unpacked_twice_in_one_backward():
+    """Within one backward a recomputed tensor is given once: a custom backward reading
+    ``ctx.saved_tensors`` twice gets CheckpointError the second time."""
+    def program(L):
+        seen = []
+
+        class Fn(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                try:
+                    ctx.saved_tensors
+                    seen.append("ok")
+                except RuntimeError as e:
+                    seen.append((type(e).__name__, str(e).replace("torch.", "sk.")))
+                return g * 2
+
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        _cp(L).checkpoint(lambda t: Fn.apply(t * 3), x, use_reentrant=False).sum().backward()
+        return seen, x.grad.tolist()
+    assert program(sk) == program(torch)
+
+
+@pytest.mark.parametrize("change", ["fewer", "more", "metadata"])
+def test_recomputation_that_differs(change):
+    """A recomputation saving fewer tensors, or tensors of another shape, raises PyTorch's
+    CheckpointError (its first paragraph); saving more stops early and is fine."""
+    def program(L):
+        def first(t):
+            return t.sin().exp().sin() if change == "fewer" else t.sin().exp()
+
+        def again(t):
+            if change == "metadata":
+                return t.sin() * L.tensor([1.0, 2.0])
+            return t.sin().exp() if change == "fewer" else t.sin().exp().sin()
+        calls = []
+
+        def fn(t):
+            calls.append(1)
+            return first(t) if len(calls) == 1 else again(t)
+        x = L.tensor([0.5], requires_grad=True)
+        try:
+            L.utils.checkpoint.checkpoint(fn, x, use_reentrant=False).sum().backward()
+            return "ok"
+        except RuntimeError as e:
+            text = str(e).replace("torch.", "sk.")
+            return type(e).__name__, text.split("\n\nTip")[0].rstrip(".\n")
+    assert program(sk) == program(torch)

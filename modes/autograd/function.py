@@ -274,15 +274,16 @@ def _wrap_outputs(ctx, args, out, name):
         for o in new:
             if isinstance(o, sk.Tensor) and o._base is not None and id(o) not in dirty:
                 o._creation_meta = sk.CreationMeta.MULTI_OUTPUT_NODE
-    _save_variables(ctx, new)
+    _save_variables(ctx, new, dirty)
     return tuple(new) if isinstance(out, tuple) else new[0]
 
 
-def _save_variables(ctx, outs):
-    """Pack what ``save_for_backward`` was given, now that the forward has returned (PyTorch's
-    ``_save_variables``). A saved output of the node is kept detached (``is_output``): the
-    output holds the node, so the node must not hold the output (a reference cycle only the
-    garbage collector would free)."""
+def _save_variables(ctx, outs, dirty=()):
+    """Pack what ``save_for_backward`` was given, now that the forward has returned and the
+    dirty inputs are bumped (PyTorch's ``_save_variables``: the versions the backward checks
+    are those of now). A saved output of the node is kept detached (``is_output``): the output
+    holds the node (a dirty view: through its base's CopySlices), so the node must not hold
+    the output (a reference cycle only the garbage collector would free)."""
     to_save = ctx.__dict__.pop("_to_save", None)
     if to_save is None:
         return
@@ -290,7 +291,7 @@ def _save_variables(ctx, outs):
     for t in to_save:
         if t is not None:
             for i, o in enumerate(outs):
-                if o is t and o._grad_fn is ctx:
+                if o is t and (o._grad_fn is ctx or id(o) in dirty):
                     t = SavedTensor(o, is_output=True, node=ctx, output_nr=i)
                     break
             else:
@@ -420,7 +421,9 @@ class Function(metaclass=FunctionMeta):
             return _unrecorded_outputs(args, out, dirty)
         _record_inputs(ctx, args, rg)
         ctx._backward = cls._user_backward()
-        return _wrap_outputs(ctx, args, out, cls.__name__)
+        out = _wrap_outputs(ctx, args, out, cls.__name__)
+        ctx._dirty = ctx._non_diff = ()     # they hold outputs, which hold the node: no cycle
+        return out
 
 
 def apply_custom_op(op, registered, args, kwargs):

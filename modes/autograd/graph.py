@@ -17,8 +17,9 @@ from typing import NamedTuple
 import subclass_kit as sk
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
-           "disable_saved_tensors_hooks", "top_saved_tensors_hooks", "gradient_edge",
-           "set_history", "increment_version", "GradientEdge", "get_gradient_edge",
+           "disable_saved_tensors_hooks", "save_on_cpu", "top_saved_tensors_hooks",
+           "gradient_edge", "set_history", "increment_version", "GradientEdge",
+           "get_gradient_edge",
            "RemovableHandle"]
 
 _sequence = itertools.count()
@@ -154,6 +155,23 @@ class saved_tensors_hooks:
         return False
 
 
+class save_on_cpu(saved_tensors_hooks):
+    """``saved_tensors_hooks`` keeping each saved tensor as a CPU copy and moving it back to its
+    device when the backward unpacks it (PyTorch's ``torch.autograd.graph.save_on_cpu``;
+    ``pin_memory`` is accepted, as tensors here have no pinned memory)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        def pack(t):
+            packed = sk.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device="cpu")
+            packed.copy_(t)
+            return t.device, packed
+
+        def unpack(packed):
+            device, t = packed
+            return t.to(device)
+        super().__init__(pack, unpack)
+
+
 class disable_saved_tensors_hooks:
     """Context manager under which entering ``saved_tensors_hooks`` raises RuntimeError with
     ``error_message`` (PyTorch's ``torch.autograd.graph.disable_saved_tensors_hooks``, for
@@ -186,7 +204,7 @@ class SavedTensor:
     output) or when the graph was freed by a backward without ``retain_graph``."""
 
     __slots__ = ("_t", "_vc", "_version", "_is_output", "_output_nr", "_node", "_packed",
-                 "_unpack", "_freed", "_edge")
+                 "_unpack", "_freed", "_edge", "_had_grad_fn")
 
     def __init__(self, t, is_output: bool = False, node=None, output_nr: int = 0):
         if t.is_inference():
@@ -208,6 +226,7 @@ class SavedTensor:
             self._t = _redispatch(_detach_op, (t,), {})
         else:
             self._t = t
+            self._had_grad_fn = t._grad_fn is not None    # (``detach_`` afterwards: unpack raises)
 
     def _pack(self, t, node, hooks=None):
         """Save through ``hooks`` (the innermost ``saved_tensors_hooks`` by default; PyTorch's
@@ -290,7 +309,12 @@ class SavedTensor:
                 t._output_nr = self._output_nr
                 t._requires_grad = True
             return t
-        return self._t
+        t = self._t
+        if t._grad_fn is None and self._had_grad_fn:
+            raise RuntimeError("Trying to use a saved tensor that has been detached in-place, "
+                               "i.e. with .detach_().This is not supported, please use "
+                               "out-of-place `.detach()` instead")
+        return t
 
     # -- what PyTorch's ``grad_fn._raw_saved_<name>`` (``torch._C._autograd.SavedTensor``) has
     @property

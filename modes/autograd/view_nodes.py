@@ -51,10 +51,9 @@ class CopySlices(Node):
                 and tuple(g.shape) == shape and g.stride() == stride):
             # a gradient no one else holds, laid out like the base: write the view's region in
             # place, so a chain of N CopySlices costs O(N) rather than N copies of the base
-            # (the version moves as PyTorch's copy into a new tensor moves that tensor's: no one
-            # else sees ``g``'s)
+            # (with the version of PyTorch's new tensor after its copy: no one else sees ``g``)
             result = g
-            result._vc[0] += 1
+            result._vc = [1]
         else:
             result = sk.empty_strided(shape, stride, dtype=g.dtype, device=g.device)
             result.copy_(g)
