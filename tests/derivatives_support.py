@@ -320,7 +320,9 @@ def ops_run_by_formula(op, samples) -> set:
                  for r in results]
         if all(g is None for g in grads):       # an integral result: nothing to differentiate
             continue
-        if formulas.FORMULAS[qualified(op)].node == "torch::autograd::NotImplemented":
+        formula = formulas.FORMULAS[qualified(op)]
+        if formula.node == "torch::autograd::NotImplemented" or getattr(
+                formula.fn, "not_implemented", False):
             continue                            # its backward raises, as PyTorch's
         with rec:
             formulas.apply_formula(op, args, kwargs, tuple(results), grads, validate=False)

@@ -64,6 +64,7 @@ def _normal_tt(ctx, grad):
 def _not_implemented(name: str):
     def formula(ctx, grad):
         raise RuntimeError(f"derivative for aten::{name} is not implemented")
+    formula.not_implemented = True      # its backward raises (no op stream to check)
     return formula
 
 
@@ -75,6 +76,7 @@ def _yaml_not_implemented(name: str):
     """derivatives.yaml's ``not_implemented("name")``: a named node whose backward raises."""
     def formula(ctx, *grads):
         raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+    formula.not_implemented = True
     return formula
 
 
