@@ -353,3 +353,23 @@ class Wrapper(sk.Tensor):
     @staticmethod
     def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
         return Wrapper.wrap(inner["elem"])
+
+
+def autograd_obs(t, *, version: bool = False):
+    """What the autograd oracle tests compare of a result of either library (or of a nest of
+    them): values (as text, so NaNs compare equal), dtype, the ``grad_fn``'s name,
+    ``requires_grad``, ``is_leaf`` and, with ``version``, ``_version``; a non-tensor as it is."""
+    if t is None:
+        return None
+    if isinstance(t, (list, tuple)):
+        return [autograd_obs(x, version=version) for x in t]
+    if not hasattr(t, "grad_fn"):
+        return t
+    fn = t.grad_fn
+    out = {"values": str(np.round(np.asarray(t.detach().tolist(), dtype=float), 6).tolist()),
+           "dtype": str(t.dtype).split(".")[-1],
+           "grad_fn": None if fn is None else fn.name().replace("torch::autograd::", ""),
+           "requires_grad": t.requires_grad, "is_leaf": t.is_leaf}
+    if version:
+        out["version"] = t._version
+    return out

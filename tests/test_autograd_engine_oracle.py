@@ -5,12 +5,13 @@ engine's options and errors, and the paper's programs."""
 
 import re
 
-import numpy as np
 import pytest
 
 import subclass_kit as sk
 
 torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
+
+from oracle import autograd_obs  # noqa: E402
 
 
 def _norm(msg: str) -> str:
@@ -19,17 +20,7 @@ def _norm(msg: str) -> str:
 
 
 def obs(t):
-    """What we compare about a tensor."""
-    if t is None:
-        return None
-    if isinstance(t, (list, tuple)):
-        return [obs(x) for x in t]
-    if not hasattr(t, "grad_fn"):
-        return t
-    fn = t.grad_fn
-    return {"values": np.round(np.asarray(t.detach().tolist(), dtype=float), 6).tolist(),
-            "grad_fn": None if fn is None else fn.name().replace("torch::autograd::", ""),
-            "requires_grad": t.requires_grad, "is_leaf": t.is_leaf}
+    return autograd_obs(t)
 
 
 def run(L, program):
