@@ -259,7 +259,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             g.__dict__["_grad_shared"] = run
     with sk.set_grad_enabled(create_graph):
         while ready:
-            node = _pop(ready)
+            # (a one-element heap pops, and an empty one pushes, as the heap would)
+            node = ready.pop() if len(ready) == 1 else _pop(ready)
             buf = buffers.pop(node, None) or [None] * node._num_inputs
             if node._tensor_pre_hooks or node._retain or node._pre_hooks:
                 # a node that only captures an input's gradient runs its tensor hooks alone
@@ -324,7 +325,10 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
-                    _push(ready, nxt)
+                    if ready:
+                        _push(ready, nxt)
+                    else:
+                        ready.append(nxt)
     if inputs is not None and not accumulate:
         for k, r in enumerate(results):
             if r is None and not allow_unused:

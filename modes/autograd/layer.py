@@ -80,9 +80,12 @@ class FormulaNode(Node):
 
     def release(self):
         for v in self._saved.values():
-            for s in (v if isinstance(v, list) else (v,)):
-                if isinstance(s, SavedTensor):
-                    s.free()
+            if v.__class__ is SavedTensor:
+                v.free()
+            elif isinstance(v, list):
+                for s in v:
+                    if isinstance(s, SavedTensor):
+                        s.free()
         for r in self._results or ():
             if r is not None:
                 r.free()
