@@ -306,6 +306,30 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw, validate: bool = Tr
     return out
 
 
+def finish_plain_grads(formula: Formula, metas: dict, raw) -> list:
+    """``finish_grads`` for a formula with no ``Tensor[]`` input (every node of such an op
+    runs this): the same checks, reductions and casts."""
+    if not isinstance(raw, tuple):
+        raw = (raw,)
+    inputs = formula.inputs
+    if len(raw) != len(inputs):
+        raise RuntimeError(f"{formula.node}: formula returned {len(raw)} gradients, expected "
+                           f"{len(inputs)}")
+    out = []
+    index = 0
+    for name, g in zip(inputs, raw):
+        meta = metas.get(name)
+        if g is None or meta is None:
+            out.append(None)
+        elif (g.__class__ is _Tensor and g._layout.sizes == meta.shape
+              and g._dtype is meta.dtype):
+            out.append(g)               # the common case: nothing to reduce or cast
+        else:
+            out.append(_fit(g, meta, formula.node, index))
+        index += meta is not None
+    return out
+
+
 def _expandable(shape: tuple, to: tuple) -> bool:
     """Whether ``shape`` broadcasts to ``to`` (PyTorch's ``is_expandable_to``)."""
     lead = len(to) - len(shape)

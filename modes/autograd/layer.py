@@ -21,6 +21,7 @@ from .view_nodes import AsStridedBackward0, CopySlices
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
 _redispatch = sk.redispatch_below_autograd
+_new = object.__new__
 _Tensor = sk.Tensor
 _grad_enabled = sk.is_grad_enabled
 _inference = sk.is_inference_mode_enabled
@@ -56,20 +57,31 @@ class FormulaNode(Node):
             for i, (g, m) in enumerate(zip(grads, out_metas)):
                 if g is None and m is not None:
                     grads[i] = sk.zeros(m.shape, dtype=m.dtype, device=m.device)
-        values = self._values
-        if self._saved:
-            values = dict(values)
-            for k, v in self._saved.items():
+        # FormulaContext(...) written out: the saved values go straight into its __dict__
+        ctx = _new(F.FormulaContext)
+        values = ctx.__dict__
+        values.update(self._values)
+        saved = self._saved
+        if saved:
+            for k, v in saved.items():
                 values[k] = v.unpack() if v.__class__ is SavedTensor else _unpack(v)
         results = self._results
-        results = tuple(_unpack(r) for r in results) if results is not None else (None,) * n
-        ctx = F.FormulaContext(values, self._metas, results, self._needs)
+        if results is None:
+            results = (None,) * n
+        elif n == 1:
+            results = (results[0].unpack() if results[0] is not None else None,)
+        else:
+            results = tuple(_unpack(r) for r in results)
+        ctx._metas = self._metas
+        ctx.results = results
+        ctx.result = results[0] if n == 1 else results
+        ctx.needs_input_grad = self._needs
         formula = self._formula
         raw = formula.fn(ctx, *grads)
-        finished = F.finish_grads(formula, ctx, raw)
         widths = self._widths
         if widths is None:              # no Tensor[] input: one gradient per edge already
-            return finished
+            return F.finish_plain_grads(formula, self._metas, raw)
+        finished = F.finish_grads(formula, ctx, raw)
         out = []
         for width, g in zip(widths, finished):
             if width is None:
