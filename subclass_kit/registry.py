@@ -56,12 +56,30 @@ def set_autograd_layer(layer) -> None:
 def redispatch_below_autograd(op, args: tuple, kwargs: dict):
     """Run ``op`` below the autograd layer: modes, subclass handlers and the kernel, with the
     version/view layer, as if no autograd layer were installed (nested ops too)."""
-    prev = tls.autograd_off
-    tls.autograd_off = True
+    st = tls.__dict__
+    prev = st["autograd_off"]
+    st["autograd_off"] = True
     try:
+        if (not kwargs and not flags.interceptors and op._plain and op._device_arg == 0
+                and op.decomposition is None and not op._has_lists
+                and len(args) < len(op._arity_ok) and op._arity_ok[len(args)]):
+            # __call__'s plain-kernel path, without re-checking what the call above did
+            # (the layer's calls are bound already; an unbound one takes op() below)
+            for a in args:
+                if type(a) in DISPATCH_TYPES:
+                    break
+            else:
+                try:
+                    kernel = op._kernels[args[0]._storage.device.type]
+                except (AttributeError, IndexError, TypeError, KeyError):
+                    return op(*args)
+                out = kernel(*args)
+                if op._view_name is not None:
+                    _record_view_op(op, out)
+                return out
         return op(*args, **kwargs)
     finally:
-        tls.autograd_off = prev
+        st["autograd_off"] = prev
 
 
 class OpOverload:
