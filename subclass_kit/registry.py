@@ -60,7 +60,8 @@ def redispatch_below_autograd(op, args: tuple, kwargs: dict):
     prev = st["autograd_off"]
     st["autograd_off"] = True
     try:
-        if (not kwargs and not flags.interceptors and op._plain and op._device_arg == 0
+        if (not kwargs and not flags.interceptors and isinstance(op, OpOverload) and op._plain
+                and op._device_arg == 0
                 and op.decomposition is None and not op._has_lists
                 and len(args) < len(op._arity_ok) and op._arity_ok[len(args)]):
             # __call__'s plain-kernel path, without re-checking what the call above did

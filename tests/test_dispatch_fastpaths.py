@@ -515,3 +515,25 @@ def test_operators_whose_handlers_all_decline_behave_like_torch(program):
     ours = run(sk, sk.Tensor, sk.make_subclass, "__tensor_function__")
     theirs = run(torch, torch.Tensor, lambda cls, t: t.as_subclass(cls), "__torch_function__")
     assert ours == theirs
+
+
+# -- redispatch_below_autograd's plain-kernel path ----------------------------------------------
+def test_redispatch_below_autograd_matches_the_op_call():
+    """The direct kernel path of ``redispatch_below_autograd`` (a plain op, plain operands,
+    nothing intercepting) gives what ``op(...)`` gives; packets, keywords and modes take
+    ``op()`` itself."""
+    from subclass_kit.modes import LoggingMode
+    x = sk.arange(6.0).view(2, 3)
+    for op, args, kwargs in [(sk.ops.detach.default, (x,), {}), (sk.ops.detach, (x,), {}),
+                             (sk.ops.t.default, (x,), {}), (sk.ops.add.Tensor, (x, x), {}),
+                             (sk.ops.add.Tensor, (x, x), {"alpha": 2}),
+                             (sk.ops.sum.dim_IntList, (x, [1]), {})]:
+        got = sk.redispatch_below_autograd(op, args, kwargs)
+        want = op(*args, **kwargs)
+        assert got.shape == want.shape and got.stride() == want.stride()
+        assert got.tolist() == want.tolist()
+        assert (got._base is None) == (want._base is None)
+        assert getattr(got, "_view_op", None) == getattr(want, "_view_op", None)
+    with LoggingMode() as mode:
+        sk.redispatch_below_autograd(sk.ops.detach.default, (x,), {})
+    assert [r.op for r in mode.log] == ["sk.ops.detach.default"]
