@@ -275,9 +275,10 @@ def make_context(formula: Formula, op, args, kwargs, results, needs_input_grad) 
     return FormulaContext(values, metas, tuple(results), tuple(needs_input_grad))
 
 
-def finish_grads(formula: Formula, ctx: FormulaContext, raw, validate: bool = True) -> list:
+def finish_grads(formula: Formula, metas: dict, raw, validate: bool = True) -> list:
     """Normalize a formula's return to one entry per input, each reduced to the input's shape
-    and cast to its dtype (PyTorch's ``validate_outputs``)."""
+    and cast to its dtype (PyTorch's ``validate_outputs``). ``metas``: the ``TensorMeta`` of
+    each tensor argument by name (a list of them for a ``Tensor[]`` argument)."""
     if not isinstance(raw, tuple):
         raw = (raw,)
     if len(raw) != len(formula.inputs):
@@ -286,7 +287,7 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw, validate: bool = Tr
     out = []
     index = 0
     for name, g in zip(formula.inputs, raw):
-        meta = ctx._metas.get(name)
+        meta = metas.get(name)
         if isinstance(meta, list):
             if g is None:
                 out.append(None)
@@ -302,30 +303,6 @@ def finish_grads(formula: Formula, ctx: FormulaContext, raw, validate: bool = Tr
             out.append(g)               # the common case: nothing to reduce or cast
         else:
             out.append(_fit(g, meta, formula.node, index, validate))
-        index += meta is not None
-    return out
-
-
-def finish_plain_grads(formula: Formula, metas: dict, raw) -> list:
-    """``finish_grads`` for a formula with no ``Tensor[]`` input (every node of such an op
-    runs this): the same checks, reductions and casts."""
-    if not isinstance(raw, tuple):
-        raw = (raw,)
-    inputs = formula.inputs
-    if len(raw) != len(inputs):
-        raise RuntimeError(f"{formula.node}: formula returned {len(raw)} gradients, expected "
-                           f"{len(inputs)}")
-    out = []
-    index = 0
-    for name, g in zip(inputs, raw):
-        meta = metas.get(name)
-        if g is None or meta is None:
-            out.append(None)
-        elif (g.__class__ is _Tensor and g._layout.sizes == meta.shape
-              and g._dtype is meta.dtype):
-            out.append(g)               # the common case: nothing to reduce or cast
-        else:
-            out.append(_fit(g, meta, formula.node, index))
         index += meta is not None
     return out
 
@@ -371,4 +348,4 @@ def apply_formula(op, args: tuple, kwargs: dict, results, grads, needs_input_gra
     if needs_input_grad is None:
         needs_input_grad = (True,) * len(formula.inputs)
     ctx = make_context(formula, op, args, kwargs, results, needs_input_grad)
-    return finish_grads(formula, ctx, formula.fn(ctx, *grads), validate)
+    return finish_grads(formula, ctx._metas, formula.fn(ctx, *grads), validate)

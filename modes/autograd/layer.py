@@ -78,10 +78,10 @@ class FormulaNode(Node):
         ctx.needs_input_grad = self._needs
         formula = self._formula
         raw = formula.fn(ctx, *grads)
+        finished = F.finish_grads(formula, self._metas, raw)
         widths = self._widths
         if widths is None:              # no Tensor[] input: one gradient per edge already
-            return F.finish_plain_grads(formula, self._metas, raw)
-        finished = F.finish_grads(formula, ctx, raw)
+            return finished
         out = []
         for width, g in zip(widths, finished):
             if width is None:
