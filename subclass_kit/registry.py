@@ -55,7 +55,13 @@ def set_autograd_layer(layer) -> None:
 
 def redispatch_below_autograd(op, args: tuple, kwargs: dict):
     """Run ``op`` below the autograd layer: modes, subclass handlers and the kernel, with the
-    version/view layer, as if no autograd layer were installed (nested ops too)."""
+    version/view layer, as if no autograd layer were installed (nested ops too). PyTorch's
+    ``at::AutoDispatchBelowADInplaceOrView`` redispatch, for modes built on the extension API.
+
+    ``op``: an ``OpOverload`` (or packet); ``args`` / ``kwargs``: its call. Returns and raises
+    what ``op(*args, **kwargs)`` does (its schema's binding errors and the kernel's). A plain
+    op whose call nothing can intercept (no mode, trace or subclass operand, positional
+    arguments in schema form) runs its kernel directly: the same result, one call frame."""
     st = tls.__dict__
     prev = st["autograd_off"]
     st["autograd_off"] = True

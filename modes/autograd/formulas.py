@@ -200,6 +200,7 @@ class FormulaContext:
     """
 
     def __init__(self, values: dict, metas: dict, results, needs_input_grad: tuple):
+        # (layer.FormulaNode.apply builds its ctx with these same fields in place)
         self.__dict__.update(values)
         self._metas = metas
         self.results = results

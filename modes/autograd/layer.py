@@ -57,7 +57,9 @@ class FormulaNode(Node):
             for i, (g, m) in enumerate(zip(grads, out_metas)):
                 if g is None and m is not None:
                     grads[i] = sk.zeros(m.shape, dtype=m.dtype, device=m.device)
-        # FormulaContext(...) written out: the saved values go straight into its __dict__
+        # FormulaContext.__init__ written out (keep the two alike): the saved values go
+        # straight into its __dict__, unpacked before the results as PyTorch's nodes do
+        # (a dict copy and the call cost 1.5% of a tiny-MLP training step)
         ctx = _new(F.FormulaContext)
         values = ctx.__dict__
         values.update(self._values)
