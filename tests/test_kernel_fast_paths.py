@@ -1,7 +1,8 @@
 """The cpu kernels' fast paths give what the rule and fill they skip give.
 
 ``register_rule(op, rule, fill, fast=...)`` lets an op serve its common call without building a
-Spec (``mm``, ``bmm``, ``addmm``: one matmul into a fresh output); ``sum`` and ``mean`` over
+Spec (``mm``, ``bmm``, ``addmm``: one matmul into a fresh output; ``tanh_backward`` and
+``sigmoid_backward`` on contiguous operands of one dtype); ``sum`` and ``mean`` over
 float32/float64 have such a kernel too (``reductions._fast_reduction``). Each case here runs
 the public call, which tries the fast path first, and the op's ``rule`` + ``fill`` by hand on
 the same inputs (contiguous, transposed, strided, expanded and offset operands of several
@@ -110,6 +111,18 @@ def test_sum_and_mean_fast_paths_match_rule_and_fill(data, sizes, dtype, name, k
     dims = data.draw(st.one_of(st.none(), st.lists(st.integers(-ndim - 1, ndim), max_size=3)))
     op = ops.sum.dim_IntList if name == "sum" else ops.mean.dim
     _run_both(lambda *a: op(*a), op, x, dims, keepdim)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), st.lists(st.integers(0, 4), max_size=3), st.sampled_from(DTYPES),
+       st.sampled_from(DTYPES), st.sampled_from(["tanh_backward", "sigmoid_backward"]))
+def test_pointwise_backward_fast_paths_match_rule_and_fill(data, sizes, d1, d2, name):
+    sizes = tuple(sizes)
+    other_sizes = data.draw(st.sampled_from([sizes, sizes[1:], (1,) + sizes]))
+    grad = _operand(data.draw, sizes, d1)
+    y = _operand(data.draw, other_sizes, d2) / 2     # the saved output: |y| <= 1
+    op = getattr(ops, name).default
+    _run_both(lambda *a: op(*a), op, grad, y)
 
 
 def test_fast_path_output_never_aliases_an_input():

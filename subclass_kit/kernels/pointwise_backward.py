@@ -20,7 +20,10 @@ from .. import _dtype as dt
 from ..registry import ops
 from . import _pointwise_fns as fns
 from ._gelu import gelu_backward
+from ..storage import CPU
+from ..tensor import Tensor
 from ._common import Spec, register_rule, type_name
+from ._iter_layout import alloc, contig
 from ._scalars import quiet, unquiet
 from .pointwise import _BOOL, _INTEGRAL, _Info, pointwise_spec
 
@@ -69,23 +72,53 @@ def _make_fill(compute, reduced=False, into=False):
     return fill
 
 
+def _make_fast(compute):
+    """The cpu kernel of the common backward call: ``(grad_output, other)`` float32 or float64
+    tensors of one dtype, same sizes, both contiguous. Such a call passes every check of the
+    rule and its output is contiguous of that dtype (TensorIterator's layout), so this returns
+    what ``rule`` + ``fill`` give without them; None for any other call."""
+    def fast(grad_output, other=None, *rest):
+        if rest or grad_output.__class__ is not Tensor or other.__class__ is not Tensor:
+            return None
+        d = grad_output._dtype
+        la, lb = grad_output._layout, other._layout
+        if (d not in _FAST or other._dtype is not d or grad_output._storage.device is not CPU
+                or other._storage.device is not CPU or la.sizes != lb.sizes):
+            return None
+        sizes = la.sizes
+        strides = contig(sizes)
+        if la.strides != strides or lb.strides != strides:
+            return None
+        out = alloc(sizes, strides, d, CPU)
+        token = quiet()
+        try:
+            compute(grad_output._array(), other._array(), out=out._np)
+        finally:
+            unquiet(token)
+        return out
+    return fast
+
+
+_FAST = (dt.float32, dt.float64)
+
+
 def _threshold(dy, x, threshold):
     thr = np.array(threshold).astype(x.dtype)   # C++'s Scalar::to<scalar_t>()
     return np.where(x <= thr, np.zeros((), x.dtype), dy)
 
 
-def _sigmoid(dy, y):
-    return dy * (1 - y) * y
+def _sigmoid(dy, y, out=None):
+    return np.multiply(dy * (1 - y), y, out=out)
 
 
-def _tanh(dy, y):
+def _tanh(dy, y, out=None):
     """``dy * (1 - y*y)`` with ``1 - y*y`` rounded once, as ATen's kernel computes it (the
     compiler fuses it into one fused multiply-add, in the vectorised loop and its scalar tail
     alike: bit for bit on float32 and float64, tested against torch)."""
     if y.dtype == np.float64:
-        return dy * _one_minus_square(y)
+        return np.multiply(dy, _one_minus_square(y), out=out)
     # float32 (float16 and bfloat16 compute in it): y*y is exact in float64
-    return dy * (1.0 - np.square(y, dtype=np.float64)).astype(y.dtype)
+    return np.multiply(dy, (1.0 - np.square(y, dtype=np.float64)).astype(y.dtype), out=out)
 
 
 _SPLIT = 134217729.0        # 2**27 + 1: Veltkamp's splitter for float64
@@ -119,6 +152,8 @@ register_rule(ops.gelu_backward,
               _make_rule(_PROMOTE, "GeluBackwardKernelImpl", _NOT_FLOAT, _check_gelu),
               _make_fill(gelu_backward, reduced=True, into=True))
 register_rule(ops.sigmoid_backward,
-              _make_rule(_PROMOTE, "sigmoid_backward_cpu", _NOT_FLOAT), _make_fill(_sigmoid))
+              _make_rule(_PROMOTE, "sigmoid_backward_cpu", _NOT_FLOAT), _make_fill(_sigmoid),
+              fast=_make_fast(_sigmoid))
 register_rule(ops.tanh_backward,
-              _make_rule(_PROMOTE, "tanh_backward_cpu", _NOT_FLOAT), _make_fill(_tanh))
+              _make_rule(_PROMOTE, "tanh_backward_cpu", _NOT_FLOAT), _make_fill(_tanh),
+              fast=_make_fast(_tanh))
