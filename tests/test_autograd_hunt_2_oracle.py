@@ -292,6 +292,27 @@ def test_gradient_handed_to_two_leaves_is_stolen_by_the_last():
     same(program)
 
 
+@pytest.mark.parametrize("hooked", ["leaf", "non-leaf"])
+def test_nested_backward_in_a_hook_keeps_the_callers_gradient_copied(hooked):
+    """A backward run from a tensor hook, between the caller handing its gradient to
+    ``backward`` and the leaf accumulating it: the leaf still copies the caller's gradient
+    (the caller holds it), as PyTorch's reference count tells it to."""
+    def program(L):
+        x = L.ones(3, requires_grad=True)
+        other = L.ones(2, requires_grad=True)
+
+        def hook(grad):
+            with L.enable_grad():
+                (other * 2).sum().backward()
+        root = x if hooked == "leaf" else x.clone()
+        root.register_hook(hook)
+        g = L.full((3,), 2.0)
+        root.backward(g)
+        g.add_(1)
+        return [x.grad.data_ptr() == g.data_ptr(), x.grad.tolist(), other.grad.tolist()]
+    same(program)
+
+
 @pytest.mark.parametrize("reuse", [False, True])
 def test_copy_slices_gradient_versions(reuse):
     """The gradient a leaf gets through CopySlices has the version of PyTorch's (a new tensor

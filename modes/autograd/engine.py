@@ -145,6 +145,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     _task_ids[0] += 1
     task = [_task_ids[0], []]
     _tasks.append(task)
+    # a backward run from a hook of another (nested) sets its own token: the outer run's
+    # marks must count again once it returns
+    outer_run = AccumulateGrad.run
     try:
         result = _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
                                accumulate, allow_unused)
@@ -153,6 +156,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             callbacks.pop(0)()
     finally:
         _tasks.remove(task)
+        AccumulateGrad.run = outer_run
     return result
 
 
