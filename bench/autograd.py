@@ -11,7 +11,8 @@
   <= 1.1: linear, no O(N^2) rebase of views);
 - ``autograd_forward_modes``: a 3-layer MLP forward whose weights require grad, in normal
   mode, ``no_grad`` and ``inference_mode``, ten forwards per sample (targets: inference <= 0.8x
-  normal, <= no_grad; torch's own ratio is printed beside ours for reference);
+  normal, <= no_grad; torch's own ratio is printed beside ours for reference, and the numpy
+  forward's time over normal mode's, the floor no inference path on numpy can go below);
 - ``autograd_forward_modes_tiny``: the same three modes on the MLP 16-16-16-1, batch 4, the
   context entered once per forward as a serving loop does (target: inference <= no_grad, the
   row's value; inference/normal in its notes).
@@ -184,12 +185,12 @@ FORWARDS_PER_SAMPLE = 10
 TINY_FORWARDS_PER_SAMPLE = 50
 
 
-def _forward_mode_samples(L, sizes, batch, forwards, per_forward, repeats):
+def _forward_mode_samples(L, sizes, batch, forwards, per_forward, repeats, floor=False):
     """``interleaved_samples`` of ``forwards`` MLP forwards (weights require grad) in normal
     mode, under ``L.no_grad()`` and under ``L.inference_mode()``. The context is entered once
     around the run of forwards, or, with ``per_forward``, once around each forward (a serving
     loop's ``with L.inference_mode(): model(x)``: the entry cost is then part of every
-    forward)."""
+    forward). ``floor``: also the numpy forward (``_np_forward``), as "numpy"."""
     params = _params(L, sizes, np.random.default_rng(2))
     x = L.tensor(np.random.default_rng(3).standard_normal((batch, sizes[0])).astype(np.float32))
 
@@ -210,8 +211,30 @@ def _forward_mode_samples(L, sizes, batch, forwards, per_forward, repeats):
                         _forward(L, params, x)
         return run
 
-    return interleaved_samples({"normal": normal, "no_grad": under(L.no_grad),
-                                "inference": under(L.inference_mode)}, repeats)
+    fns = {"normal": normal, "no_grad": under(L.no_grad), "inference": under(L.inference_mode)}
+    if floor:
+        fns["numpy"] = _np_forward(params, x, forwards)
+    return interleaved_samples(fns, repeats)
+
+
+def _np_forward(params, x, forwards):
+    """The same forwards on numpy arrays (matmul, bias add, tanh): no inference path on numpy
+    can take less."""
+    arrays = [p.detach().numpy() for p in params]
+    h0 = x.numpy()
+
+    def run():
+        for _ in range(forwards):
+            h = h0
+            for i in range(0, len(arrays), 2):
+                h = np.matmul(h, arrays[i])
+                h += arrays[i + 1]
+                if i + 2 < len(arrays):
+                    h = np.tanh(h)
+    return run
+
+
+
 
 
 def _forward_modes_row(name, sizes, batch, forwards, per_forward, repeats, vs, target):
@@ -220,16 +243,21 @@ def _forward_modes_row(name, sizes, batch, forwards, per_forward, repeats, vs, t
     moves both sides of a ratio alike; the other ratio and the us per forward go to the notes.
     A sample is ``forwards`` forwards, so that what the first forward of a sample pays alone
     (refilling the caches after the collection that starts every sample) is spread as in a
-    real run of forwards."""
+    real run of forwards. The numpy forward's time over ``vs`` (same rounds) goes to the notes:
+    the floor of the ratio, since inference mode cannot skip numpy's work."""
     other = "no_grad" if vs == "normal" else "normal"
     r = OwnRatio(name, f"inf/{vs}", target=target)
     notes = []
     for impl, L in _libs().items():
-        s = _forward_mode_samples(L, sizes, batch, forwards, per_forward, repeats)
+        s = _forward_mode_samples(L, sizes, batch, forwards, per_forward, repeats,
+                                  floor=impl == SK)
         med = {k: statistics.median(v) * 1e6 / forwards for k, v in s.items()}
         r.values[impl] = round_ratio(s["inference"], s[vs])
         notes.append(f"{impl} us/forward: " + ", ".join(f"{k} {v:.0f}" for k, v in med.items())
                      + f"; inference/{other} {round_ratio(s['inference'], s[other]):.2f}")
+        if "numpy" in s:
+            notes.append(f"numpy/{vs} {round_ratio(s['numpy'], s[vs]):.2f}: the least "
+                         f"inference/{vs} a forward computed by numpy can reach")
     r.notes.extend(notes)
     return [r]
 
