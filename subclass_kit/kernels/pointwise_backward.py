@@ -18,10 +18,10 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..registry import ops
-from . import _pointwise_fns as fns
-from ._gelu import gelu_backward
 from ..storage import CPU
 from ..tensor import Tensor
+from . import _pointwise_fns as fns
+from ._gelu import gelu_backward
 from ._common import Spec, register_rule, type_name
 from ._iter_layout import alloc, contig
 from ._scalars import quiet, unquiet
