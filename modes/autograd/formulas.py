@@ -91,13 +91,14 @@ class TensorMeta:
     @classmethod
     def of(cls, t) -> "TensorMeta":
         m = _new(cls)
-        if t.__class__ is _Tensor:      # the common case: read the layout directly
+        if t.__class__ is _Tensor:      # the common case: read the fields directly
             m.shape, m.stride, m.offset = t._layout
             m.device = t._storage.device
+            m.dtype = t._dtype
         else:                           # a subclass may override the accessors
             m.shape, m.stride, m.offset = tuple(t.shape), tuple(t.stride()), t.storage_offset()
             m.device = t.device
-        m.dtype = t.dtype
+            m.dtype = t.dtype
         return m
 
     def _key(self):

@@ -207,10 +207,11 @@ class SavedTensor:
                  "_unpack", "_freed", "_edge", "_had_grad_fn")
 
     def __init__(self, t, is_output: bool = False, node=None, output_nr: int = 0):
-        if t.is_inference():
+        plain = t.__class__ is _Tensor      # (a subclass may override the accessors)
+        if t._inference if plain else t.is_inference():
             raise RuntimeError(INFERENCE_SAVED)
         self._vc = t._vc        # the alias family's counter, as SavedVariable keeps it
-        self._version = t._version
+        self._version = t._vc[0] if plain else t._version
         self._is_output = is_output
         self._output_nr = output_nr
         # Weakly: the node holds its saved tensors, not the other way round (no cycle).
