@@ -112,16 +112,24 @@ def _cross_entropy(L, out):
     return -(out.log_softmax(1).select(1, 0).mean())
 
 
+def _np_activations(h, weights, biases) -> list:
+    """The MLP on numpy arrays: the input, then each layer's output (matmul, the bias added in
+    place, tanh between layers)."""
+    hs = [h]
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        z = np.matmul(hs[-1], w)
+        z += b
+        hs.append(np.tanh(z) if i + 1 < len(weights) else z)
+    return hs
+
+
 def _np_step(sizes, data, ce=False):
     rng = np.random.default_rng(1)
     ws = [rng.standard_normal((a, b)).astype(np.float32) for a, b in zip(sizes, sizes[1:])]
     bs = [np.zeros(b, np.float32) for b in sizes[1:]]
 
     def step():
-        hs = [data]
-        for i, (w, b) in enumerate(zip(ws, bs)):
-            z = hs[-1] @ w + b
-            hs.append(np.tanh(z) if i + 1 < len(ws) else z)
+        hs = _np_activations(data, ws, bs)
         out = hs[-1]
         if ce:
             e = np.exp(out - out.max(1, keepdims=True))
@@ -218,19 +226,15 @@ def _forward_mode_samples(L, sizes, batch, forwards, per_forward, repeats, floor
 
 
 def _np_forward(params, x, forwards):
-    """The same forwards on numpy arrays (matmul, bias add, tanh): no inference path on numpy
-    can take less."""
+    """The same forwards on numpy arrays (``_np_activations``): no inference path on numpy can
+    take less."""
     arrays = [p.detach().numpy() for p in params]
+    weights, biases = arrays[0::2], arrays[1::2]
     h0 = x.numpy()
 
     def run():
         for _ in range(forwards):
-            h = h0
-            for i in range(0, len(arrays), 2):
-                h = np.matmul(h, arrays[i])
-                h += arrays[i + 1]
-                if i + 2 < len(arrays):
-                    h = np.tanh(h)
+            _np_activations(h0, weights, biases)
     return run
 
 
