@@ -285,3 +285,7 @@ def __getattr__(name):
         return getattr(_importlib.import_module(".serialization", __name__), name)
     raise AttributeError(f"module 'subclass_kit' has no attribute '{name}'")
 from .api import protocol as _api_protocol  # noqa: E402  (Tensor.__format__, __contains__)
+from . import fast_path as fast_path  # noqa: E402
+from ._state import flags as _flags  # noqa: E402
+
+_flags.core_ready = True     # a kernel registered from here on replaces a built-in one

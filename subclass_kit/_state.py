@@ -52,7 +52,9 @@ class _ProcessFlags:
     - ``interceptors``: how many modes and dispatch traces are active, over all threads. While
       it is 0 the hot paths skip reading this thread's mode stacks and trace (three
       thread-local reads per op); when it is not, they read them;
-    - ``autograd``: the autograd layer once installed (Note [Autograd layer]).
+    - ``autograd``: the autograd layer once installed (Note [Autograd layer]);
+    - ``core_ready``: ``import subclass_kit`` has finished: a kernel registered from then on
+      replaces a built-in one (``OpOverload._replaced``, read by ``fast_path.unobserved``).
     """
 
     requires_grad_seen = False
@@ -60,6 +62,7 @@ class _ProcessFlags:
     # The installed autograd layer (Note [Autograd layer] in registry.py), or None: set when a
     # tensor first requires grad, so until then the eager path pays this one read.
     autograd = None
+    core_ready = False
 
 
 flags = _ProcessFlags()

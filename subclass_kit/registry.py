@@ -100,6 +100,10 @@ class OpOverload:
         self._init_table(schema.name, schema.overload or "default", namespace)
         self._derive(schema)
 
+    # A kernel registered after ``import subclass_kit`` (``sk.library.impl``, ``register_kernel``)
+    # sets it: ``fast_path.unobserved`` then keeps fast paths from standing in for the op.
+    _replaced = False
+
     def _init_table(self, name: str, overload: str, namespace: str):
         """The fields that exist before the schema is parsed (Note [Lazy schemas] in
         ``_builtin_ops.py``): names, the
@@ -544,6 +548,8 @@ def register_kernel(op: OpOverload, device: str):
 
     def deco(fn):
         op._kernels[device] = fn
+        if flags.core_ready:
+            op._replaced = True     # fast paths standing in for its kernel step aside
         return fn
     return deco
 

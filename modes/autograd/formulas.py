@@ -43,13 +43,14 @@ yaml ``output_differentiability: [False]`` / ``not_implemented``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
 import subclass_kit as sk
 
 __all__ = ["Formula", "TensorMeta", "FormulaContext", "FORMULAS", "NON_DIFFERENTIABLE",
-           "NODE_NAMES", "derivative", "non_differentiable", "node_name", "call_node_name",
+           "NODE_NAMES", "derivative", "fast_formula", "non_differentiable", "node_name", "call_node_name",
            "apply_formula", "sum_to"]
 
 
@@ -70,6 +71,9 @@ class Formula:
     # only when one of those inputs needs a gradient (``should_compute_output``), so
     # ``x * constant`` does not keep ``x``. Names not listed are always saved.
     save_for: tuple = ()
+    # A numpy fast path (``fast_formula``): ``fast(ctx, *grads)`` returns what ``finish_grads``
+    # would make of ``fn``'s gradients, or None when the call is not one it covers.
+    fast: Callable | None = None
 
 
 class TensorMeta:
@@ -169,6 +173,24 @@ def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
         FORMULAS[op] = Formula(op, node, tuple(inputs), tuple(save), fn, variants,
                                outputs=tuple(outputs), save_for=users)
         return fn
+    return register
+
+
+def fast_formula(op: str):
+    """Register a numpy fast path for the formula of overload ``op`` (decorator; the formula
+    first). ``fast(ctx, *grads)`` gets the formula's arguments and returns, for the calls it
+    covers, the gradients the formula and the engine's ``finish_grads`` would: the same bits,
+    sizes, strides, dtypes and views, one entry per input. It returns None for every other call
+    (then the formula runs) and must cover only calls nothing could see: grad mode off (no
+    ``create_graph``), ``sk.fast_path.unobserved`` for the ops the formula calls, plain cpu
+    operands. ``tests/test_autograd_fast_formulas.py`` holds each one to its formula. Raises
+    KeyError for an op with no formula and ValueError for a second fast path."""
+    def register(fast):
+        formula = FORMULAS[op]
+        if formula.fast is not None:
+            raise ValueError(f"fast path for {op!r} registered twice")
+        FORMULAS[op] = dataclasses.replace(formula, fast=fast)
+        return fast
     return register
 
 
