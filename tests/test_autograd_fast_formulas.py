@@ -161,6 +161,9 @@ def test_fast_paths_match_their_formulas(call):
         _assert_same(g, w)
 
 
+# (DebugAssertMode, which ``--debug-asserts`` runs every test under, is a mode: nothing is
+# served while it watches)
+@pytest.mark.no_debug_asserts
 def test_the_tiny_mlp_backward_is_served_and_matches(served, monkeypatch):
     """The MLP the benchmark trains: every AddmmBackward0 of its backward takes the fast
     path, and every parameter's ``.grad`` is what the formulas give."""
@@ -247,6 +250,7 @@ def test_create_graph_runs_the_formula(served):
     np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 2), 48.0))
 
 
+@pytest.mark.no_debug_asserts
 def test_unobserved_follows_modes_and_replaced_kernels(monkeypatch):
     op = sk.ops.mm.default
     assert sk.fast_path.unobserved([op])
