@@ -20,12 +20,10 @@ from .kernels._iter_layout import alloc, contig
 from .kernels._scalars import quiet, unquiet
 from .storage import CPU
 
+# ``quiet`` / ``unquiet``: ``token = quiet()`` ... ``unquiet(token)`` turns numpy's
+# floating-point warnings off in between, as around every float kernel's arithmetic (PyTorch
+# never warns of inf or nan).
 __all__ = ["unobserved", "empty", "array", "quiet", "unquiet"]
-
-# ``token = quiet()`` ... ``unquiet(token)``: numpy's floating-point warnings off in between,
-# as around every float kernel's arithmetic (PyTorch never warns of inf or nan).
-quiet = quiet
-unquiet = unquiet
 
 
 def unobserved(ops) -> bool:

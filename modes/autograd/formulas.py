@@ -50,8 +50,8 @@ from typing import Callable
 import subclass_kit as sk
 
 __all__ = ["Formula", "TensorMeta", "FormulaContext", "FORMULAS", "NON_DIFFERENTIABLE",
-           "NODE_NAMES", "derivative", "fast_formula", "non_differentiable", "node_name", "call_node_name",
-           "apply_formula", "sum_to"]
+           "NODE_NAMES", "derivative", "fast_formula", "non_differentiable", "node_name",
+           "call_node_name", "apply_formula", "sum_to"]
 
 
 @dataclass(frozen=True)
