@@ -238,9 +238,6 @@ def _np_forward(params, x, forwards):
     return run
 
 
-
-
-
 def _forward_modes_row(name, sizes, batch, forwards, per_forward, repeats, vs, target):
     """An ``OwnRatio`` row: each library's inference/``vs`` ratio (``vs`` is "normal" or
     "no_grad"), the median of the per-round ratios, so a drift of the machine between rounds
