@@ -6,8 +6,9 @@ matrix gradient, a sum and a view for the bias. Run as op calls on a small model
 several times their numpy arithmetic (a tiny MLP's training step spent a sixth of its time
 there). When nothing could see those calls (grad mode off, no mode or trace, the ops' built-in
 kernels, plain float32/float64 cpu operands) the paths below make the same numpy calls on the
-same arrays, into outputs made as the kernels make theirs: the same bits, sizes, strides and
-views. Any other call returns None and the formula in ``core.py`` runs.
+same arrays, into outputs made as the kernels make theirs (``mul``'s calls its kernel itself):
+the same bits, sizes, strides and views. Any other call returns None and the formula in
+``core.py`` runs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import subclass_kit as sk
 
 from ..formulas import fast_formula
+from .core import _column_major
 
 _fp = sk.fast_path
 _empty, _array, _unobserved = _fp.empty, _fp.array, _fp.unobserved
@@ -41,11 +43,6 @@ def _covered(grad, ops) -> bool:
     """A matrix ``grad`` of a float dtype, plain, with grad mode off and ``ops`` unobserved."""
     return (not _grad_enabled() and _unobserved(ops) and _plain(grad, grad._dtype)
             and grad._dtype in _FLOATS and len(grad._layout.sizes) == 2)
-
-
-def _column_major(meta) -> bool:
-    (rows, _), strides = meta.shape, meta.stride
-    return strides[0] == 1 and strides[1] == rows
 
 
 def _products_covered(ctx, dtype, needs, names) -> bool:
@@ -121,54 +118,30 @@ def _addmm(ctx, grad):
 
 _MUL_OPS = (sk.ops.mul.Tensor,)
 _MEAN_OPS = (sk.ops.div.Tensor, sk.ops.expand.default)
-
-
-_ROW_MAJOR: dict = {}        # sizes -> row-major strides
-
-
-def _dense(t, sizes, dtype) -> bool:
-    """``t`` plain (``_plain``) with ``sizes`` and exactly row-major strides (the kernels'
-    own test: ``is_contiguous`` also admits any stride of a size-1 dim)."""
-    strides = _ROW_MAJOR.get(sizes)
-    if strides is None:
-        acc, out = 1, []
-        for s in reversed(sizes):
-            out.append(acc)
-            acc *= max(s, 1)
-        strides = _ROW_MAJOR[sizes] = tuple(reversed(out))
-    return _plain(t, dtype) and t._layout.sizes == sizes and t._layout.strides == strides
+# the built-in kernel, called only while ``_unobserved(_MUL_OPS)``: it is still registered then
+_mul_kernel = sk.get_kernel(sk.ops.mul.Tensor, "cpu")
 
 
 @fast_formula("mul.Tensor")
 def _mul(ctx, grad):
-    """``grad * other`` and ``grad * self`` for contiguous operands of one shape: ``mul``'s
-    kernel then writes ``np.multiply`` of the two arrays into a fresh contiguous output."""
-    if _grad_enabled() or not _unobserved(_MUL_OPS):
-        return None
+    """``grad * other`` and ``grad * self`` by ``mul``'s own cpu kernel (the formula's op
+    calls without their dispatch), for tensor operands of the gradient's shape and dtype: no
+    ``sum_to`` and no cast left for ``finish_grads``."""
     d, sizes = grad._dtype, grad._layout.sizes
-    if d not in _FLOATS or not _dense(grad, sizes, d):
+    if _grad_enabled() or not _unobserved(_MUL_OPS) or not _plain(grad, d):
         return None
-    # each input of the gradient's shape and dtype: no sum_to, no cast
     metas = ctx._metas
     for name in ("self", "other"):
         meta = metas.get(name)
         if meta is None or meta.shape != sizes or meta.dtype is not d:
             return None
     needs = ctx.needs_input_grad
-    if (needs[0] and not _dense(ctx.other, sizes, d)) or (
-            needs[1] and not _dense(ctx.self, sizes, d)):
+    other = ctx.other if needs[0] else grad
+    self = ctx.self if needs[1] else grad
+    if not (_plain(other, d) and _plain(self, d)):
         return None
-    g = _array(grad)
-    out = [None, None]
-    token = _quiet()
-    try:
-        for i, name in ((0, "other"), (1, "self")):
-            if needs[i]:
-                out[i] = _empty(sizes, d)
-                np.multiply(g, _array(getattr(ctx, name)), out=_array(out[i]))
-    finally:
-        _unquiet(token)
-    return out
+    return (_mul_kernel(grad, other) if needs[0] else None,
+            _mul_kernel(grad, self) if needs[1] else None)
 
 
 @fast_formula("mean.default")
