@@ -27,9 +27,14 @@ __all__ = ["unobserved", "empty", "array", "quiet", "unquiet"]
 
 
 def unobserved(ops) -> bool:
-    """True when calls of ``ops`` (``OpOverload`` objects) made now on plain cpu tensors would
-    run their built-in cpu kernels with nothing else seeing them (see the module docstring).
-    One global read, then one attribute read per op."""
+    """True when calls of ``ops`` (an iterable of ``OpOverload`` objects, not packets) made now
+    on plain cpu tensors would run their built-in cpu kernels with nothing else seeing them
+    (see the module docstring). One global read, then one attribute read per op; raises
+    AttributeError for an item that is not an ``OpOverload``.
+
+    PyTorch has no such query: its formulas are C++ that calls ATen, and a mode sees them only
+    through the dispatcher. Here a fast path may skip the calls only while this holds, so that
+    what a mode, trace or replaced kernel sees of a backward stays PyTorch's op stream."""
     if flags.interceptors:
         return False
     for op in ops:
@@ -39,14 +44,19 @@ def unobserved(ops) -> bool:
 
 
 def empty(sizes: tuple, dtype):
-    """A fresh contiguous cpu tensor of ``sizes`` (a tuple of ints) and ``dtype`` (float32 or
-    float64: dtypes whose numpy array is the storage itself), uninitialised, made as every cpu
-    kernel makes its output: its own version counter at 0, a resizable storage (an inference
-    tensor inside inference mode). Write it through ``array(t)``."""
+    """A fresh contiguous cpu tensor of ``sizes`` (a tuple of non-negative ints) and ``dtype``
+    (an ``sk.dtype``; float32 and float64 are the ones whose numpy array is the storage
+    itself), uninitialised, made as every cpu kernel makes its output (PyTorch's
+    ``at::empty``): row-major strides, its own version counter at 0, a resizable storage, an
+    inference tensor inside inference mode. Write it through ``array(t)``. Raises RuntimeError
+    "Storage size calculation overflowed ..." when its bytes pass the int64 range."""
     return alloc(sizes, contig(sizes), dtype, CPU)
 
 
 def array(t) -> np.ndarray:
-    """The numpy view of a cpu tensor's elements (shares memory), without ``Tensor.numpy``'s
-    checks (``requires_grad``, subclasses): for a kernel's operands and outputs."""
+    """The numpy view of a cpu tensor's elements (shares memory; the tensor's sizes, strides
+    and numpy dtype; float32 for a bfloat16 tensor, whose values live in a float32 shadow),
+    without ``Tensor.numpy``'s checks (``requires_grad``, subclasses): for a kernel's operands
+    and outputs, as a PyTorch kernel reads ``data_ptr``. Raises RuntimeError for a tensor with
+    no data (a wrapper subclass's)."""
     return t._array()

@@ -80,7 +80,8 @@ class FormulaNode(Node):
         ctx.needs_input_grad = self._needs
         formula = self._formula
         # a numpy fast path when nothing could see the formula's ops (formulas.fast_formula)
-        finished = formula.fast(ctx, *grads) if formula.fast is not None else None
+        fast = formula.fast
+        finished = fast(ctx, *grads) if fast is not None else None
         if finished is None:
             finished = F.finish_grads(formula, self._metas, formula.fn(ctx, *grads))
         widths = self._widths
