@@ -13,12 +13,11 @@ bit, with their sizes, strides, dtypes and version counters.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ._state import flags
 from .kernels._iter_layout import alloc, contig
 from .kernels._scalars import quiet, unquiet
 from .storage import CPU
+from .tensor import Tensor
 
 # ``quiet`` / ``unquiet``: ``token = quiet()`` ... ``unquiet(token)`` turns numpy's
 # floating-point warnings off in between, as around every float kernel's arithmetic (PyTorch
@@ -53,10 +52,10 @@ def empty(sizes: tuple, dtype):
     return alloc(sizes, contig(sizes), dtype, CPU)
 
 
-def array(t) -> np.ndarray:
-    """The numpy view of a cpu tensor's elements (shares memory; the tensor's sizes, strides
-    and numpy dtype; float32 for a bfloat16 tensor, whose values live in a float32 shadow),
-    without ``Tensor.numpy``'s checks (``requires_grad``, subclasses): for a kernel's operands
-    and outputs, as a PyTorch kernel reads ``data_ptr``. Raises RuntimeError for a tensor with
-    no data (a wrapper subclass's)."""
-    return t._array()
+# ``array(t)``: the numpy view of a cpu tensor's elements (shares memory; the tensor's sizes,
+# strides and numpy dtype; float32 for a bfloat16 tensor, whose values live in a float32
+# shadow), without ``Tensor.numpy``'s checks (``requires_grad``, subclasses): for a kernel's
+# operands and outputs, as a PyTorch kernel reads ``data_ptr``. Raises RuntimeError for a
+# tensor with no data (a wrapper subclass's). The tensor's own method itself, not a wrapper
+# around it: a fast path reads several arrays per call.
+array = Tensor._array

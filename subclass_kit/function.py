@@ -293,6 +293,10 @@ def op_method(op, impl, name: str, reflected: bool = False):
     # NotImplemented, as PyTorch's do; ``impl`` does the same on the other paths. (Reflected
     # methods are all binary operators.)
     binary = name in _BINARY_OPERATORS
+    # With an autograd layer installed, a method calls its op whenever the call could reach
+    # the layer, a mode or a trace (Note [Autograd layer]: autograd first). Under ``no_grad``
+    # and below the layer, ``OpOverload.__call__`` would skip the layer: the kernel path below
+    # gives the same result without it (an optimizer's update, a backward's ops).
 
     def slow(args, kwargs):
         if tls.function_modes:
@@ -323,7 +327,8 @@ def op_method(op, impl, name: str, reflected: bool = False):
                                 return dispatch(op, (other, self), {}, ())
                             except TypeError:
                                 return NotImplemented
-                    if flags.autograd is not None:      # Note [Autograd layer]
+                    if flags.autograd is not None and (
+                            flags.interceptors or tls.grad_enabled and not tls.autograd_off):
                         try:
                             return op(other, self)
                         except TypeError:
@@ -374,7 +379,8 @@ def op_method(op, impl, name: str, reflected: bool = False):
                         return handle_function(method, impl, (self,) + args, kwargs)
             else:
                 return slow((self,) + args, kwargs)
-            if flags.autograd is not None:      # Note [Autograd layer]: autograd first
+            if flags.autograd is not None and (flags.interceptors or tls.grad_enabled
+                                               and not tls.autograd_off):
                 if binary:
                     try:
                         return op(self, *args)

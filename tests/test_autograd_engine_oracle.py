@@ -303,6 +303,24 @@ def test_hooks_retain_grad_and_saved_tensor_hooks():
     same(program)
 
 
+@pytest.mark.parametrize("hooked", [0, 2, 4])
+def test_leaf_hooks_see_other_leaves_grads_in_pytorchs_order(hooked):
+    """Five leaves made ready by one node (``stack``) accumulate in PyTorch's queue order; a
+    hook on one of them sees which of the others already have their ``.grad`` (unhooked
+    leaves run without the queue only when no leaf of the node has a hook)."""
+    def program(L):
+        leaves = [leaf(L, [float(i), 1.0]) for i in range(5)]
+        seen = []
+
+        def hook(t):
+            seen.append([p.grad is not None for p in leaves])
+        leaves[hooked].register_post_accumulate_grad_hook(hook)
+        mid = leaf(L, [1.0, 2.0])
+        (L.stack(leaves).sum() + (mid * 2).sum()).backward()
+        return seen, [obs(p.grad) for p in leaves], obs(mid.grad)
+    same(program)
+
+
 def test_long_chain_no_recursion():
     x = sk.tensor([1.0], requires_grad=True)
     y = x

@@ -20,7 +20,7 @@ from subclass_kit.modes.autograd.derivatives import fast
 
 FORMULA_OPS = (sk.ops.mm.default, sk.ops.t.default, sk.ops.sum.dim_IntList,
                sk.ops.view.default, sk.ops.mul.Tensor, sk.ops.div.Tensor,
-               sk.ops.expand.default)
+               sk.ops.expand.default, sk.ops.tanh_backward.default, sk.ops.detach.default)
 
 
 @pytest.fixture
@@ -127,8 +127,9 @@ def _operand(draw, sizes, dtype, rng):
 
 @st.composite
 def _pointwise_calls(draw):
-    """``mul`` of two tensors (shapes equal or broadcast, possibly mixed dtypes) or ``mean``
-    of one (its loss gradient 0-d; ``dtype=`` given sometimes)."""
+    """``mul`` of two tensors (shapes equal or broadcast, possibly mixed dtypes), ``tanh`` of
+    one (its saved output read by the fast path) or ``mean`` of one (its loss gradient 0-d;
+    ``dtype=`` given sometimes)."""
     dtype = draw(st.sampled_from([sk.float32, sk.float64]))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     sizes = tuple(draw(st.lists(st.integers(1, 4), min_size=0, max_size=3)))
@@ -142,6 +143,8 @@ def _pointwise_calls(draw):
         grad_dtype = sk.promote_types(dtype, other_dtype)
         grad = _operand(draw, out_sizes, grad_dtype, rng)
         return "mul", [a, b], {}, wanted, grad
+    if draw(st.booleans()):
+        return "tanh", [a], {}, [True], _operand(draw, sizes, dtype, rng)
     kwargs = {"dtype": sk.float64} if draw(st.booleans()) else {}
     grad = sk.tensor(rng.standard_normal(()), dtype=kwargs.get("dtype", dtype))
     return "mean", [a], kwargs, [True], grad
@@ -159,6 +162,34 @@ def test_fast_paths_match_their_formulas(call):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         _assert_same(g, w)
+
+
+@pytest.mark.parametrize("name", ["mm", "addmm", "mul", "tanh"])
+@pytest.mark.parametrize("formulas_only", [False, True])
+def test_a_saved_tensor_modified_in_place_raises_as_with_the_formula(name, formulas_only):
+    """The fast paths read saved tensors only when ``unpack`` would return them: one modified
+    in place since it was saved falls back to the formula, which raises PyTorch's error
+    naming the versions (the same text either way)."""
+    a = sk.tensor(np.arange(6.0).reshape(2, 3) / 7).requires_grad_()
+    b = sk.tensor(np.arange(12.0).reshape(3, 4) / 5).requires_grad_()
+    h = a * 1
+    if name == "mm":
+        out, modified = sk.mm(h, b), h
+    elif name == "addmm":
+        out, modified = sk.addmm(sk.zeros(4, dtype=sk.float64), h, b), h
+    elif name == "mul":
+        out, modified = h * h, h
+    else:
+        out = h.tanh()
+        modified = out
+    with sk.no_grad():
+        modified.mul_(2)
+    with pytest.MonkeyPatch.context() as m:
+        if formulas_only:
+            _formulas_only(m)
+        with pytest.raises(RuntimeError, match=r"modified by an inplace operation: .* is at "
+                                               r"version 1; expected version 0 instead"):
+            out.sum().backward()
 
 
 # (DebugAssertMode, which ``--debug-asserts`` runs every test under, is a mode: nothing is

@@ -69,5 +69,6 @@ def register_post_accumulate_grad_hook(t, hook):
     if not t.is_leaf:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
     acc = grad_accumulator(t)
-    acc._post_hooks.append(hook)
-    return RemovableHandle(acc._post_hooks, hook)
+    hooks = acc._own("_post_hooks", [])
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)

@@ -203,23 +203,21 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             edge = (fn, t._output_nr) if fn is not None else (grad_accumulator(t), 0)
             targets.setdefault(edge, []).append(k)
 
-    # 1. dependencies (iterative walk)
-    deps: dict = {}
-    seen = set()
-    order = []
-    stack = list(dict.fromkeys(node for node, _ in roots))    # a root given twice walks once
-    seen.update(stack)
+    # 1. dependencies (iterative walk): every node reached is a key of ``deps``, in the order
+    # found (a root given twice walks once)
+    deps = dict.fromkeys([node for node, _ in roots], 0)
+    stack = list(deps)
     while stack:
-        node = stack.pop()
-        order.append(node)
-        for e in node._next:
+        for e in stack.pop()._next:
             if e is None:
                 continue
             nxt = e[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
+            count = deps.get(nxt)
+            if count is None:
+                deps[nxt] = 1
                 stack.append(nxt)
+            else:
+                deps[nxt] = count + 1
 
     # 2. the nodes worth running when only some inputs are wanted (PyTorch's exec_info):
     # ``needed`` run, ``reached`` (those and the nodes capturing an input's gradient) get
@@ -229,7 +227,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
         target_nodes = {node for node, _ in targets}
         needed, reached = set(), set()
         # reverse topological order: every node after all nodes it leads to
-        for node in _topological(order, deps):
+        for node in _topological(deps):
             if (accumulate and node in target_nodes) or any(
                     e is not None and e[0] in reached for e in node._next):
                 needed.add(node)
@@ -251,30 +249,39 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             _push(ready, node)
     results = [None] * (len(inputs) if inputs is not None else 0)
     # AccumulateGrad steals a gradient no one else holds and copies one held elsewhere too,
-    # where PyTorch reads a reference count: the caller's gradients are marked shared, and
-    # each gradient counts the input buffers holding it (``_grad_holders``: [run, count]; a
-    # node's buffer is released once the node ran, before its outputs are delivered, so a
-    # gradient a node passes through keeps one holder). Marked on the tensors, for this run
-    # only (ids of dead gradients are reused: a table of ids could see a fresh gradient as
-    # held, depending on the allocator's addresses).
-    run = AccumulateGrad.run = object()
-    for g in grad_outputs:
-        if g is not None:
-            g.__dict__["_grad_shared"] = run
+    # where PyTorch reads a reference count (``AccumulateGrad.shared``). ``holds`` counts, by
+    # id, the input-buffer slots holding each gradient; a node's buffer is released once the
+    # node ran, before its outputs are delivered, so a gradient a node passes through keeps
+    # one holder. An id is counted only while a buffer holds its tensor (alive, so the id is
+    # its own) and dropped at zero. ``callers``: the ids of the caller's gradients, and of
+    # the gradients returned for ``inputs`` (their holders keep them alive all run).
+    holds: dict = {}
+    callers = {id(g) for g in grad_outputs if g is not None}
+    AccumulateGrad.run = (holds, callers)
+    for buf in buffers.values():
+        _hold(holds, buf)
+    now_ready = []              # the nodes the running node's gradients made ready
     with sk.set_grad_enabled(create_graph):
         while ready:
             # (a one-element heap pops, and an empty one pushes, as the heap would)
             node = ready.pop() if len(ready) == 1 else _pop(ready)
             buf = buffers.pop(node, None) or [None] * node._num_inputs
-            if node._tensor_pre_hooks or node._retain or node._pre_hooks:
-                # a node that only captures an input's gradient runs its tensor hooks alone
+            hooked = node._hooked
+            if hooked and (node._tensor_pre_hooks or node._retain or node._pre_hooks):
+                # a node that only captures an input's gradient runs its tensor hooks alone;
+                # the gradients the hooks return take the buffer's holds
+                held = list(buf)
                 buf = _pre_hooks(node, buf, needed is None or node in needed)
+                _hold(holds, buf)
+                for g in held:
+                    if g is not None:
+                        _release(holds, g)
             if targets is not None:
                 for nr in range(len(buf)):
                     for k in targets.get((node, nr), ()):
                         g = results[k] = buf[nr]
                         if g is not None and not (accumulate and node.__class__ is AccumulateGrad):
-                            g.__dict__["_grad_shared"] = run    # the caller will hold it
+                            callers.add(id(g))      # the caller will hold it
             if needed is not None and node not in needed:
                 out = [None] * len(node._next)
             else:
@@ -285,7 +292,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                     g = None
                 # post hooks registered while the node runs get no gradients (PyTorch copies
                 # them only for the hooks it had when the call started)
-                grads_in = tuple(buf) if node._hooks else ()
+                grads_in = tuple(buf) if hooked and node._hooks else ()
                 if g is not None or node._apply_without_grads:
                     _RUNNING.append(node)
                     try:
@@ -294,15 +301,18 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                         _RUNNING.pop()
                 else:
                     out = [None] * len(node._next)
-                if node._hooks:
+                if hooked and node._hooks:
                     out = _call_node_hooks(node._hooks, out, (grads_in,))
                 if not retain_graph:
                     node.release()
-            for g in buf:               # the node's input buffer is released
+            for g in buf:               # the node's input buffer is released (``_release``)
                 if g is not None:
-                    held = g.__dict__.get("_grad_holders")
-                    if held is not None and held[0] is run:
-                        held[1] -= 1
+                    i = id(g)
+                    left = holds[i] - 1
+                    if left:
+                        holds[i] = left
+                    else:
+                        del holds[i]
             for e, g in zip(node._next, out):
                 if e is None:
                     continue
@@ -315,24 +325,41 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                         nbuf = buffers[nxt] = [None] * nxt._num_inputs
                     old = nbuf[nr]
                     if old is None:
-                        held = g.__dict__.get("_grad_holders")
-                        if held is not None and held[0] is run:
-                            held[1] += 1
-                        else:
-                            g.__dict__["_grad_holders"] = [run, 1]
+                        i = id(g)
+                        holds[i] = holds.get(i, 0) + 1
                         nbuf[nr] = g
                     else:               # a new sum: the old one is no longer held
-                        held = old.__dict__.get("_grad_holders")
-                        if held is not None and held[0] is run:
-                            held[1] -= 1
-                        nbuf[nr] = old + g
+                        _release(holds, old)
+                        s = nbuf[nr] = old + g
+                        holds[id(s)] = holds.get(id(s), 0) + 1
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
+                    now_ready.append(nxt)
+            if now_ready:
+                inline = targets is None and _inline_leaves(now_ready)
+                for nxt in now_ready:
+                    if inline and nxt.__class__ is AccumulateGrad:
+                        continue
                     if ready:
                         _push(ready, nxt)
                     else:
                         ready.append(nxt)
+                if inline:              # Note [Leaves run inline]
+                    for acc in now_ready:
+                        if acc.__class__ is not AccumulateGrad:
+                            continue
+                        lbuf = buffers.pop(acc, None)
+                        g = lbuf[0] if lbuf is not None else None
+                        if g is None:       # reached with no gradient: not run
+                            continue
+                        _RUNNING.append(acc)
+                        try:
+                            acc.apply(lbuf)
+                        finally:
+                            _RUNNING.pop()
+                        _release(holds, g)
+                now_ready.clear()
     if inputs is not None and not accumulate:
         for k, r in enumerate(results):
             if r is None and not allow_unused:
@@ -341,6 +368,45 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                                    "desired behavior.")
         return tuple(results)
     return None
+
+
+def _hold(holds: dict, buf) -> None:
+    """Count the slots of input buffer ``buf`` as holding their gradients."""
+    for g in buf:
+        if g is not None:
+            holds[id(g)] = holds.get(id(g), 0) + 1
+
+
+def _release(holds: dict, g) -> None:
+    """One input-buffer slot holding ``g`` is released (see ``holds`` in ``_run_backward``)."""
+    i = id(g)
+    left = holds[i] - 1
+    if left:
+        holds[i] = left
+    else:
+        del holds[i]
+
+
+# Note [Leaves run inline]: PyTorch's queue runs a leaf's AccumulateGrad (the highest sequence
+# number) as soon as it is ready, before any other node, so the leaves one node makes ready
+# run right after it (in the heap's order among equal numbers). When none of them has a hook
+# (``_hooked``: tensor, node and post-accumulate hooks alike) and no mode or trace is active,
+# they run right after that node has delivered all its gradients, without going through the
+# queue: nothing can see their order (a hook could read another leaf's ``.grad``, so one hooked
+# leaf sends them all through the queue), and every other node runs after them either way.
+# After the deliveries, not during them: a gradient delivered to a leaf and to a later edge
+# must be seen as held twice (copied, not stolen).
+def _inline_leaves(now_ready) -> bool:
+    leaf = False
+    for n in now_ready:
+        if n.__class__ is AccumulateGrad:
+            if n._hooked:
+                return False
+            leaf = True
+    return leaf and _unobserved(())
+
+
+_unobserved = sk.fast_path.unobserved
 
 
 # PyTorch's ready queue is a std::priority_queue of nodes ordered by sequence number; which of
@@ -389,11 +455,12 @@ def _sift_up(heap: list, hole: int, node) -> None:
     heap[hole] = node
 
 
-def _topological(order, deps):
-    """The nodes of ``order`` (a walk from the roots) sorted so that each comes after every
-    node its edges lead to (Kahn's algorithm on the dependency counts, reversed)."""
+def _topological(deps):
+    """The nodes of ``deps`` (node -> edges leading into it, every node reached from the roots)
+    sorted so that each comes after every node its edges lead to (Kahn's algorithm on the
+    dependency counts, reversed)."""
     counts = dict(deps)
-    ready = [n for n in order if counts.get(n, 0) == 0]
+    ready = [n for n, c in counts.items() if c == 0]
     seq = []
     while ready:
         node = ready.pop()

@@ -71,7 +71,7 @@ class Formula:
     # only when one of those inputs needs a gradient (``should_compute_output``), so
     # ``x * constant`` does not keep ``x``. Names not listed are always saved.
     save_for: tuple = ()
-    # A numpy fast path (``fast_formula``): ``fast(ctx, *grads)`` returns what ``finish_grads``
+    # A numpy fast path (``fast_formula``): ``fast(node, grads)`` returns what ``finish_grads``
     # would make of ``fn``'s gradients, or None when the call is not one it covers.
     fast: Callable | None = None
 
@@ -178,13 +178,16 @@ def derivative(op: str, node: str, inputs: tuple = ("self",), save: tuple = (),
 
 def fast_formula(op: str):
     """Register a numpy fast path for the formula of overload ``op`` (decorator; the formula
-    first). ``fast(ctx, *grads)`` gets the formula's arguments and returns, for the calls it
-    covers, the gradients the formula and the engine's ``finish_grads`` would: the same bits,
-    sizes, strides, dtypes and views, one entry per input. It returns None for every other call
-    (then the formula runs) and must cover only calls nothing could see: grad mode off (no
-    ``create_graph``), ``sk.fast_path.unobserved`` for the ops the formula calls, plain cpu
-    operands. ``tests/test_autograd_fast_formulas.py`` holds each one to its formula. Raises
-    KeyError for an op with no formula and ValueError for a second fast path."""
+    first). ``fast(node, grads)`` gets the ``FormulaNode`` (its ``_saved``, ``_results``,
+    ``_values``, ``_metas``, ``_needs``; saved tensors read with ``SavedTensor.peek``) and the
+    gradients of its outputs (any may be None), before the node builds the formula's ``ctx``.
+    It returns, for the calls it covers, the gradients the formula and the engine's
+    ``finish_grads`` would: the same bits, sizes, strides, dtypes and views, one entry per
+    input. It returns None for every other call (then the formula runs, with its errors) and
+    must cover only calls nothing could see: grad mode off (no ``create_graph``),
+    ``sk.fast_path.unobserved`` for the ops the formula calls, plain cpu operands.
+    ``tests/test_autograd_fast_formulas.py`` holds each one to its formula. Raises KeyError
+    for an op with no formula and ValueError for a second fast path."""
     def register(fast):
         formula = FORMULAS[op]
         if formula.fast is not None:

@@ -26,6 +26,7 @@ _sequence = itertools.count()
 _Tensor = sk.Tensor
 _detach_op = sk.ops.detach.default
 _redispatch = sk.redispatch_below_autograd
+_grad_enabled = sk.is_grad_enabled
 _BACKWARD_SUFFIX = re.compile(r"Backward(\d*)$")
 
 FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
@@ -63,6 +64,8 @@ class Node:
     _hooks = ()                 # hook(grad_inputs, grad_outputs)
     _tensor_pre_hooks: dict = {}    # output_nr -> [hook(grad)]  (never mutated at class level)
     _retain: dict = {}          # output_nr -> tensor whose .grad keeps the gradient
+    # whether a hook container was made (``_own``): the engine's one read for an unhooked node
+    _hooked = False
     # run even when every gradient it receives is undefined (a custom Function's backward
     # then gets zeros or Nones, as in PyTorch); a formula node would return undefined ones
     _apply_without_grads = False
@@ -76,6 +79,8 @@ class Node:
         box = self.__dict__.get(name)
         if box is None:
             box = self.__dict__[name] = empty
+            if name != "metadata":
+                self._hooked = True
         return box
 
     @property
@@ -317,6 +322,19 @@ class SavedTensor:
                                "out-of-place `.detach()` instead")
         return t
 
+    def peek(self):
+        """The saved tensor, for reading its data only, when ``unpack()`` would return it (or,
+        for a saved output, a fresh alias of it) without raising and without calling a hook;
+        None otherwise (freed, modified in place since, detached in place, packed by hooks).
+        For the formulas' numpy fast paths (``formulas.fast_formula``): they skip the alias
+        ``unpack`` makes of an output, which only a mode could see."""
+        if self._freed or self._unpack is not None or self._vc[0] != self._version:
+            return None
+        t = self._t
+        if not self._is_output and t._grad_fn is None and self._had_grad_fn:
+            return None
+        return t
+
     # -- what PyTorch's ``grad_fn._raw_saved_<name>`` (``torch._C._autograd.SavedTensor``) has
     @property
     def data(self):
@@ -442,18 +460,18 @@ class AccumulateGrad(Node):
     ones are added in place, or out of place under ``create_graph``."""
 
     _name = "AccumulateGrad"
-    run = None      # the running backward's token (the engine's marks carry it)
+    run = None      # the running backward's (holds, callers): see ``shared``
+    _post_hooks = ()    # hook(tensor), after accumulating (``_own``)
 
     @classmethod
     def shared(cls, g) -> bool:
         """Whether ``g`` is held elsewhere too: the caller's gradient, or one in more than one
-        input buffer of the running backward (the engine's ``_grad_holders``)."""
-        marks = g.__dict__
-        run = cls.run
-        if marks.get("_grad_shared") is run:
+        input buffer of the running backward (the engine's ``holds`` and ``callers``)."""
+        if cls.run is None:     # applied outside a backward: its caller holds ``g``
             return True
-        held = marks.get("_grad_holders")
-        return held is not None and held[0] is run and held[1] > 1
+        holds, callers = cls.run
+        i = id(g)
+        return i in callers or holds.get(i, 0) > 1
 
     def __init__(self, variable):
         super().__init__()
@@ -463,7 +481,6 @@ class AccumulateGrad(Node):
         # more has no ``.grad`` anyone can read.)
         self._variable = weakref.ref(variable)
         self._seq = float("inf")        # runs as soon as it is ready (PyTorch: UINT64_MAX)
-        self._post_hooks = []
 
     @property
     def variable(self):
@@ -478,13 +495,13 @@ class AccumulateGrad(Node):
         if var is None:
             return []
         if var._grad is None:
-            if not sk.is_grad_enabled():
+            if not _grad_enabled():
                 # PyTorch steals a gradient no one else holds (detach) and copies one that is
                 # shared or breaks the layout contract. We cannot count references: the engine
                 # counts the input buffers holding each gradient (``shared``).
                 if g.__class__ is _Tensor and var.__class__ is _Tensor:
                     strides = g._layout.strides
-                    copy = (AccumulateGrad.shared(g) or g._requires_grad
+                    copy = (self.shared(g) or g._requires_grad
                             or (g._base is not None and g._base._requires_grad)
                             or not (strides == var._layout.strides and 0 not in strides
                                     or _obeys_layout_contract(g, var)))
@@ -496,7 +513,7 @@ class AccumulateGrad(Node):
                 g = _clone_obey_contract(g, var)
             var._grad = g
         else:
-            if sk.is_grad_enabled():
+            if _grad_enabled():
                 var._grad = var._grad + g
             else:
                 var._grad.add_(g)

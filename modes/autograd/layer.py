@@ -50,6 +50,14 @@ class FormulaNode(Node):
         self._num_inputs = len(out_metas)
 
     def apply(self, grads):
+        formula = self._formula
+        # a numpy fast path when nothing could see the formula's ops (formulas.fast_formula):
+        # before the ctx is built, which it does not need
+        fast = formula.fast
+        if fast is not None:
+            finished = fast(self, grads)
+            if finished is not None:
+                return finished
         out_metas = self._out_metas
         n = len(out_metas)
         if n != 1 or grads[0] is None:
@@ -78,12 +86,7 @@ class FormulaNode(Node):
         ctx.results = results
         ctx.result = results[0] if n == 1 else results
         ctx.needs_input_grad = self._needs
-        formula = self._formula
-        # a numpy fast path when nothing could see the formula's ops (formulas.fast_formula)
-        fast = formula.fast
-        finished = fast(ctx, *grads) if fast is not None else None
-        if finished is None:
-            finished = F.finish_grads(formula, self._metas, formula.fn(ctx, *grads))
+        finished = F.finish_grads(formula, self._metas, formula.fn(ctx, *grads))
         widths = self._widths
         if widths is None:              # no Tensor[] input: one gradient per edge already
             return finished
@@ -107,40 +110,60 @@ class FormulaNode(Node):
             if r is not None:
                 r.free()
 
-    def __getattr__(self, name):
-        # PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions;
-        # lists as tuples, ``<tensor>_sym_sizes`` the sizes of an argument not saved) and the
-        # SavedTensor objects as ``grad_fn._raw_saved_<name>``.
-        raw = name.startswith("_raw_saved_")
-        if raw or name.startswith("_saved_"):
-            key = name[11:] if raw else name[7:]
-            saved = _slot(self, "_saved") or {}
-            if key in saved:
-                v = saved[key]
-                if raw:
-                    return tuple(v) if isinstance(v, list) else v
-                v = _unpack(v)
-                return tuple(v) if isinstance(v, list) else v
-            values = _slot(self, "_values") or {}
-            if key in values and not raw:
-                v = values[key]
-                return tuple(v) if isinstance(v, list) else v
-            if key == "result" and _slot(self, "_results") and self._results[0] is not None:
-                r = self._results
-                get = (lambda x: x) if raw else _unpack
-                return get(r[0]) if len(r) == 1 else tuple(get(x) for x in r)
-            metas = _slot(self, "_metas") or {}
-            if key.endswith("_sym_sizes") and key[:-10] in metas and not raw:
-                return tuple(metas[key[:-10]].shape)
-        raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
+
+# PyTorch exposes saved values as ``grad_fn._saved_<name>`` (unpacking checks versions; lists as
+# tuples, ``<tensor>_sym_sizes`` the sizes of an argument not saved) and the SavedTensor
+# objects as ``grad_fn._raw_saved_<name>``. They are properties of FormulaNode, added for the
+# argument names of each op as it is first recorded (``_expose_saved``), not a ``__getattr__``:
+# with one, CPython 3.11 specialises no attribute read on a node, and the engine and the
+# formulas read a node's fields about thirty times per node.
+def _saved_attr(node, key: str, raw: bool):
+    """``_saved_<key>`` (``_raw_saved_<key>`` if ``raw``) of ``node``; AttributeError when
+    the node has no such value."""
+    saved = node._saved
+    if key in saved:
+        v = saved[key]
+        if raw:
+            return tuple(v) if isinstance(v, list) else v
+        v = _unpack(v)
+        return tuple(v) if isinstance(v, list) else v
+    values = node._values
+    if key in values and not raw:
+        v = values[key]
+        return tuple(v) if isinstance(v, list) else v
+    r = node._results
+    if key == "result" and r and r[0] is not None:
+        get = (lambda x: x) if raw else _unpack
+        return get(r[0]) if len(r) == 1 else tuple(get(x) for x in r)
+    metas = node._metas
+    if key.endswith("_sym_sizes") and key[:-10] in metas and not raw:
+        return tuple(metas[key[:-10]].shape)
+    prefix = "_raw_saved_" if raw else "_saved_"
+    raise AttributeError(f"'{node._name}' object has no attribute '{prefix}{key}'")
 
 
-def _slot(node, name):
-    """A slot's value, None while unset (``__getattr__`` must not recurse on one)."""
-    try:
-        return object.__getattribute__(node, name)
-    except AttributeError:
-        return None
+def _saved_property(key: str, raw: bool):
+    return property(lambda node: _saved_attr(node, key, raw))
+
+
+_EXPOSED: set = set()       # the keys FormulaNode has properties for
+
+
+def _expose_saved(op) -> None:
+    """Give FormulaNode the ``_saved_*`` / ``_raw_saved_*`` properties of ``op``'s arguments
+    and result (once per name)."""
+    for a in op.schema.arguments:
+        for key in (a.name, a.name + "_sym_sizes"):
+            if key not in _EXPOSED:
+                _EXPOSED.add(key)
+                setattr(FormulaNode, "_saved_" + key, _saved_property(key, False))
+                setattr(FormulaNode, "_raw_saved_" + key, _saved_property(key, True))
+
+
+for _key in ("result",):
+    setattr(FormulaNode, "_saved_" + _key, _saved_property(_key, False))
+    setattr(FormulaNode, "_raw_saved_" + _key, _saved_property(_key, True))
+    _EXPOSED.add(_key)
 
 
 def _unpack(v):
@@ -218,6 +241,7 @@ class AutogradLayer:
         """Record ``alias`` (``Tensor.as_subclass``, made without dispatching) as PyTorch's
         ``self.alias()`` is: attached to the graph through ``AliasBackward0``."""
         formula = F.FORMULAS["alias.default"]
+        _expose_saved(sk.ops.alias.default)
         node = node_class(formula.node)(
             formula, {}, {}, {"self": F.TensorMeta.of(source)}, None,
             [F.TensorMeta.of(alias)], (True,), [gradient_edge(source)], None)
@@ -313,6 +337,7 @@ _PLANS: dict = {}       # op -> (overload key, node class or None when it depend
 
 
 def _plan(op, formula):
+    _expose_saved(op)
     key = f"{op.name}.{op.overload}"
     if key in F.NODE_NAMES or formula.numbers:
         cls = None
@@ -346,11 +371,13 @@ def _is_simple(op, formula, cls) -> bool:
 
 
 def _simple_plan(op, formula, cls) -> tuple:
-    """``(formula, min_args, names, defaults, input_positions, save, save_for, save_result,
-    cls, keyword_defaults)``. ``min_args``: the fewest positional arguments a call may give
-    for the plan to apply (the defaults after them are immutable values). Keyword-only
-    arguments are never given (the registry binds a call with keywords, and ``__call__``
-    plans only calls without): their defaults are values of every node."""
+    """``(formula, min_args, names, defaults, input_positions, saves, cls, keyword_values)``.
+    ``min_args``: the fewest positional arguments a call may give for the plan to apply (the
+    defaults after them are immutable values). Keyword-only arguments are never given (the
+    registry binds a call with keywords, and ``__call__`` plans only calls without): their
+    defaults are values of every node, ``keyword_values``, one dict the nodes of the op share
+    while a call has no value argument of its own (nodes only read their values). ``saves``:
+    a cache, by the inputs' needs, of what is saved (``_saves``)."""
     arguments = [a for a in op.schema.arguments if not a.kwarg_only]
     names = tuple(a.name for a in arguments)
     defaults = tuple(a.default_value if a.default is not None else None for a in arguments)
@@ -362,11 +389,20 @@ def _simple_plan(op, formula, cls) -> tuple:
     if any(a.is_tensor or a.default is None or isinstance(a.default_value, list)
            for a in keyword):
         min_args = len(arguments) + 1       # never planned (no such op is recorded often)
-    keyword_defaults = tuple((a.name, a.default_value) for a in keyword if a.default is not None)
+    keyword_values = {a.name: a.default_value for a in keyword if a.default is not None}
     inputs = tuple(names.index(n) for n in formula.inputs)
-    save = frozenset(s for s in formula.save if s != "result")
-    return (formula, min_args, names, defaults, inputs, save, formula.save_for,
-            "result" in formula.save, cls, keyword_defaults)
+    return (formula, min_args, names, defaults, inputs, {}, cls, keyword_values)
+
+
+def _saves(formula, needs: tuple) -> tuple:
+    """``(saved argument names, whether the result is saved)`` for a call whose inputs need
+    gradients as ``needs``: PyTorch saves a tensor only when an input whose gradient uses it
+    needs one (``formula.save_for``)."""
+    save = set(formula.save)
+    for name, users in formula.save_for:
+        if not any(needs[u] for u in users):
+            save.discard(name)
+    return frozenset(save - {"result"}), "result" in save
 
 
 def _record(op, formula, args, kwargs):
@@ -449,7 +485,7 @@ def _record(op, formula, args, kwargs):
 
 def _record_simple(op, plan, args):
     """``_record`` for a planned op (Note [Simple records]): positional ``args`` only."""
-    formula, _, names, defaults, inputs, save, save_for, save_result, cls, keyword_defaults = plan
+    formula, _, names, defaults, inputs, saves, cls, keyword_values = plan
     n = len(names)
     full = args if len(args) == n else args + defaults[len(args):n]
     needs, edges = [], []
@@ -476,33 +512,27 @@ def _record_simple(op, plan, args):
         needs.append(False)
     if True not in needs:
         return _redispatch(op, args, {})
-    if save_for:
-        save = set(save)
-        for name, users in save_for:
-            for u in users:
-                if needs[u]:
-                    break
-            else:
-                save.discard(name)
-                if name == "result":
-                    save_result = False
-    meta_of = F.TensorMeta.of
-    metas, values, saved = {}, {}, {}
+    needs = tuple(needs)
+    planned = saves.get(needs)
+    if planned is None:
+        planned = saves[needs] = _saves(formula, needs)
+    save, save_result = planned
+    metas, saved = {}, {}
+    values = keyword_values     # shared until a call has a value of its own
     for name, v in zip(names, full):
         if isinstance(v, _Tensor):
-            metas[name] = meta_of(v)
+            metas[name] = _meta_of(v)
             if name in save:
                 saved[name] = SavedTensor(v)
         elif name in save:
             saved[name] = v
         else:
+            if values is keyword_values:
+                values = dict(keyword_values)
             values[name] = v
-    for name, v in keyword_defaults:
-        values[name] = v
     out = _redispatch(op, args, {})
     if (out._dtype.is_floating_point if out.__class__ is _Tensor else _differentiable(out)):
-        node = cls(formula, values, saved, metas, None, [meta_of(out)], tuple(needs), edges,
-                   None)
+        node = cls(formula, values, saved, metas, None, (_meta_of(out),), needs, edges, None)
         out._grad_fn = node
         out._output_nr = 0
         out._requires_grad = True
@@ -511,6 +541,9 @@ def _record_simple(op, plan, args):
         if save_result:     # saved once it has its history, as PyTorch (a pack hook sees it)
             node._results = [SavedTensor(out, is_output=True, node=node)]
     return out
+
+
+_meta_of = F.TensorMeta.of
 
 
 def _save_output(o, node, i, out_metas):

@@ -214,41 +214,31 @@ def alloc(sizes, strides, dtype, device):
     key = (sizes, strides, dtype)
     entry = _ALLOC.get(key)
     if entry is None:
-        numel = 1
-        for s in sizes:
-            numel *= s
-        item = dtype.itemsize
-        layout = Layout(sizes, strides, 0)
-        extent = layout.storage_extent()
-        # PyTorch's allocation check (``empty``'s for dense layouts, ``empty_strided``'s
-        # otherwise), run once per cached layout: off the hot path.
-        if extent == numel:
-            compute_storage_nbytes_contiguous(sizes, item)
-        else:
-            compute_storage_nbytes(sizes, strides, item)
-        # numpy strides in the compute dtype's bytes (bfloat16: float32's 4, not its 2).
-        entry = (layout, extent, tuple(s * dtype.numpy.itemsize for s in strides), dtype.numpy,
-                 numel, strides == contig(sizes))
-        if len(_ALLOC) < 4096:
-            _ALLOC[key] = entry
-    layout, extent, bstrides, np_dtype, numel, contiguous = entry
+        entry = _alloc_entry(key)
+    layout, plain, nbytes, extent, bstrides, np_dtype, numel = entry
     if device is not CPU:
         return make_tensor(Storage(extent * dtype.itemsize, device), layout, dtype)
-    if contiguous:
-        buf = arr = np.empty(sizes, np_dtype)
-    else:
-        buf = np.empty(extent, np_dtype)
-        arr = np.ndarray(sizes, np_dtype, buf, 0, bstrides) if numel else np.empty(sizes, np_dtype)
     storage = _new(Storage)
-    if np_dtype is not dtype.storage_numpy:
-        # bfloat16: the kernel writes the float32 shadow of the (unwritten) 2-byte words
-        # (Note [Storage dtype and compute dtype]); ``_np_buf`` is then the shadow.
-        storage._buffer = np.empty(extent, dtype.storage_numpy)
-        storage._shadow = buf = buf.reshape(-1)
-    else:
-        storage._buffer = buf
+    if plain:
+        # contiguous, its numpy dtype the storage's: one array is buffer and view
+        buf = arr = storage._buffer = np.empty(sizes, np_dtype)
         storage._shadow = None
-    storage._nbytes = storage._buffer.nbytes
+    else:
+        if strides == contig(sizes):
+            buf = arr = np.empty(sizes, np_dtype)
+        else:
+            buf = np.empty(extent, np_dtype)
+            arr = np.ndarray(sizes, np_dtype, buf, 0, bstrides) if numel else np.empty(sizes,
+                                                                                      np_dtype)
+        if np_dtype is not dtype.storage_numpy:
+            # bfloat16: the kernel writes the float32 shadow of the (unwritten) 2-byte words
+            # (Note [Storage dtype and compute dtype]); ``_np_buf`` is then the shadow.
+            storage._buffer = np.empty(extent, dtype.storage_numpy)
+            storage._shadow = buf = buf.reshape(-1)
+        else:
+            storage._buffer = buf
+            storage._shadow = None
+    storage._nbytes = nbytes
     storage.device = CPU
     storage._resizable = True
     storage._dataless = False
@@ -269,3 +259,31 @@ def alloc(sizes, strides, dtype, device):
     t._np = arr
     t._np_buf = buf
     return t
+
+
+def _alloc_entry(key) -> tuple:
+    """What ``alloc`` needs of a ``(sizes, strides, dtype)``: ``(layout, plain, nbytes,
+    extent, numpy byte strides, numpy dtype, numel)``, ``plain`` for a contiguous layout of a
+    dtype whose numpy array is its storage. Runs PyTorch's allocation check once per layout
+    (cached, bounded)."""
+    sizes, strides, dtype = key
+    numel = 1
+    for s in sizes:
+        numel *= s
+    item = dtype.itemsize
+    layout = Layout(sizes, strides, 0)
+    extent = layout.storage_extent()
+    # PyTorch's allocation check (``empty``'s for dense layouts, ``empty_strided``'s
+    # otherwise), off the hot path.
+    if extent == numel:
+        compute_storage_nbytes_contiguous(sizes, item)
+    else:
+        compute_storage_nbytes(sizes, strides, item)
+    contiguous = strides == contig(sizes)
+    # numpy strides in the compute dtype's bytes (bfloat16: float32's 4, not its 2).
+    entry = (layout, contiguous and dtype.numpy is dtype.storage_numpy,
+             extent * dtype.storage_numpy.itemsize, extent,
+             tuple(s * dtype.numpy.itemsize for s in strides), dtype.numpy, numel)
+    if len(_ALLOC) < 4096:
+        _ALLOC[key] = entry
+    return entry

@@ -1,15 +1,16 @@
 """Numpy fast paths of the formulas a small model's backward runs most (``mm``, ``addmm``,
-``mul``, ``mean``; registered with ``formulas.fast_formula``).
+``mul``, ``tanh``, ``mean``; registered with ``formulas.fast_formula``).
 
 A backward through a Linear layer runs ``AddmmBackward0``: a transpose and a product for each
 matrix gradient, a sum and a view for the bias. Run as op calls on a small model these cost
 several times their numpy arithmetic (a tiny MLP's training step spent a sixth of its time
 there). When nothing could see those calls (grad mode off, no mode or trace, the ops' built-in
 kernels, plain float32/float64 cpu operands) the paths below make the same numpy calls on the
-same arrays, into outputs made as the kernels make theirs (``mul``'s calls its kernel itself):
-the same bits, sizes, strides and views. Any other call returns None and the formula in
-``core.py`` runs.
-"""
+same arrays, into outputs made as the kernels make theirs (``mul`` and ``tanh`` call their
+ops' cpu kernels themselves): the same bits, sizes, strides and views. Each reads the node's
+saved tensors with ``SavedTensor.peek``: no ``ctx``, and no alias of a saved output, which
+only a mode could see. Any other call returns None and the formula in ``core.py`` runs, with
+the node's usual ``ctx`` and its errors."""
 
 from __future__ import annotations
 
@@ -41,33 +42,41 @@ def _plain(t, dtype) -> bool:
 
 def _covered(grad, ops) -> bool:
     """A matrix ``grad`` of a float dtype, plain, with grad mode off and ``ops`` unobserved."""
-    return (not _grad_enabled() and _unobserved(ops) and _plain(grad, grad._dtype)
-            and grad._dtype in _FLOATS and len(grad._layout.sizes) == 2)
+    return (grad is not None and not _grad_enabled() and _unobserved(ops)
+            and _plain(grad, grad._dtype) and grad._dtype in _FLOATS
+            and len(grad._layout.sizes) == 2)
 
 
-def _products_covered(ctx, dtype, needs, names) -> bool:
-    """``needs``: whether mat1 and mat2 (argument ``names``) need gradients. ``core.py``'s
-    ``_mat1_grad``/``_mat2_grad`` take a transposed path for a column-major input: not
-    covered."""
-    (mat1, mat2), metas = names, ctx._metas
-    if needs[0] and (not _plain(getattr(ctx, mat2), dtype) or _column_major(metas[mat1])):
-        return False
-    if needs[1] and (not _plain(getattr(ctx, mat1), dtype) or _column_major(metas[mat2])):
-        return False
-    return True
+def _operands(node, needs, names, dtype):
+    """The saved ``mat1`` and ``mat2`` (argument ``names``) a product's gradients read: the
+    other operand of each input that ``needs`` a gradient (None for the rest), or None when
+    the formula must run: an operand not plain, or one it would unpack with an error or a
+    hook, or a column-major input (``core.py``'s ``_mat1_grad``/``_mat2_grad`` take a
+    transposed path for it)."""
+    (name1, name2), saved, metas = names, node._saved, node._metas
+    mat1 = mat2 = None
+    if needs[0]:
+        mat2 = saved[name2].peek()
+        if mat2 is None or not _plain(mat2, dtype) or _column_major(metas[name1]):
+            return None
+    if needs[1]:
+        mat1 = saved[name1].peek()
+        if mat1 is None or not _plain(mat1, dtype) or _column_major(metas[name2]):
+            return None
+    return mat1, mat2
 
 
-def _products(grad, g, ctx, needs, names) -> tuple:
-    """``grad @ mat2.T`` and ``mat1.T @ grad`` (None where not needed): the ``mm`` of the
-    formula's transposed view, into a fresh contiguous output as ``mm``'s kernel makes it."""
+def _products(grad, g, operands) -> tuple:
+    """``grad @ mat2.T`` and ``mat1.T @ grad`` (None where an operand is None): the ``mm`` of
+    the formula's transposed view, into a fresh contiguous output as ``mm``'s kernel makes
+    it."""
+    mat1, mat2 = operands
     mat1_grad = mat2_grad = None
     d = grad._dtype
-    if needs[0]:
-        mat2 = getattr(ctx, names[1])
+    if mat2 is not None:
         mat1_grad = _empty((g.shape[0], mat2._layout.sizes[0]), d)
         np.matmul(g, _array(mat2).T, out=_array(mat1_grad))
-    if needs[1]:
-        mat1 = getattr(ctx, names[0])
+    if mat1 is not None:
         mat2_grad = _empty((mat1._layout.sizes[1], g.shape[1]), d)
         np.matmul(_array(mat1).T, g, out=_array(mat2_grad))
     return mat1_grad, mat2_grad
@@ -78,26 +87,33 @@ _ADDMM_NAMES = ("mat1", "mat2")
 
 
 @fast_formula("mm.default")
-def _mm(ctx, grad):
-    needs = ctx.needs_input_grad
-    if not (_covered(grad, _PRODUCT_OPS) and _products_covered(ctx, grad._dtype, needs,
-                                                                _MM_NAMES)):
+def _mm(node, grads):
+    grad = grads[0]
+    if not _covered(grad, _PRODUCT_OPS):
         return None
-    return _products(grad, _array(grad), ctx, needs, _MM_NAMES)
+    operands = _operands(node, node._needs, _MM_NAMES, grad._dtype)
+    if operands is None:
+        return None
+    return _products(grad, _array(grad), operands)
 
 
 @fast_formula("addmm.default")
-def _addmm(ctx, grad):
-    needs = ctx.needs_input_grad
-    if (ctx.alpha != 1 or ctx.beta != 1 or not _covered(grad, _ADDMM_OPS)
-            or not _products_covered(ctx, grad._dtype, needs[1:], _ADDMM_NAMES)):
+def _addmm(node, grads):
+    grad = grads[0]
+    values = node._values
+    if (values.get("alpha", 1) != 1 or values.get("beta", 1) != 1
+            or not _covered(grad, _ADDMM_OPS)):
+        return None
+    needs = node._needs
+    operands = _operands(node, needs[1:], _ADDMM_NAMES, grad._dtype)
+    if operands is None:
         return None
     g = _array(grad)
     bias = None
     if needs[0]:
         # the engine's ``sum_to``: a bias of the product's shape takes ``grad`` itself, one of
         # its last dim ``grad.sum(0, keepdim=True)`` viewed as that dim; others the formula
-        meta, sizes = ctx._metas["self"], grad._layout.sizes
+        meta, sizes = node._metas["self"], grad._layout.sizes
         if meta.dtype is not grad._dtype:
             return None
         if meta.shape == sizes:
@@ -112,47 +128,77 @@ def _addmm(ctx, grad):
             bias = _view(summed, meta.shape)
         else:
             return None
-    mat1_grad, mat2_grad = _products(grad, g, ctx, needs[1:], _ADDMM_NAMES)
+    mat1_grad, mat2_grad = _products(grad, g, operands)
     return bias, mat1_grad, mat2_grad
 
 
+# The built-in kernels, called only while ``_unobserved`` holds for their ops: they are still
+# the registered ones then. A saved output is read without ``unpack``'s alias: ``detach`` is
+# among the ops a path stands in for.
+_detach = sk.ops.detach.default
 _MUL_OPS = (sk.ops.mul.Tensor,)
-_MEAN_OPS = (sk.ops.div.Tensor, sk.ops.expand.default)
-# the built-in kernel, called only while ``_unobserved(_MUL_OPS)``: it is still registered then
 _mul_kernel = sk.get_kernel(sk.ops.mul.Tensor, "cpu")
+_TANH_OPS = (sk.ops.tanh_backward.default, _detach)
+_tanh_backward_kernel = sk.get_kernel(sk.ops.tanh_backward.default, "cpu")
+_MEAN_OPS = (sk.ops.div.Tensor, sk.ops.expand.default)
+
+
+def _pointwise_grad(grad, node, names) -> bool:
+    """``grad`` plain, with grad mode off, and every argument in ``names`` recorded with its
+    shape and dtype: the formula's gradients then need no ``sum_to`` and no cast."""
+    if grad is None or _grad_enabled():
+        return False
+    d, sizes = grad._dtype, grad._layout.sizes
+    if not _plain(grad, d):
+        return False
+    metas = node._metas
+    for name in names:
+        meta = metas.get(name)
+        if meta is None or meta.shape != sizes or meta.dtype is not d:
+            return False
+    return True
 
 
 @fast_formula("mul.Tensor")
-def _mul(ctx, grad):
+def _mul(node, grads):
     """``grad * other`` and ``grad * self`` by ``mul``'s own cpu kernel (the formula's op
-    calls without their dispatch), for tensor operands of the gradient's shape and dtype: no
-    ``sum_to`` and no cast left for ``finish_grads``."""
-    d, sizes = grad._dtype, grad._layout.sizes
-    if _grad_enabled() or not _unobserved(_MUL_OPS) or not _plain(grad, d):
+    calls without their dispatch), for tensor operands of the gradient's shape and dtype."""
+    grad = grads[0]
+    if not (_pointwise_grad(grad, node, ("self", "other")) and _unobserved(_MUL_OPS)):
         return None
-    metas = ctx._metas
-    for name in ("self", "other"):
-        meta = metas.get(name)
-        if meta is None or meta.shape != sizes or meta.dtype is not d:
-            return None
-    needs = ctx.needs_input_grad
-    other = ctx.other if needs[0] else grad
-    self = ctx.self if needs[1] else grad
-    if not (_plain(other, d) and _plain(self, d)):
+    needs, saved, d = node._needs, node._saved, grad._dtype
+    other = saved["other"].peek() if needs[0] else grad
+    self = saved["self"].peek() if needs[1] else grad
+    if other is None or self is None or not (_plain(other, d) and _plain(self, d)):
         return None
     return (_mul_kernel(grad, other) if needs[0] else None,
             _mul_kernel(grad, self) if needs[1] else None)
 
 
+@fast_formula("tanh.default")
+def _tanh(node, grads):
+    """``tanh_backward(grad, result)`` by its own cpu kernel, on the saved output itself."""
+    grad = grads[0]
+    if not (_pointwise_grad(grad, node, ("self",)) and _unobserved(_TANH_OPS)):
+        return None
+    results = node._results
+    y = results[0].peek() if results else None
+    if y is None or not _plain(y, grad._dtype):
+        return None
+    return (_tanh_backward_kernel(grad, y),)
+
+
 @fast_formula("mean.default")
-def _mean(ctx, grad):
+def _mean(node, grads):
     """``grad.expand(shape) / numel`` for a 0-d float ``grad``: ``div``'s kernel writes the
     quotient of the broadcast element by the count into a fresh contiguous output."""
-    meta = ctx._metas["self"]
-    d = grad._dtype
-    if (_grad_enabled() or not _unobserved(_MEAN_OPS) or d not in _FLOATS or meta.dtype is not d
-            or not _plain(grad, d) or grad._layout.sizes or not ctx.needs_input_grad[0]):
+    grad = grads[0]
+    meta = node._metas["self"]
+    if (grad is None or _grad_enabled() or not _unobserved(_MEAN_OPS)
+            or grad._dtype not in _FLOATS or meta.dtype is not grad._dtype
+            or not _plain(grad, grad._dtype) or grad._layout.sizes or not node._needs[0]):
         return None
+    d = grad._dtype
     count = 1
     for s in meta.shape:
         count *= s
