@@ -304,3 +304,23 @@ def test_fast_path_empty_is_a_kernel_output():
     assert t.sum().item() == 24.0
     with sk.inference_mode():
         assert sk.fast_path.empty((1,), sk.float32).is_inference()
+
+
+@pytest.mark.parametrize("dtype", [sk.float32, sk.float64])
+@pytest.mark.parametrize("inference", [False, True])
+def test_the_implicit_gradient_of_a_loss_is_ones_likes(dtype, inference):
+    """``backward()`` on a 0-d loss starts from ``ones_like(loss)``; made with numpy while
+    nothing could see the call, it is the tensor the op makes (a hook on the loss sees it)."""
+    from subclass_kit.modes.autograd import engine
+    loss = sk.tensor(2.0, dtype=dtype, requires_grad=True) * 3
+    with sk.inference_mode(inference):
+        got = engine._ones_like(loss)
+        with sk.no_grad():
+            want = sk.ops.ones_like.default(loss)
+    assert got.is_inference() == want.is_inference() == inference
+    if not inference:
+        _assert_same(got, want)
+        seen = []
+        loss.register_hook(seen.append)
+        loss.backward()
+        _assert_same(seen[0], want)

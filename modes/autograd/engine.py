@@ -91,8 +91,7 @@ def _make_grads(outputs, grad_outputs, create_graph):
                 if not out.dtype.is_floating_point:
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {out.dtype}")
-                with sk.no_grad():      # the op itself, as PyTorch's engine calls it in C++
-                    g = sk.ops.ones_like.default(out)
+                g = _ones_like(out)
         else:
             if tuple(g.shape) != tuple(out.shape):
                 raise RuntimeError(
@@ -100,6 +99,26 @@ def _make_grads(outputs, grad_outputs, create_graph):
                     f"output[{i}] has a shape of {sk.Size(out.shape)}.")
         grads.append(g)
     return grads
+
+
+def _ones_like(out):
+    """``ones_like(out)``, the op itself, as PyTorch's engine calls it in C++; for a 0-d cpu
+    float output (a loss) while nothing could see the call, the fresh 0-d tensor its kernel
+    makes, written with numpy."""
+    if (out.__class__ is sk.Tensor and not out._layout.sizes and out._dtype in _FLOATS
+            and out._storage.device is _CPU and not out._inference
+            and _unobserved(_ONES_OPS)):
+        g = _empty((), out._dtype)
+        _array(g)[()] = 1
+        return g
+    with sk.no_grad():
+        return sk.ops.ones_like.default(out)
+
+
+_FLOATS = frozenset((sk.float32, sk.float64))
+_CPU = sk.device("cpu")
+_ONES_OPS = (sk.ops.ones_like.default,)
+_empty, _array = sk.fast_path.empty, sk.fast_path.array
 
 
 def _edge_grad(i, edge, g):

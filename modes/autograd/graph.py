@@ -528,8 +528,17 @@ class AccumulateGrad(Node):
 
 
 def _detach(g):
-    """``g.detach()`` as the op itself (PyTorch's engine calls it in C++: no function level)."""
+    """``g.detach()`` as the op itself (PyTorch's engine calls it in C++: no function level):
+    its cpu kernel itself when nothing could see the call (``sk.fast_path.unobserved``)."""
+    if g.__class__ is _Tensor and g._storage.device is _CPU and _unobserved(_DETACH_OPS):
+        return _detach_kernel(g)
     return _detach_op(g)
+
+
+_CPU = sk.device("cpu")
+_DETACH_OPS = (_detach_op,)
+_detach_kernel = sk.get_kernel(_detach_op, "cpu")
+_unobserved = sk.fast_path.unobserved
 
 
 _warned_layout: list = []
