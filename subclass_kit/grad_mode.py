@@ -59,10 +59,18 @@ def set_grad_state(state: GradState) -> GradState:
     the previous state (a ``GradState``). The extension API: modes such as ``sk.inference_mode``
     save and restore the switches with it. If coercing either value raises, neither switch
     changes."""
-    # ``True if x else False`` is ``bool(x)`` (same __bool__/__len__ protocol, same errors)
-    # without the call; both values are coerced before anything is written.
-    grad_enabled = True if state.grad_enabled else False
-    inference = True if state.inference else False
+    # The four states ``grad_state`` returns (what modes save and restore) by identity: a
+    # NamedTuple field read is a generic attribute lookup, and inference mode's enter and exit
+    # run this twice per ``with``. Others: ``True if x else False`` is ``bool(x)`` (same
+    # __bool__/__len__ protocol, same errors) without the call; both values are coerced before
+    # anything is written.
+    if state is _INF:
+        grad_enabled, inference = False, True
+    elif state is _GRAD:
+        grad_enabled, inference = True, False
+    else:
+        grad_enabled = True if state.grad_enabled else False
+        inference = True if state.inference else False
     st = tls.__dict__       # this thread's state: one thread-local lookup for all four accesses
     # grad_state()'s lookup, inlined: a call would cost as much as the lookup itself.
     if st["grad_enabled"]:
