@@ -324,14 +324,9 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                     out = _call_node_hooks(node._hooks, out, (grads_in,))
                 if not retain_graph:
                     node.release()
-            for g in buf:               # the node's input buffer is released (``_release``)
+            for g in buf:               # the node's input buffer is released
                 if g is not None:
-                    i = id(g)
-                    left = holds[i] - 1
-                    if left:
-                        holds[i] = left
-                    else:
-                        del holds[i]
+                    _release(holds, g)
             for e, g in zip(node._next, out):
                 if e is None:
                     continue

@@ -151,19 +151,13 @@ _EXPOSED: set = set()       # the keys FormulaNode has properties for
 
 def _expose_saved(op) -> None:
     """Give FormulaNode the ``_saved_*`` / ``_raw_saved_*`` properties of ``op``'s arguments
-    and result (once per name)."""
-    for a in op.schema.arguments:
-        for key in (a.name, a.name + "_sym_sizes"):
+    (``<name>`` and ``<name>_sym_sizes``) and result (once per key)."""
+    for name in [a.name for a in op.schema.arguments] + ["result"]:
+        for key in (name, name + "_sym_sizes"):
             if key not in _EXPOSED:
                 _EXPOSED.add(key)
                 setattr(FormulaNode, "_saved_" + key, _saved_property(key, False))
                 setattr(FormulaNode, "_raw_saved_" + key, _saved_property(key, True))
-
-
-for _key in ("result",):
-    setattr(FormulaNode, "_saved_" + _key, _saved_property(_key, False))
-    setattr(FormulaNode, "_raw_saved_" + _key, _saved_property(_key, True))
-    _EXPOSED.add(_key)
 
 
 def _unpack(v):
