@@ -280,6 +280,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
     for buf in buffers.values():
         _hold(holds, buf)
     now_ready = []              # the nodes the running node's gradients made ready
+    # (not with ``create_graph``: the leaves then record nodes, numbered in the order they run)
+    inline_ok = targets is None and not create_graph
     with sk.set_grad_enabled(create_graph):
         while ready:
             # (a one-element heap pops, and an empty one pushes, as the heap would)
@@ -351,7 +353,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                 if left == 0:
                     now_ready.append(nxt)
             if now_ready:
-                inline = targets is None and _inline_leaves(now_ready)
+                inline = inline_ok and _inline_leaves(now_ready)
                 for nxt in now_ready:
                     if inline and nxt.__class__ is AccumulateGrad:
                         continue
@@ -404,10 +406,11 @@ def _release(holds: dict, g) -> None:
 # Note [Leaves run inline]: PyTorch's queue runs a leaf's AccumulateGrad (the highest sequence
 # number) as soon as it is ready, before any other node, so the leaves one node makes ready
 # run right after it (in the heap's order among equal numbers). When none of them has a hook
-# (``_hooked``: tensor, node and post-accumulate hooks alike) and no mode or trace is active,
-# they run right after that node has delivered all its gradients, without going through the
-# queue: nothing can see their order (a hook could read another leaf's ``.grad``, so one hooked
-# leaf sends them all through the queue), and every other node runs after them either way.
+# (``_hooked``: tensor, node and post-accumulate hooks alike), no mode or trace is active, the
+# backward records nothing (no ``create_graph``) and captures no ``inputs``, they run right
+# after that node has delivered all its gradients, without going through the queue: nothing
+# can see their order (a hook could read another leaf's ``.grad``, so one hooked leaf sends
+# them all through the queue), and every other node runs after them either way.
 # After the deliveries, not during them: a gradient delivered to a leaf and to a later edge
 # must be seen as held twice (copied, not stolen).
 def _inline_leaves(now_ready) -> bool:
