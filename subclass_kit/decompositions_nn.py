@@ -104,6 +104,16 @@ def matmul(self, other):
         return ops.squeeze_.dims(ops.mm.default(ops.unsqueeze.default(self, 0), other), [0])
     if d1 == 2 and d2 == 2:
         return ops.mm.default(self, other)
+    if d1 == 3 and d2 == 3:
+        b1, b2 = self._layout.sizes[0], other._layout.sizes[0]
+        # PyTorch squeezes a broadcast batch of one, so that the other operand is folded as
+        # for 2-D @ 3-D, when the squeezed operand requires grad or is subclass-like (a
+        # dispatch mode is active): the op stream shows the squeeze (``squeeze.dims`` here,
+        # the only overload: docs/differences.md)
+        if b1 != b2 and b1 == 1 and (self.requires_grad or _subclass_like(self)):
+            return matmul(ops.squeeze.dims(self, [0]), other)
+        if b1 != b2 and b2 == 1 and (other.requires_grad or _subclass_like(other)):
+            return matmul(self, ops.squeeze.dims(other, [0]))
     if _should_fold(self, other):
         return _matmul_folded(self, other)
     return _matmul_batched(self, other)

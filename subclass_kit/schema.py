@@ -491,7 +491,7 @@ def _parse_return(part: str, at: int) -> Return:
         type_str, alias, rest = _parse_type(part)
     except _At as e:
         raise e.shifted(at) from None
-    if rest and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest):
+    if rest and (not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest) or rest in _LEXER_KEYWORDS):
         raise _At("bad return", at + _find_after_type(part, rest), rest)
     return Return(type_str, alias, rest)
 

@@ -5,6 +5,7 @@ engine's options and errors, and the paper's programs."""
 
 import re
 
+import numpy as np
 import pytest
 
 import subclass_kit as sk
@@ -318,6 +319,28 @@ def test_leaf_hooks_see_other_leaves_grads_in_pytorchs_order(hooked):
         mid = leaf(L, [1.0, 2.0])
         (L.stack(leaves).sum() + (mid * 2).sum()).backward()
         return seen, [obs(p.grad) for p in leaves], obs(mid.grad)
+    same(program)
+
+
+@pytest.mark.parametrize("shapes", [((1, 2, 3), (2, 3, 4)), ((2, 2, 3), (1, 3, 4))])
+def test_matmul_squeezes_a_batch_of_one_that_requires_grad(shapes):
+    """3-D @ 3-D with a batch of one against another batch: PyTorch squeezes the operand that
+    requires grad and folds (so its gradient is no broadcast bmm's); the graph's node names
+    and the gradients are PyTorch's."""
+    def program(L):
+        a = L.tensor(np.arange(6.0).reshape(shapes[0][1:]) / 7).expand(shapes[0]).contiguous()
+        b = L.tensor(np.arange(24.0).reshape(2, 3, 4)[:shapes[1][0]] / 5)
+        a.requires_grad_(shapes[0][0] == 1)
+        b.requires_grad_(shapes[1][0] == 1)
+        out = L.matmul(a, b)
+        names, stack = [], [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is not None:
+                names.append(type(node).__name__)
+                stack.extend(n for n, _ in node.next_functions)
+        out.sum().backward()
+        return names, obs(out), obs(a.grad), obs(b.grad)
     same(program)
 
 

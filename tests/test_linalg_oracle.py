@@ -154,9 +154,11 @@ def test_matmul_matches_torch(shapes, la, lb):
     ((2, 3), (3, 4)), ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((5, 2, 3), (3, 4)),
     ((5, 2, 3), (3,)), ((3,), (5, 3, 4)), ((2, 3), (5, 3, 4)), ((5, 2, 3), (5, 3, 4)),
     ((2, 1, 2, 3), (5, 3, 4)), ((2, 5, 2, 3), (3,)), ((3, 5, 0), (0, 0)), ((3,), (2, 5, 3, 4)),
+    ((1, 2, 3), (2, 3, 4)), ((2, 2, 3), (1, 3, 4)), ((3, 2, 0), (1, 0, 4)), ((1, 2, 3), (1, 3, 4)),
 ])
 def test_matmul_op_stream(a, b):
-    # matmul(2D, 2D) -> mm; folded batches -> view, mm, _unsafe_view; else expand/bmm.
+    # matmul(2D, 2D) -> mm; folded batches -> view, mm, _unsafe_view; else expand/bmm; a 3-D
+    # batch of one against another batch is squeezed first under a mode (subclass-like).
     check(torch.matmul, sk.matmul, make(a), make(b, seed=3))
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import subclass_kit as sk
 from subclass_kit import op_table
-from subclass_kit.schema import parse_schema
+from subclass_kit.schema import _LEXER_KEYWORDS, parse_schema
 
 TABLE = list(op_table.ALL) + list(op_table.derived_schemas())
 
@@ -296,7 +296,10 @@ def test_define_rejects_malformed_and_duplicates():
 
 
 # -- hypothesis: generated schemas in canonical form round-trip ---------------------------------
-_IDENT = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
+# (not a word PyTorch's schema lexer keeps for itself: ``if``, ``def``, ... are refused as
+# names there and here, ``test_lexer_keywords_are_no_names``)
+_IDENT = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
+    lambda n: n not in _LEXER_KEYWORDS)
 _PLAIN_TYPES = ["int", "int?", "int[]", "int[2]", "int[1]?", "SymInt", "SymInt[]", "float",
                 "float?", "bool", "str", "str?", "Scalar", "Scalar?", "ScalarType?", "Device?",
                 "MemoryFormat?", "Storage"]
@@ -392,3 +395,26 @@ def test_generated_schemas_agree_with_torch(text):
                                    if a.alias_info is not None and a.alias_info.is_write)
     assert len(s.returns) == len(ts.returns)
     assert s.is_mutable == ts.is_mutable
+
+
+@pytest.mark.parametrize("word", sorted(_LEXER_KEYWORDS) + ["lambda", "from", "try", "yield",
+                                                           "async", "nonlocal", "self"])
+@pytest.mark.parametrize("place", ["{}() -> ()", "ns::{}() -> ()", "f.{}() -> ()",
+                                   "f(Tensor {}) -> ()", "f(Tensor x) -> Tensor {}"])
+def test_lexer_keywords_are_no_names(word, place):
+    """A word PyTorch's schema lexer reads as a keyword is refused as an op, namespace,
+    overload, argument or return name, as ``torch._C.parse_schema`` refuses it; other words
+    (Python keywords it does not reserve, such as ``from``, an argument of ``uniform_``) parse."""
+    torch = pytest.importorskip("torch", reason="the oracle (torch==2.13.0) is not installed")
+    text = place.format(word)
+    try:
+        torch._C.parse_schema(text)
+        theirs = True
+    except RuntimeError:
+        theirs = False
+    try:
+        parse_schema(text)
+        ours = True
+    except ValueError:
+        ours = False
+    assert ours == theirs

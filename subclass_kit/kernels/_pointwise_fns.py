@@ -231,6 +231,8 @@ def relu_bfloat16(out, a):
 
 
 def check_int_zero(b):
+    """PyTorch's integer-division check, made per element its kernels compute: callers skip it
+    for an empty result (``torch.zeros(0, dtype=int) // 0`` is empty, no error)."""
     if (b == 0).any() if isinstance(b, np.ndarray) else b == 0:
         raise RuntimeError("ZeroDivisionError")
 
@@ -249,7 +251,7 @@ def div_mode(out, a, b, rounding_mode=None):
         np.true_divide(a, b, out=out)
         return
     integral = out.dtype.kind in "iu"
-    if integral:
+    if integral and out.size:
         check_int_zero(b)
     if rounding_mode == "floor":
         np.floor_divide(a, b, out=out)
@@ -263,7 +265,7 @@ def div_mode(out, a, b, rounding_mode=None):
 
 
 def remainder(out, a, b):
-    if out.dtype.kind in "iu":
+    if out.dtype.kind in "iu" and out.size:
         check_int_zero(b)
     np.remainder(a, b, out=out)
 

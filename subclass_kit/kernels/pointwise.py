@@ -441,7 +441,8 @@ def _register_out(op_out, info, fill):
                                    f"output type {type_name(out._dtype)}")
         if info.post is not None or common in info.unsupported:
             _dispatch_check(info, common, args, kwargs)
-        if info.data_check is not None and device is not META:
+        if info.data_check is not None and device is not META and 0 not in spec.sizes:
+            # (values are checked as the kernel computes them: none for an empty result)
             info.data_check(common, *args, **kwargs)
         resize_out(out, spec, op_out.name)
         check_no_internal_overlap(out)

@@ -155,7 +155,7 @@ def xlogy(out, a, b):
 
 def fmod(out, a, b):
     """C's ``fmod`` (the result has the dividend's sign); integer division by zero raises."""
-    if out.dtype.kind in "iu":
+    if out.dtype.kind in "iu" and out.size:
         fns.check_int_zero(b)
     np.fmod(a, b, out=out)
 
