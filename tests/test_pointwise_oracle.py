@@ -413,6 +413,33 @@ def test_version_counter_and_identity():
     assert i._version == 0 and i.tolist() == [1, 1, 1]
 
 
+@pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod", "div_trunc", "div_floor"])
+@pytest.mark.parametrize("shapes", [((0, 0), ()), ((0,), (1,)), ((2, 0), (2, 1)), ((2,), ())])
+@pytest.mark.parametrize("form", ["functional", "out", "inplace"])
+def test_integer_division_by_zero_only_raises_for_elements_computed(op, shapes, form):
+    """PyTorch's integer kernels check the divisor per element they compute: an empty result
+    raises nothing, a non-empty one "ZeroDivisionError" (out= and in-place forms too)."""
+    def run(L):
+        a = L.zeros(shapes[0], dtype=L.int64)
+        b = L.zeros(shapes[1], dtype=L.int64)
+        name, kwargs = op, {}
+        if op.startswith("div_"):
+            name, kwargs = "div", {"rounding_mode": op[4:]}
+        try:
+            if form == "inplace":
+                getattr(a, name + "_")(b, **kwargs)
+                return tuple(a.shape), a._version
+            if form == "out":
+                out = L.empty(shapes[0], dtype=L.int64)
+                getattr(L, name)(a, b, out=out, **kwargs)
+                return tuple(out.shape), out._version
+            r = getattr(L, name)(a, b, **kwargs)
+            return tuple(r.shape), r._version
+        except RuntimeError as e:
+            return str(e)
+    assert run(sk) == run(torch)
+
+
 def test_hot_path_results_are_fresh_and_contiguous():
     a, b = sk.rand(4, 4), sk.rand(4, 4)
     for out in (a + b, a * b, a - 1, a * 2.5, a / b, a < b):
