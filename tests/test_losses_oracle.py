@@ -247,3 +247,22 @@ def test_nll_loss_backward_checks_grad_output_size(input_shape, reduction, grad_
         return
     got = sk.ops.nll_loss_backward(*[to_sk(a) if isinstance(a, torch.Tensor) else a for a in args])
     assert_same(got, want)
+
+
+@settings(max_examples=60)
+@given(dtype=st.sampled_from([torch.float32, torch.float64]), n=st.integers(0, 600),
+       c=st.integers(1, 5), reduction=st.sampled_from([1, 2]),
+       ignore=st.sampled_from([-100, 0, 1]), weighted=st.booleans(), seed=st.integers(0, 100))
+def test_nll_loss_sums_in_pytorchs_cascade(dtype, n, c, reduction, ignore, weighted, seed):
+    """``nll_loss_forward``'s sum and mean, and its total weight, bit for bit: PyTorch adds a
+    batch in a cascade of partial sums (``nll_loss_out_frame``), skipping ignored samples, and
+    fills an empty batch's mean with a positive NaN."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, c, generator=g, dtype=dtype) * 100
+    target = torch.randint(0, c, (n,), generator=g)
+    weight = torch.rand(c, generator=g, dtype=dtype) if weighted else None
+    loss, total = torch.ops.aten.nll_loss_forward(x, target, weight, reduction, ignore)
+    ours_loss, ours_total = sk.ops.nll_loss_forward(
+        to_sk(x), to_sk(target), None if weight is None else to_sk(weight), reduction, ignore)
+    assert ours_loss.numpy().tobytes() == loss.numpy().tobytes()
+    assert ours_total.numpy().tobytes() == total.numpy().tobytes()

@@ -136,7 +136,7 @@ def _nll_fill(outs, spec, self, target, weight, reduction, ignore_index):
         loss = x[np.arange(len(t)), t]
         token = quiet()
         try:
-            loss = np.add.reduce(np.negative(loss, out=loss))
+            loss = _cascade_sum(np.negative(loss, out=loss))
             outs[0][...] = loss / x.dtype.type(len(t)) if reduction == MEAN else loss
         finally:
             unquiet(token)
@@ -146,15 +146,112 @@ def _nll_fill(outs, spec, self, target, weight, reduction, ignore_index):
     token = quiet()     # an ignored -inf is 0 * -inf: nan, not a warning (PyTorch never warns)
     try:
         loss = -(w * picked)
-        total = w.sum()
         if reduction == NONE:
             _store(outs[0], loss)
             _store(outs[1], 0)
             return
-        _store(outs[0], loss.sum() / total if reduction == MEAN else loss.sum())
+        if picked.dtype in _PLAIN:
+            # PyTorch's 2-D kernel skips ignored samples, in the sums and in their cascade
+            kept = np.nonzero(target._array().reshape(-1) != ignore_index)[0]
+            index = None if len(kept) == len(loss) else kept
+            total = (_cascade_sum(w[kept], index) if weight is not None
+                     else picked.dtype.type(len(kept)))
+            summed = _cascade_sum(loss[kept], index)
+        else:
+            total, summed = w.sum(), loss.sum()
+        if reduction == MEAN and not len(loss):
+            # PyTorch fills an empty batch's mean with a (positive) quiet NaN; an all-ignored
+            # batch's 0/0 is the division's own NaN
+            _store(outs[0], np.nan)
+        else:
+            _store(outs[0], summed / total if reduction == MEAN else summed)
     finally:
         unquiet(token)
     _store(outs[1], total)
+
+
+# PyTorch's nll_loss forward (``nll_loss_out_frame``) sums a batch in a cascade: a sample is
+# subtracted from partial sum 0, and after a sample whose batch index ends in j zero "digits"
+# of 2**level_power (index 0: all), partial sums 0..j-1 are each added into the next and reset;
+# the eight partial sums are added in order at the end. Each partial sum is a plain sequential
+# sum, so the order decides the last bits (subtracting x is adding -x, exactly).
+_CASCADE_LEVELS = 8
+
+
+def _cascade_sum(values: np.ndarray, batch_index=None):
+    """The cascaded sum of ``values`` (1-D float32/float64, in batch order) whose samples have
+    batch indices ``batch_index`` (increasing ints; None: ``0 .. len(values) - 1``): PyTorch's
+    rounding, bit for bit. A numpy scalar of ``values``' dtype."""
+    if batch_index is None and len(values) < 2**28:
+        return _cascade_sum_dense(values)
+    if batch_index is None:
+        batch_index = np.arange(len(values))
+    n = int(batch_index[-1]) + 1 if len(batch_index) else 1
+    level_power = max(4, (n - 1).bit_length() // _CASCADE_LEVELS)
+    mask = (1 << level_power) - 1
+    # depth: how many partial sums a sample's index flushes (its trailing zero "digits")
+    depth = np.zeros(len(batch_index), np.int64)
+    zeros = np.ones(len(batch_index), bool)
+    for j in range(_CASCADE_LEVELS - 1):
+        zeros &= ((batch_index >> (j * level_power)) & mask) == 0
+        depth += zeros
+    total = values.dtype.type(0)
+    stream = values
+    for j in range(_CASCADE_LEVELS):
+        # partial sum j takes ``stream`` in order and flushes after each item of depth > j
+        ends = np.nonzero(depth > j)[0] if j < _CASCADE_LEVELS - 1 else np.zeros(0, np.int64)
+        starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64) if len(ends) else ends
+        flushed = _sequential_sums(stream, starts, ends + 1 - starts)
+        rest = int(ends[-1]) + 1 if len(ends) else 0
+        partial = _sequential_sums(stream, np.array([rest]), np.array([len(stream) - rest]))[0]
+        total = total + partial         # the final sum adds partial sums 0..7 in order
+        stream, depth = flushed, depth[ends]
+    return total
+
+
+def _cascade_sum_dense(values: np.ndarray):
+    """``_cascade_sum`` of samples 0 .. n-1, n < 2**28 (digits of 16): sample 0 is flushed
+    to the last partial sum at once; after it, partial sum j holds what is left of level j
+    once its full blocks of 16 (aligned from the level's first item) were flushed up as
+    block sums."""
+    zero = values.dtype.type(0)
+    if not len(values):
+        return zero
+    last = zero + values[0]
+    total = zero
+    items = values[1:]
+    for _ in range(_CASCADE_LEVELS - 1):
+        blocks = len(items) // 16
+        total = total + _sequential_sum(items[16 * blocks:])
+        if blocks:
+            rows = np.zeros((blocks, 17), values.dtype)
+            rows[:, 1:] = items[:16 * blocks].reshape(blocks, 16)
+            items = np.add.accumulate(rows, axis=1)[:, -1]
+        else:
+            items = items[:0]
+    return total + last
+
+
+def _sequential_sum(values: np.ndarray):
+    """``((0 + v0) + v1) + ...`` in order (numpy's sums are pairwise)."""
+    acc = np.zeros(len(values) + 1, values.dtype)
+    acc[1:] = values
+    return np.add.accumulate(acc)[-1]
+
+
+def _sequential_sums(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """For each segment ``values[start:start + length]``, ``((0 + v0) + v1) + ...`` in order
+    (numpy's own sums are pairwise): segments of one length at a time, accumulated along a row
+    that starts with +0.0."""
+    out = np.zeros(len(starts), values.dtype)
+    for length in np.unique(lengths):
+        if length == 0:
+            continue
+        rows = np.nonzero(lengths == length)[0]
+        block = np.zeros((len(rows), int(length) + 1), values.dtype)
+        block[:, 1:] = values[starts[rows, None] + np.arange(length)]
+        out[rows] = np.add.accumulate(block, axis=1)[:, -1]
+    return out
 
 
 def _nll_backward_rule(grad_output, self, target, weight, reduction, ignore_index,
