@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import subclass_kit as sk
+from oracle import SkOpLog
 from subclass_kit.modes.autograd.derivatives import fast
 
 FORMULA_OPS = (sk.ops.mm.default, sk.ops.t.default, sk.ops.sum.dim_IntList,
@@ -235,17 +236,11 @@ def _linear_backward():
 
 def test_a_mode_sees_the_formulas_ops(served):
     """Under a dispatch mode the formula runs, so the mode sees PyTorch's op stream."""
-    seen = []
-
-    class Log(sk.DispatchMode):
-        def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
-            seen.append(func.name)
-            return func(*args, **(kwargs or {}))
-
-    with Log():
+    log = SkOpLog()
+    with log:
         _linear_backward()
     assert not served
-    backward = seen[seen.index("ones_like"):]
+    backward = log.ops[log.ops.index("ones_like"):]
     assert [n for n in backward if n in ("mm", "t", "sum", "view")] == ["t", "mm", "sum",
                                                                          "view"]
 

@@ -89,7 +89,8 @@ def _nll_rule(self, target, weight, reduction, ignore_index):
 
 
 def _nll_terms(self, target, weight, ignore_index):
-    """(picked log-probabilities, per-sample weights with ignored samples at 0, targets)."""
+    """(picked log-probabilities, per-sample weights with ignored samples at 0, targets, which
+    samples are kept: not ``ignore_index``)."""
     x = self._array().reshape(-1, self._layout.sizes[-1])
     t = target._array().reshape(-1).astype(np.int64)
     keep = t != ignore_index
@@ -99,7 +100,7 @@ def _nll_terms(self, target, weight, ignore_index):
     safe = np.where(keep, t, 0)
     w = weight._array()[safe] if weight is not None else np.ones(len(t), x.dtype)
     w = np.where(keep, w, 0).astype(x.dtype)
-    return x[np.arange(len(t)), safe], w, safe
+    return x[np.arange(len(t)), safe], w, safe, keep
 
 
 def _nll_plain_targets(self, target, weight, ignore_index):
@@ -142,7 +143,7 @@ def _nll_fill(outs, spec, self, target, weight, reduction, ignore_index):
             unquiet(token)
         outs[1][...] = len(t)
         return
-    picked, w, _ = _nll_terms(self, target, weight, ignore_index)
+    picked, w, _, keep = _nll_terms(self, target, weight, ignore_index)
     token = quiet()     # an ignored -inf is 0 * -inf: nan, not a warning (PyTorch never warns)
     try:
         loss = -(w * picked)
@@ -152,7 +153,7 @@ def _nll_fill(outs, spec, self, target, weight, reduction, ignore_index):
             return
         if picked.dtype in _PLAIN:
             # PyTorch's 2-D kernel skips ignored samples, in the sums and in their cascade
-            kept = np.nonzero(target._array().reshape(-1) != ignore_index)[0]
+            kept = np.nonzero(keep)[0]
             index = None if len(kept) == len(loss) else kept
             total = (_cascade_sum(w[kept], index) if weight is not None
                      else picked.dtype.type(len(kept)))
@@ -203,8 +204,7 @@ def _cascade_sum(values: np.ndarray, batch_index=None):
         starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64) if len(ends) else ends
         flushed = _sequential_sums(stream, starts, ends + 1 - starts)
         rest = int(ends[-1]) + 1 if len(ends) else 0
-        partial = _sequential_sums(stream, np.array([rest]), np.array([len(stream) - rest]))[0]
-        total = total + partial         # the final sum adds partial sums 0..7 in order
+        total = total + _sequential_sum(stream[rest:])  # partial sums 0..7 added in order
         stream, depth = flushed, depth[ends]
     return total
 
@@ -287,7 +287,7 @@ def _nll_backward_fill(outs, spec, grad_output, self, target, weight, reduction,
         finally:
             unquiet(token)
         return
-    _, w, safe = _nll_terms(self, target, weight, ignore_index)
+    _, w, safe, _ = _nll_terms(self, target, weight, ignore_index)
     token = quiet()     # a total weight of 0 (all ignored) divides to inf/nan without warning
     try:
         g = _nll_grad_scale(grad_output, reduction, total_weight)

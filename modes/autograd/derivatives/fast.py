@@ -40,11 +40,16 @@ def _plain(t, dtype) -> bool:
             and not t._inference)
 
 
+def _served(grad, ops) -> bool:
+    """What every path here needs: ``grad`` defined and plain, grad mode off (no
+    ``create_graph``) and ``ops`` unobserved."""
+    return (grad is not None and not _grad_enabled() and _plain(grad, grad._dtype)
+            and _unobserved(ops))
+
+
 def _covered(grad, ops) -> bool:
-    """A matrix ``grad`` of a float dtype, plain, with grad mode off and ``ops`` unobserved."""
-    return (grad is not None and not _grad_enabled() and _unobserved(ops)
-            and _plain(grad, grad._dtype) and grad._dtype in _FLOATS
-            and len(grad._layout.sizes) == 2)
+    """``_served``, for a matrix ``grad`` of a float dtype."""
+    return _served(grad, ops) and grad._dtype in _FLOATS and len(grad._layout.sizes) == 2
 
 
 def _operands(node, needs, names, dtype):
@@ -143,14 +148,12 @@ _tanh_backward_kernel = sk.get_kernel(sk.ops.tanh_backward.default, "cpu")
 _MEAN_OPS = (sk.ops.div.Tensor, sk.ops.expand.default)
 
 
-def _pointwise_grad(grad, node, names) -> bool:
-    """``grad`` plain, with grad mode off, and every argument in ``names`` recorded with its
-    shape and dtype: the formula's gradients then need no ``sum_to`` and no cast."""
-    if grad is None or _grad_enabled():
+def _pointwise_grad(grad, node, names, ops) -> bool:
+    """``_served``, with every argument in ``names`` recorded with the gradient's shape and
+    dtype: the formula's gradients then need no ``sum_to`` and no cast."""
+    if not _served(grad, ops):
         return False
     d, sizes = grad._dtype, grad._layout.sizes
-    if not _plain(grad, d):
-        return False
     metas = node._metas
     for name in names:
         meta = metas.get(name)
@@ -164,7 +167,7 @@ def _mul(node, grads):
     """``grad * other`` and ``grad * self`` by ``mul``'s own cpu kernel (the formula's op
     calls without their dispatch), for tensor operands of the gradient's shape and dtype."""
     grad = grads[0]
-    if not (_pointwise_grad(grad, node, ("self", "other")) and _unobserved(_MUL_OPS)):
+    if not _pointwise_grad(grad, node, ("self", "other"), _MUL_OPS):
         return None
     needs, saved, d = node._needs, node._saved, grad._dtype
     other = saved["other"].peek() if needs[0] else grad
@@ -179,7 +182,7 @@ def _mul(node, grads):
 def _tanh(node, grads):
     """``tanh_backward(grad, result)`` by its own cpu kernel, on the saved output itself."""
     grad = grads[0]
-    if not (_pointwise_grad(grad, node, ("self",)) and _unobserved(_TANH_OPS)):
+    if not _pointwise_grad(grad, node, ("self",), _TANH_OPS):
         return None
     results = node._results
     y = results[0].peek() if results else None
@@ -194,9 +197,8 @@ def _mean(node, grads):
     quotient of the broadcast element by the count into a fresh contiguous output."""
     grad = grads[0]
     meta = node._metas["self"]
-    if (grad is None or _grad_enabled() or not _unobserved(_MEAN_OPS)
-            or grad._dtype not in _FLOATS or meta.dtype is not grad._dtype
-            or not _plain(grad, grad._dtype) or grad._layout.sizes or not node._needs[0]):
+    if not (_served(grad, _MEAN_OPS) and grad._dtype in _FLOATS and meta.dtype is grad._dtype
+            and not grad._layout.sizes and node._needs[0]):
         return None
     d = grad._dtype
     count = 1
