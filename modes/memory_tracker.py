@@ -45,7 +45,7 @@ wrapper subclasses without data, memory outside ``sk`` ops.
     >>> tracker.peak, tracker.peak_at["phase"], tracker.peak_at["at"]
     (236, 'forward', 'sum')
     >>> [p["node"] for p in tracker.timeline() if p["phase"] == "backward"][-1]
-    'AccumulateGrad'
+    'torch::autograd::AccumulateGrad'
 """
 
 from __future__ import annotations

@@ -87,6 +87,7 @@ short = int16
 
 # Kernels and decompositions register themselves on import.
 from .kernels import factories as _factories  # noqa: E402
+from .kernels import ranges as _ranges  # noqa: E402
 from .kernels import pointwise as _pointwise  # noqa: E402
 from .kernels import pointwise_more as _pointwise_more  # noqa: E402
 from .kernels import pointwise_backward as _pointwise_backward  # noqa: E402
@@ -111,6 +112,7 @@ from .api.creation import empty_strided as empty_strided  # noqa: E402
 from .api.creation import eye as eye  # noqa: E402
 from .api.creation import from_numpy as from_numpy  # noqa: E402
 from .api.creation import full as full  # noqa: E402
+from .api.creation import linspace as linspace  # noqa: E402
 from .api.creation import full_like as full_like  # noqa: E402
 from .api.creation import manual_seed as manual_seed  # noqa: E402
 from .api.creation import ones as ones  # noqa: E402
@@ -275,10 +277,8 @@ def __getattr__(name):
     """Names imported on first access, so that ``import subclass_kit`` stays as fast as the
     core: ``sk.autograd`` (the autograd mode, installed then; the core never imports ``modes``
     to build itself, Note [Autograd layer]), ``sk.optim``, ``sk.save`` / ``sk.load``."""
-    if name == "autograd":
-        from .modes import autograd
-        autograd.install()
-        return autograd
+    if name == "autograd":      # imported by _module_aliases' finder, which installs it
+        return _importlib.import_module(".autograd", __name__)
     if name == "optim":
         return _importlib.import_module(".optim", __name__)
     if name in ("save", "load"):
@@ -286,6 +286,9 @@ def __getattr__(name):
     raise AttributeError(f"module 'subclass_kit' has no attribute '{name}'")
 from .api import protocol as _api_protocol  # noqa: E402  (Tensor.__format__, __contains__)
 from . import fast_path as fast_path  # noqa: E402
+from . import _module_aliases  # noqa: E402
+
+_module_aliases.install()
 from ._state import flags as _flags  # noqa: E402
 
 _flags.core_ready = True     # a kernel registered from here on replaces a built-in one

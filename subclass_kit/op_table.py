@@ -13,6 +13,7 @@ FACTORIES = [
     "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "rand(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "randn(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
@@ -92,8 +93,7 @@ SCATTERS = [
     "resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor",
 ]
 
-# ``<view>_copy``: one per view op above, fresh contiguous outputs (functionalization's
-# "mutations_and_views" replays views with these).
+# ``<view>_copy``: one per view op above, fresh outputs ("mutations_and_views" replays them).
 VIEW_COPIES = [
     "view_copy(Tensor self, SymInt[] size) -> Tensor",
     "view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor",

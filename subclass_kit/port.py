@@ -93,6 +93,16 @@ def _exists(path: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=None)
+def _is_module(path: str) -> bool:
+    """Whether ``import path`` works (``from path import x`` needs a module, not an attribute)."""
+    try:
+        importlib.import_module(path)
+    except ImportError:
+        return False
+    return True
+
+
 def port_source(source: str) -> tuple[str, list[PortWarning]]:
     """Rewrite the PyTorch Python ``source`` to subclass_kit; returns ``(new source,
     warnings)``. Raises SyntaxError when ``source`` does not tokenize."""
@@ -140,7 +150,7 @@ class _Porter:
         """Warn (once per target) when the installed subclass_kit lacks ``target``."""
         if target not in self.checked and not _exists(target):
             self.warn(line, f"{torch_name} -> {spelled}: not in the installed subclass_kit "
-                            "(docs/porting.md lists the names still to come)")
+                            "(docs/porting.md lists what has no counterpart)")
         self.checked.add(target)
 
     def run(self):
@@ -230,6 +240,8 @@ class _Porter:
                 text = _item(target, alias)
                 self.out_bind[alias], self.out_name[alias] = target, alias
             else:
+                if target != "subclass_kit":    # ``import torch.autograd.functional``
+                    self.check_exists(line, target, target, dotted)
                 text = "subclass_kit as sk"
                 self.out_bind["sk"], self.out_name["torch"] = "subclass_kit", "sk"
                 self.need_lazy(target, "subclass_kit")
@@ -261,7 +273,10 @@ class _Porter:
             mod, attr = target.rsplit(".", 1)
             new_name = alias or attr
             self.out_name[bound], self.out_bind[new_name] = new_name, target
-            self.check_exists(line, target, target, full)
+            if _is_module(mod):
+                self.check_exists(line, target, target, full)
+            else:                   # ``from X import`` needs X importable, not an attribute
+                self.check_exists(line, mod, mod, module)
             groups.setdefault(mod, []).append(_item(attr, alias if alias != attr else None))
         if not groups and not dropped:
             return [], False

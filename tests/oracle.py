@@ -368,7 +368,7 @@ def autograd_obs(t, *, version: bool = False):
     fn = t.grad_fn
     out = {"values": str(np.round(np.asarray(t.detach().tolist(), dtype=float), 6).tolist()),
            "dtype": str(t.dtype).split(".")[-1],
-           "grad_fn": None if fn is None else fn.name().replace("torch::autograd::", ""),
+           "grad_fn": None if fn is None else fn.name(),
            "requires_grad": t.requires_grad, "is_leaf": t.is_leaf}
     if version:
         out["version"] = t._version

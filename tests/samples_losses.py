@@ -68,5 +68,9 @@ ENTRIES["softplus_backward.default"] = E(
      S(F((3, 4), "float64"), F((3, 4), "float64", lo=-9, hi=9), 2, 1), S(F(()), F(()), 1, 20)])
 ENTRIES["constant_pad_nd.default"] = E(
     [S(F((3, 4)), [1, 2]), S(F((2, 3, 4)), [1, -1, 0, 2], 1.5), S(F((3, 4), layout="t"), [0, 0, 1, 1]),
-     S(F((3, 4), "int64"), [2, 2], 7), S(F((3,)), []), S(F((0, 2)), [1, 1]), S(F(()), [])],
-    [S(F((3, 4)), [1]), S(F((3, 4)), [1, 1, 1, 1, 1, 1]), S(F((3, 4)), [-3, -3])])
+     S(F((3, 4), "int64"), [2, 2], 7), S(F((3,)), []), S(F((0, 2)), [1, 1]), S(F(()), []),
+     S(F((3,), "uint8"), [1, 1], -1), S(F((3,), "uint8"), [1, 1], 2.7)],
+    [S(F((3, 4)), [1]), S(F((3, 4)), [1, 1, 1, 1, 1, 1]), S(F((3, 4)), [-3, -3]),
+     # the fill value is converted as c10 does: floats never wrap into unsigned types
+     S(F((3,), "uint8"), [1, 1], -1.0, _meta=False), S(F((3,), "uint8"), [1, 1], 300, _meta=False),
+     S(F((3,)), [1, 1], 1e300, _meta=False)])

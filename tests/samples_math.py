@@ -372,7 +372,9 @@ ENTRIES["scatter.src"] = E(
 ENTRIES["scatter.value"] = E(
     [S(F((3, 4)), 0, _PERM_ROWS, 1.5), S(F((3, 4), "int32"), 1, _idx((3, 1), 3), 7),
      S(F((3, 4), layout="t"), 1, _idx((2, 2), 0, values=(0, 1, 2, 3)), -2.0)],
-    [S(F((3, 4)), 1, _idx((3, 1), 0, values=(0, 4, 1)), 1.0, _meta=False)])
+    [S(F((3, 4)), 1, _idx((3, 1), 0, values=(0, 4, 1)), 1.0, _meta=False),
+     S(F((3, 4), "uint8"), 1, _idx((3, 1), 3), -1.0, _meta=False),
+     S(F((3, 4), "int8"), 1, _idx((3, 1), 3), 200, _meta=False)])
 ENTRIES["index_select.default"] = E(
     [S(F((3, 4)), 0, _idx((2,), 0, values=(2, 0))), S(F((3, 4)), 1, _idx((3,), 0, "int32",
                                                                        values=(0, 3, 3))),
@@ -653,7 +655,8 @@ _MORE = {
     "narrow.default": [S(F((0, 3), "int64"), 1, 1, 2)],
     "norm.ScalarOpt_dim": [S(F((0, 3)), 2, [1])],
     "reshape.default": [S(F((2, 3), "int64", "t"), [6])],
-    "scatter.value": [S(F((3, 4)), 1, _idx((3, 0), 3), 1.0)],
+    "scatter.value": [S(F((3, 4)), 1, _idx((3, 0), 3), 1.0),
+                      S(F((3, 4), "uint8"), 1, _idx((3, 0), 3), -1.0)],
     "unflatten.int": [S(F((0, 6), "int32"), 1, [2, 3])],
     "view_as.default": [S(F((0, 3)), F((3, 0))), S(F((2, 3), layout="t"), F((2, 3)))],
     "logsumexp.default": [S(F(()), [0])],

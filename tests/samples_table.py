@@ -32,6 +32,13 @@ ENTRIES["arange.start_step"] = E(
     [S(0, 5, 1), S(0.0, 1.0, 0.25), S(5, 0, -1), S(0, 10, 3, dtype=D("float64")), S(1, 1),
      S(-1.5, 2.0, 0.5), S(0, 6, 2, dtype=D("int32"))],
     [S(0, 5, 0), S(0, 5, -1)])
+ENTRIES["linspace.default"] = E(
+    [S(0, 10, 5), S(-1.5, 2.0, 7), S(3, 1, 1), S(0, 1, 0), S(0.1, 3.3, 16, dtype=D("float64")),
+     S(10, -3, 6, dtype=D("uint8")), S(-3.7, 10, 7, dtype=D("int32")),
+     S(-2.5, 882.7, 100, dtype=D("bfloat16")), S(0, 1, 9, dtype=D("float16")),
+     S(0, 1, 1, dtype=D("bool")), S(-707.28, -909.53, 31), S(0, 1, 4, requires_grad=True)],
+    # torch checks the dtype and the ends in the cpu kernel only: meta makes the tensor
+    [S(0, 1, -1), S(0, 1, 3, dtype=D("bool"), _meta=False), S(1e300, 0, 3, _meta=False)])
 ENTRIES["eye.m"] = E(
     [S(3, 4), S(0, 2), S(2, 2, dtype=D("int64")), S(3, 1, dtype=D("bool"))],
     [S(-1, 2)])

@@ -65,10 +65,8 @@ _KNOWN_GAPS = {
     "max.dim-dim-1",
     "min.dim-dim-1",
     "scatter.src-src-1",
-    "scatter.src-src-2",
     "scatter.value-value-1",
     "scatter_.src-src-1",
-    "scatter_.src-src-2",
     "scatter_.value-value-1",
     # torch.ops.aten.bernoulli.Tensor wraps a Python number given for ``p`` into a tensor
     # (then its range check fails); ours refuses the number with the parser's TypeError.

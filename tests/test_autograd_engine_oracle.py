@@ -53,7 +53,7 @@ def names(fn):
         if f is None or id(f) in seen:
             continue
         seen.add(id(f))
-        out.append(f.name().replace("torch::autograd::", ""))
+        out.append(f.name())
         stack.extend(n for n, _ in reversed(f.next_functions))
     return out
 

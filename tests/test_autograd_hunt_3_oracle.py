@@ -17,7 +17,7 @@ from oracle import autograd_obs  # noqa: E402
 
 
 def _norm(msg: str) -> str:
-    return re.sub(r"\b(torch|sk)\.", "", msg).replace("torch::autograd::", "")
+    return re.sub(r"\b(torch|sk)\.", "", msg)
 
 
 def obs(x):

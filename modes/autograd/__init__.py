@@ -6,6 +6,10 @@ modes and subclass handlers (Note [Autograd layer] in the core's registry.py); t
 it when a tensor first requires grad. ``formulas`` is the derivative table's protocol,
 ``derivatives/`` the table itself, ``graph`` the nodes and saved tensors, ``engine`` the
 backward pass, ``function`` custom ``Function``s, ``gradcheck`` finite-difference checks.
+
+PyTorch's import paths work: ``import subclass_kit.autograd``, ``from subclass_kit.autograd
+import Function``, ``from subclass_kit.autograd.graph import saved_tensors_hooks`` give this
+package and its modules (the core's ``_module_aliases``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,14 @@ from .function import FunctionCtx as FunctionCtx
 from .gradcheck import gradcheck as gradcheck
 from .gradcheck import gradgradcheck as gradgradcheck
 from .graph import RemovableHandle, grad_accumulator
+
+# torch.autograd's own spellings of the grad-mode switches (``torch.autograd.no_grad``,
+# ``torch.autograd.grad_mode.no_grad``): the core's, under this package too
+from . import grad_mode as grad_mode
+from .grad_mode import enable_grad as enable_grad
+from .grad_mode import inference_mode as inference_mode
+from .grad_mode import no_grad as no_grad
+from .grad_mode import set_grad_enabled as set_grad_enabled
 
 _LAYER = None
 

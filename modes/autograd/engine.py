@@ -569,8 +569,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``
     (PyTorch's ``torch.autograd.grad``). Returns a tuple, one entry per input (None for an
     unused one when ``allow_unused``; zeros when ``materialize_grads``, requiring grad under
-    ``create_graph``); a dict of them for a dict of ``inputs``. ``allow_unused`` defaults to ``materialize_grads``; ValueError if it is
-    False with ``materialize_grads``."""
+    ``create_graph``); a dict of them for a dict of ``inputs``. ``allow_unused`` defaults to
+    ``materialize_grads`` (PyTorch 2.13's ``None``); ValueError if it is False with
+    ``materialize_grads``."""
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")

@@ -88,7 +88,11 @@ class Node:
         return self._own("metadata", {})
 
     def name(self) -> str:
-        return self._name
+        """PyTorch's name of the node: ``AddBackward0``; ``torch::autograd::CopySlices`` for
+        the nodes PyTorch writes by hand in C++ (``CPP_NODES``). ``repr`` and ``type(node)``
+        give the bare class name, as PyTorch's."""
+        name = self._name
+        return f"torch::autograd::{name}" if name in CPP_NODES else name
 
     @property
     def next_functions(self) -> tuple:
@@ -120,6 +124,12 @@ class Node:
 
     def __repr__(self):
         return f"<{self._name} object at {hex(id(self))}>"
+
+
+# The nodes of torch/csrc/autograd/functions (not generated from derivatives.yaml): their
+# ``name()`` carries the C++ namespace.
+CPP_NODES = frozenset({"AccumulateGrad", "CopySlices", "CopyBackwards", "Error", "DelayedError",
+                       "GraphRoot", "Identity", "UndefinedGrad"})
 
 
 def forward_name(node) -> str:

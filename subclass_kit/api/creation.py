@@ -9,6 +9,7 @@ from the data for ``sk.tensor``.
 from __future__ import annotations
 
 import functools
+import operator
 import warnings
 
 import numpy as np
@@ -22,7 +23,8 @@ from ..tensor import Tensor, from_numpy
 from .._argcheck import type_error
 from ._register import size_args
 
-__all__ = ["tensor", "as_tensor", "empty", "zeros", "ones", "full", "arange", "eye", "rand",
+__all__ = ["tensor", "as_tensor", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
+           "rand",
            "randn", "randint", "empty_strided", "empty_like", "zeros_like", "ones_like",
            "full_like", "rand_like", "randn_like", "manual_seed", "from_numpy", "scalar_tensor"]
 
@@ -222,6 +224,20 @@ def arange(start, end=None, step=1, *, dtype=None, device=None):
     if step == 1 and type(step) is int:
         return ops.arange.start(start, end, **_kw(dtype, device))
     return ops.arange.start_step(start, end, step, **_kw(dtype, device))
+
+
+@factory
+def linspace(start, end, steps, *, dtype=None, device=None):
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (``(steps,)``,
+    the default float dtype unless ``dtype``), as ``torch.linspace`` computes them: the first
+    half counted up from ``start``, the rest down from ``end``, in ``dtype``'s arithmetic
+    (integer dtypes: in double, truncated). ``start`` / ``end`` may be numbers or 0-d tensors.
+    Raises RuntimeError for a negative ``steps`` or a tensor end with dimensions,
+    NotImplementedError for bool with more than one step, TypeError for a non-integer
+    ``steps``."""
+    if isinstance(steps, bool) or not hasattr(steps, "__index__"):
+        raise type_error("linspace", "steps", "int", steps, 3)
+    return ops.linspace.default(start, end, operator.index(steps), **_kw(dtype, device))
 
 
 @factory

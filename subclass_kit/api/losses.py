@@ -201,7 +201,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = None) -> Tensor:
     """Pad the trailing dims by ``pad = (left_last, right_last, left_prev, ...)`` (negative
-    entries crop) with ``value`` (``constant_pad_nd``). Other modes raise NotImplementedError."""
+    entries crop) with ``value`` (``constant_pad_nd``; a float, as in PyTorch's schema, so a
+    value the dtype cannot hold raises RuntimeError). Other modes raise NotImplementedError."""
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) > 2 * input.dim():
@@ -211,7 +212,9 @@ def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = 
     if mode != "constant":
         raise NotImplementedError(f"pad(mode={mode!r}) is not implemented in subclass_kit; "
                                   "only mode='constant' is")
-    return ops.constant_pad_nd.default(input, list(pad), 0 if value is None else value)
+    # ``value`` is a ``float?`` in PyTorch's ``pad`` schema: an int fill arrives as a float
+    # (``-1`` into uint8 then raises, 2**53 + 1 becomes 2**53)
+    return ops.constant_pad_nd.default(input, list(pad), 0.0 if value is None else float(value))
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,

@@ -8,7 +8,7 @@ Two conversions, as in PyTorch:
 - ``checked_scalar``: a ``Scalar`` argument (``alpha``, ``clamp``'s bounds, ``masked_fill``'s
   value, an integer ``pow`` exponent) must fit the dtype (c10's ``checked_convert``), else
   RuntimeError "value cannot be converted to type int8_t without overflow". Negative integers
-  may wrap into unsigned types (``uint8 - b`` is ``uint8 + 255 * b``).
+  (not floats) may wrap into unsigned types (``uint8 - b`` is ``uint8 + 255 * b``).
 
 ``quiet()``/``unquiet(token)`` silence numpy's floating-point warnings (PyTorch never warns
 about inf/nan) more cheaply than ``np.errstate``, which costs ~2 us per use.
@@ -98,12 +98,9 @@ def checked_scalar(value, d):
         return v
     lo, hi = _INT_BOUNDS[d.numpy]
     if isinstance(value, float):
-        if not math.isfinite(value):
-            _overflow(d)
-        if lo == 0:
-            if value > hi or (value < 0 and -value > hi):
-                _overflow(d)
-        elif not lo <= value <= hi:
+        # c10's ``overflows`` for a floating-point value: only integers may wrap into an
+        # unsigned type (``full((2,), -1.0, dtype=uint8)`` raises, ``-1`` gives 255)
+        if not (math.isfinite(value) and lo <= value <= hi):
             _overflow(d)
         value = int(value)
     value = int(value)

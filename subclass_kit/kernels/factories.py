@@ -1,4 +1,4 @@
-"""Factory ops (no tensor inputs) and copies: ``empty``, ``full``, ``arange``, ``eye``, random
+"""Factory ops (no tensor inputs) and copies: ``empty``, ``full``, ``eye``, random
 fills, ``clone``, ``_to_copy``, ``copy_``, ``fill_``, ``zero_``.
 
 Random values come from an ``sk.Generator`` (``generator.py``: the default one, seeded by
@@ -7,8 +7,6 @@ difference), distributions and dtypes do not.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -122,28 +120,6 @@ def scalar_tensor(s, *, dtype=None, device=None):
     return t
 
 
-@both_devices(ops.arange.start_step)
-def arange(start, end, step=1, *, dtype=None, device=None, requires_grad=None):
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    start, end, step = vals
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if (end - start) * step < 0:
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    if dtype is None:
-        dtype = (dt.int64 if all(isinstance(v, int) for v in vals)
-                 else dt.get_default_dtype())
-    dtype = dt.to_dtype(dtype)
-    n = max(math.ceil((end - start) / step), 0)
-    t = _factory((n,), dtype, device)
-    if t._storage.device is not META:
-        # Computed in double then cast, as PyTorch's cpu arange does.
-        t._array()[...] = (start + step * np.arange(n, dtype=np.float64)
-                           if dtype.is_floating_point else
-                           np.arange(start, start + n * step, step)[:n])
-    return _finish(t, requires_grad)
-
-
 @both_devices(ops.eye.m)
 def eye(n, m, *, dtype=None, device=None, requires_grad=None):
     if n < 0:
@@ -209,16 +185,6 @@ def zeros(size, *, dtype=None, device=None, requires_grad=None):
         raise RuntimeError("zeros: Dimension size must be non-negative.")
     return full(size, 0, dtype=dt.get_default_dtype() if dtype is None else dtype,
                 device=device, requires_grad=requires_grad)
-
-
-@both_devices(ops.arange.default)
-def arange_end(end, *, dtype=None, device=None, requires_grad=None):
-    return arange(0, end, 1, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-@both_devices(ops.arange.start)
-def arange_start(start, end, *, dtype=None, device=None, requires_grad=None):
-    return arange(start, end, 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 @both_devices(ops.eye.default)

@@ -23,7 +23,7 @@ from ..registry import ops
 from ..storage import round_to_bfloat16
 from ._common import Spec, common_device, register_rule
 from ._iter_layout import layout_of
-from ._scalars import quiet, unquiet
+from ._scalars import checked_scalar, quiet, unquiet
 
 NONE, MEAN, SUM = 0, 1, 2
 _BCE_EPS = 1e-12
@@ -470,7 +470,7 @@ def _pad_rule(self, pad, value=0):
 
 def _pad_fill(outs, spec, self, pad, value=0):
     out = outs[0]
-    out[...] = value
+    out[...] = checked_scalar(value, self._dtype)   # c10's checked conversion: 300 into uint8 raises
     src, dst = [], []
     ndim = self.ndim
     for d in range(ndim):

@@ -23,6 +23,7 @@ from ..tensor import Tensor
 from . import _pointwise_fns as fns
 from ._gelu import gelu_backward
 from ._common import Spec, register_rule, type_name
+from ._fma import SPLIT
 from ._iter_layout import alloc, contig
 from ._scalars import quiet, unquiet
 from .pointwise import _BOOL, _INTEGRAL, _Info, pointwise_spec
@@ -121,15 +122,12 @@ def _tanh(dy, y, out=None):
     return np.multiply(dy, (1.0 - np.square(y, dtype=np.float64)).astype(y.dtype), out=out)
 
 
-_SPLIT = 134217729.0        # 2**27 + 1: Veltkamp's splitter for float64
-
-
 def _one_minus_square(y):
     """``fma(-y, y, 1)`` in float64: Dekker's exact square ``y*y == p + e`` (Veltkamp split),
     then ``1 - p`` with its rounding error (Knuth's TwoSum) and one final rounding. Where the
     split overflows (``|y|`` past 1e154, infinities, NaN) ``1 - p`` is already the answer."""
     p = y * y
-    c = y * _SPLIT
+    c = y * SPLIT
     hi = c - (c - y)
     lo = y - hi
     e = ((hi * hi - p) + 2.0 * hi * lo) + lo * lo

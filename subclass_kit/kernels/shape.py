@@ -18,6 +18,7 @@ from ..layout import Layout, channels_last_strides, contiguous_strides, format_s
 from ..registry import ops, register_kernel
 from ..storage import Storage
 from ..tensor import make_tensor
+from ._scalars import checked_scalar
 from ._common import (Spec, check_no_overlap, common_device, cross_device_error,
                       register_inplace, register_rule, resize_out, type_name)
 
@@ -275,6 +276,8 @@ def _scatter_src_fill(outs, spec, self, dim, index, src):
 
 
 def _scatter_value_fill(outs, spec, self, dim, index, value):
+    if index._layout.numel():   # converted per written element: -1.0 into uint8 raises
+        value = checked_scalar(value, self._dtype)
     np.copyto(outs[0], self._array())
     _scatter_into(outs[0], dim, index, np.asarray(value).astype(outs[0].dtype).reshape(()))
 
