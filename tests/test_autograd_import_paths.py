@@ -46,6 +46,7 @@ FIRST = [
     "import subclass_kit.autograd",
     "import subclass_kit.autograd.function as function",
     "from subclass_kit.autograd.grad_mode import no_grad",
+    "from subclass_kit.autograd.functional import jacobian",
     "import subclass_kit as sk0; sk0.autograd.grad",
 ]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import subclass_kit as sk
 
 from . import formulas as formulas
+from . import functional as functional
 from . import graph as graph
 from .engine import backward as backward
 from .engine import grad as grad
