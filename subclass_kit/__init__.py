@@ -64,9 +64,12 @@ from .grad_mode import GradState as GradState
 from .grad_mode import enable_grad as enable_grad
 from .grad_mode import grad_state as grad_state
 from .grad_mode import inference_mode as inference_mode
+from .grad_mode import is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled
+from .grad_mode import is_anomaly_enabled as is_anomaly_enabled
 from .grad_mode import is_grad_enabled as is_grad_enabled
 from .grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
 from .grad_mode import no_grad as no_grad
+from .grad_mode import set_anomaly_enabled as set_anomaly_enabled
 from .grad_mode import set_grad_enabled as set_grad_enabled
 from .grad_mode import set_grad_state as set_grad_state
 from .mode import no_dispatch as no_dispatch

@@ -14,6 +14,7 @@ bit, with their sizes, strides, dtypes and version counters.
 from __future__ import annotations
 
 from ._state import flags
+from .grad_mode import _anomaly
 from .kernels._iter_layout import alloc, contig
 from .kernels._scalars import quiet, unquiet
 from .storage import CPU
@@ -22,7 +23,12 @@ from .tensor import Tensor
 # ``quiet`` / ``unquiet``: ``token = quiet()`` ... ``unquiet(token)`` turns numpy's
 # floating-point warnings off in between, as around every float kernel's arithmetic (PyTorch
 # never warns of inf or nan).
-__all__ = ["unobserved", "empty", "array", "quiet", "unquiet"]
+__all__ = ["unobserved", "empty", "array", "quiet", "unquiet", "anomaly"]
+
+# ``anomaly``: anomaly detection's switches, the list ``[enabled, check_nan]`` itself (read
+# only: ``sk.set_anomaly_enabled`` writes it). The autograd mode reads ``anomaly[0]`` for every
+# node it makes, where a call of ``sk.is_anomaly_enabled()`` would cost ten times as much.
+anomaly = _anomaly
 
 
 def unobserved(ops) -> bool:

@@ -24,7 +24,8 @@ from ._state import tls
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "GradState",
            "grad_state", "set_grad_state", "is_inference_mode_enabled",
-           "DecoratorContextManager"]
+           "DecoratorContextManager", "set_anomaly_enabled", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled"]
 
 
 class GradState(NamedTuple):
@@ -108,6 +109,34 @@ def is_grad_enabled() -> bool:
 def is_inference_mode_enabled() -> bool:
     """Whether inference mode is on in this thread (``torch.is_inference_mode_enabled``)."""
     return tls.inference
+
+
+# Anomaly detection's two switches, (enabled, check_nan): process-wide like PyTorch's
+# ``AnomalyMode`` (not per thread). Read by the autograd mode, which records where each node
+# was made while it is on and checks the backward (``sk.autograd.detect_anomaly``).
+_anomaly = [False, True]
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off for the process (PyTorch's
+    ``torch.set_anomaly_enabled``; ``sk.autograd.detect_anomaly`` and ``set_detect_anomaly``
+    are the context managers). TypeError, PyTorch's text, for a non-bool argument."""
+    for pos, (name, value) in enumerate((("enabled", enabled), ("check_nan", check_nan)), 1):
+        if not isinstance(value, bool):
+            raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position {pos}) must be "
+                            f"bool, not {type(value).__name__}")
+    _anomaly[:] = [enabled, check_nan]        # in place: ``sk.fast_path.anomaly`` is this list
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection is on (``torch.is_anomaly_enabled``)."""
+    return _anomaly[0]
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection checks the backward's gradients for NaN
+    (``torch.is_anomaly_check_nan_enabled``; True by default)."""
+    return _anomaly[1]
 
 
 def _wrap_generator(make_ctx, fn):

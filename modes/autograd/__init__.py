@@ -17,6 +17,8 @@ from __future__ import annotations
 import subclass_kit as sk
 
 from . import formulas as formulas
+from .anomaly_mode import detect_anomaly as detect_anomaly
+from .anomaly_mode import set_detect_anomaly as set_detect_anomaly
 from . import functional as functional
 from . import graph as graph
 from .engine import backward as backward

@@ -27,6 +27,7 @@ import warnings
 
 import subclass_kit as sk
 
+from .anomaly_mode import check_nan, warn_stack
 from .graph import (AccumulateGrad, GradientEdge, edge_input_meta, grad_accumulator,
                     gradient_edge)
 
@@ -281,7 +282,10 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
         _hold(holds, buf)
     now_ready = []              # the nodes the running node's gradients made ready
     # (not with ``create_graph``: the leaves then record nodes, numbered in the order they run)
-    inline_ok = targets is None and not create_graph
+    # anomaly detection (``anomaly_mode``): every node through the queue, each checked
+    anomaly, nan_check = sk.fast_path.anomaly
+    nan_check = anomaly and nan_check
+    inline_ok = targets is None and not create_graph and not anomaly
     with sk.set_grad_enabled(create_graph):
         while ready:
             # (a one-element heap pops, and an empty one pushes, as the heap would)
@@ -318,6 +322,12 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                     _RUNNING.append(node)
                     try:
                         out = node.apply(buf)
+                        if nan_check:
+                            check_nan(node, out)
+                    except BaseException:
+                        if anomaly:
+                            warn_stack(node)
+                        raise
                     finally:
                         _RUNNING.pop()
                 else:

@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 import subclass_kit as sk
 
+from .anomaly_mode import store_stack, version_hint
+
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
            "disable_saved_tensors_hooks", "save_on_cpu", "top_saved_tensors_hooks",
            "gradient_edge", "set_history", "increment_version", "GradientEdge",
@@ -23,6 +25,7 @@ __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
            "RemovableHandle"]
 
 _sequence = itertools.count()
+_anomaly = sk.fast_path.anomaly       # [on, check_nan]: while on, new nodes record their call
 _Tensor = sk.Tensor
 _detach_op = sk.ops.detach.default
 _redispatch = sk.redispatch_below_autograd
@@ -73,6 +76,8 @@ class Node:
     def __init__(self, next_edges=()):
         self._next = tuple(next_edges)
         self._seq = next(_sequence)
+        if _anomaly[0]:
+            store_stack(self)
 
     def _own(self, name: str, empty):
         """This node's own hook container ``name`` (made from ``empty`` on first use)."""
@@ -126,8 +131,7 @@ class Node:
         return f"<{self._name} object at {hex(id(self))}>"
 
 
-# The nodes of torch/csrc/autograd/functions (not generated from derivatives.yaml): their
-# ``name()`` carries the C++ namespace.
+# PyTorch's hand-written C++ nodes (torch/csrc/autograd/functions): ``name()`` has the namespace
 CPP_NODES = frozenset({"AccumulateGrad", "CopySlices", "CopyBackwards", "Error", "DelayedError",
                        "GraphRoot", "Identity", "UndefinedGrad"})
 
@@ -312,9 +316,7 @@ class SavedTensor:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {_type_string(t)}{where} is at version {t._version}; "
-                f"expected version {self._version} instead. Hint: enable anomaly detection to "
-                "find the operation that failed to compute its gradient, with "
-                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+                f"expected version {self._version} instead. Hint: {version_hint()}")
         if self._is_output:
             # a fresh alias with the node as its grad_fn (PyTorch's unpack: ``detach`` again,
             # then the saved edge), so a double backward differentiates through it

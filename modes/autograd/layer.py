@@ -14,8 +14,9 @@ from __future__ import annotations
 import subclass_kit as sk
 
 from . import formulas as F
-from .graph import (INFERENCE_SAVED, Node, SavedTensor, _any_normal_tensor, _sequence,
-                    grad_accumulator, gradient_edge, set_history)
+from .anomaly_mode import store_stack
+from .graph import (INFERENCE_SAVED, Node, SavedTensor, _anomaly, _any_normal_tensor,
+                    _sequence, grad_accumulator, gradient_edge, set_history)
 from .view_nodes import AsStridedBackward0, CopySlices
 
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
@@ -39,6 +40,8 @@ class FormulaNode(Node):
     def __init__(self, formula, values, saved, metas, results, out_metas, needs, edges, widths):
         self._next = tuple(edges)       # Node.__init__, inlined: one node per recorded op
         self._seq = next(_sequence)
+        if _anomaly[0]:
+            store_stack(self)
         self._formula = formula
         self._values = values           # argument name -> value (not saved: plain values)
         self._saved = saved             # argument name -> SavedTensor (or list of them)
