@@ -34,6 +34,9 @@ from .graph import RemovableHandle, grad_accumulator
 # ``torch.autograd.grad_mode.no_grad``): the core's, under this package too
 from . import grad_mode as grad_mode
 from .grad_mode import enable_grad as enable_grad
+from .grad_mode import enforce_grad_layout_policy as enforce_grad_layout_policy
+from .grad_mode import set_multithreading_enabled as set_multithreading_enabled
+from .variable import Variable as Variable
 from .grad_mode import inference_mode as inference_mode
 from .grad_mode import no_grad as no_grad
 from .grad_mode import set_grad_enabled as set_grad_enabled

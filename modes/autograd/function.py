@@ -14,7 +14,7 @@ from .formulas import TensorMeta, _fit
 from .graph import FREED, Node, SavedTensor, gradient_edge, set_history
 from .view_nodes import CopySlices
 
-__all__ = ["Function", "FunctionCtx", "apply_custom_op", "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "InplaceFunction", "apply_custom_op", "once_differentiable"]
 
 _redispatch = sk.redispatch_below_autograd
 
@@ -424,6 +424,14 @@ class Function(metaclass=FunctionMeta):
         out = _wrap_outputs(ctx, args, out, cls.__name__)
         ctx._dirty = ctx._non_diff = ()     # they hold outputs, which hold the node: no cycle
         return out
+
+
+class InplaceFunction(Function):
+    """Kept, as in PyTorch, for old code: a ``Function`` whose instances carry ``inplace``."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
 
 
 def apply_custom_op(op, registered, args, kwargs):

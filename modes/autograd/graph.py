@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import itertools
 import re
-import warnings
 import weakref
 from typing import NamedTuple
 
 import subclass_kit as sk
 
 from .anomaly_mode import store_stack, version_hint
+from .layout_contract import check_result, clone_obey_contract, obeys_layout_contract
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
            "disable_saved_tensors_hooks", "save_on_cpu", "top_saved_tensors_hooks",
@@ -516,20 +516,20 @@ class AccumulateGrad(Node):
                     copy = (self.shared(g) or g._requires_grad
                             or (g._base is not None and g._base._requires_grad)
                             or not (strides == var._layout.strides and 0 not in strides
-                                    or _obeys_layout_contract(g, var)))
+                                    or obeys_layout_contract(g, var, steal=True)))
                 else:
                     copy = (self.shared(g) or g.requires_grad
-                            or not _obeys_layout_contract(g, var))
-                g = _clone_obey_contract(g, var) if copy else _detach(g)
+                            or not obeys_layout_contract(g, var, steal=True))
+                g = clone_obey_contract(g, var) if copy else _detach(g)
             else:       # setting up for double backward: a copy, recorded
-                g = _clone_obey_contract(g, var)
+                g = clone_obey_contract(g, var)
             var._grad = g
         else:
             if _grad_enabled():
                 var._grad = var._grad + g
             else:
                 var._grad.add_(g)
-            _check_result(var._grad, var)
+            check_result(var._grad, var)
         for hook in self._post_hooks:
             res = hook(var)
             if res is not None and res is not var:     # PyTorch lets the tensor itself pass
@@ -551,50 +551,3 @@ _CPU = sk.device("cpu")
 _DETACH_OPS = (_detach_op,)
 _detach_kernel = sk.get_kernel(_detach_op, "cpu")
 _unobserved = sk.fast_path.unobserved
-
-
-_warned_layout: list = []
-
-
-def _check_result(grad, var) -> None:
-    """PyTorch's ``CHECK_RESULT`` after an accumulation: warn (once per process) when the
-    accumulated gradient does not obey the layout contract (an assigned one may not)."""
-    if _warned_layout or tuple(grad.stride()) == tuple(var.stride()) \
-            or _obeys_layout_contract(grad, var):
-        return
-    _warned_layout.append(True)
-    warnings.warn("grad and param do not obey the gradient layout contract. This is not an "
-                  "error, but may impair performance.\n"
-                  f"grad.sizes() = {list(grad.shape)}, strides() = {list(grad.stride())}\n"
-                  f"param.sizes() = {list(var.shape)}, strides() = {list(var.stride())}",
-                  UserWarning, stacklevel=2)
-
-
-def _obeys_layout_contract(g, var) -> bool:
-    """PyTorch's ``obeys_layout_contract``: the gradient of a dense leaf has the leaf's strides
-    (on dims of size above 1; no zero stride on the others), of any other leaf is contiguous."""
-    if not _dense(var):
-        return g.is_contiguous()
-    for n, gs, vs in zip(g.shape, g.stride(), var.stride()):
-        if (gs != vs) if n != 1 else (gs == 0 or vs == 0):
-            return False
-    return True
-
-
-def _clone_obey_contract(g, var):
-    """PyTorch's ``clone_obey_contract``: a copy of ``g`` with the leaf's strides (a dense
-    leaf: ``new_empty_strided`` + ``copy_``), else contiguous (``clone``)."""
-    if _dense(var):
-        out = sk.ops.new_empty_strided.default(g, list(var.shape), list(var.stride()))
-        return sk.ops.copy_.default(out, g)
-    return sk.ops.clone.default(g, memory_format=sk.contiguous_format)
-
-
-def _dense(t) -> bool:
-    pairs = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1)
-    expected = 1
-    for st, sz in pairs:
-        if st != expected:
-            return False
-        expected *= sz
-    return True
