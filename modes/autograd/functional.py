@@ -315,17 +315,25 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     return _unpacked(result, (inputs_packed, inputs_packed))
 
 
+def _scalar_gradient(func, inputs, v, create_graph, strict, fn_name):
+    """What ``vhp`` and ``hvp`` share: the inputs (packing flag and fresh tensors), ``v``
+    checked, the single-element output and its gradient (with its graph)."""
+    inputs_packed, inputs = _tensors(inputs, "inputs", fn_name)
+    inputs = _fresh(inputs, create_graph)
+    v = _v_or_implied(v, inputs, inputs_packed, create_graph, fn_name, "inputs")
+    outputs = _scalar_output(func, inputs, fn_name, strict)
+    jac = _pass(outputs, inputs, create_graph=True)
+    _require_grad(jac, "jacobian", strict)
+    return inputs_packed, inputs, v, outputs, jac
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T H)`` for a function returning one single-element tensor: the
     backward pass of its gradient, shaped as ``inputs``. PyTorch's
     ``torch.autograd.functional.vhp``."""
     with sk.enable_grad():
-        inputs_packed, inputs = _tensors(inputs, "inputs", "vhp")
-        inputs = _fresh(inputs, create_graph)
-        v = _v_or_implied(v, inputs, inputs_packed, create_graph, "vhp", "inputs")
-        outputs = _scalar_output(func, inputs, "vhp", strict)
-        jac = _pass(outputs, inputs, create_graph=True)
-        _require_grad(jac, "jacobian", strict)
+        inputs_packed, inputs, v, outputs, jac = _scalar_gradient(func, inputs, v, create_graph,
+                                                                  strict, "vhp")
     with sk.enable_grad() if create_graph else contextlib.nullcontext():
         grads = _pass(jac, inputs, v, create_graph=create_graph)
         result = _zeros_for_unused(grads, inputs, strict, create_graph, "double_back")
@@ -337,12 +345,8 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), H v)`` for a function returning one single-element tensor, by the
     double-backward trick on its gradient. PyTorch's ``torch.autograd.functional.hvp``."""
     with sk.enable_grad():
-        inputs_packed, inputs = _tensors(inputs, "inputs", "hvp")
-        inputs = _fresh(inputs, create_graph)
-        v = _v_or_implied(v, inputs, inputs_packed, create_graph, "hvp", "inputs")
-        outputs = _scalar_output(func, inputs, "hvp", strict)
-        jac = _pass(outputs, inputs, create_graph=True)
-        _require_grad(jac, "jacobian", strict)
+        inputs_packed, inputs, v, outputs, jac = _scalar_gradient(func, inputs, v, create_graph,
+                                                                  strict, "hvp")
         u = tuple(sk.zeros_like(x, requires_grad=True) for x in inputs)
         double_back = _pass(jac, inputs, u, create_graph=True)
         _require_grad(jac, "hessian", strict)
