@@ -28,15 +28,17 @@ import warnings
 import subclass_kit as sk
 
 from .anomaly_mode import check_nan, warn_stack
+from .ready_queue import pop, push
 from .graph import (AccumulateGrad, GradientEdge, edge_input_meta, grad_accumulator,
                     gradient_edge)
 
 __all__ = ["run_backward", "backward", "grad", "current_graph_task_id", "queue_callback",
-           "current_node"]
+           "current_node", "will_execute"]
 
 
 # The graph tasks (``run_backward`` calls) running now, innermost last: [task id, callbacks
-# queued during it]; ops run while it is non-empty belong to a backward.
+# queued during it, the nodes it will run (``will_execute``) once known]; ops run while it is
+# non-empty belong to a backward.
 _tasks: list = []
 _task_ids = [0]
 # The nodes whose ``apply`` is running, innermost last (a node may start a nested backward).
@@ -47,6 +49,23 @@ def current_graph_task_id() -> int:
     """The id of the innermost backward running now, -1 outside a backward (PyTorch's
     ``torch._C._current_graph_task_id``)."""
     return _tasks[-1][0] if _tasks else -1
+
+
+def will_execute(node) -> bool:
+    """Whether the innermost backward running now will run ``node`` (reached from its roots,
+    and needed for its ``inputs`` when it has some): PyTorch's
+    ``torch._C._will_engine_execute_node``. RuntimeError outside a backward."""
+    if not _tasks or _tasks[-1][2] is None:
+        raise RuntimeError("_will_engine_execute_node should only be called during the "
+                           "backward pass")
+    nodes, reached, captured = _tasks[-1][2]
+    if node in nodes and (reached is None or node in reached):
+        if node in captured:
+            raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are "
+                               "currently running autograd.grad(). This is currently not "
+                               "supported.")
+        return True
+    return False
 
 
 def queue_callback(fn) -> None:
@@ -163,7 +182,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     if accumulate and create_graph and not _WARNED_CYCLE:
         _warn_cycle()
     _task_ids[0] += 1
-    task = [_task_ids[0], []]
+    task = [_task_ids[0], [], None]
     _tasks.append(task)
     # a backward run from a hook of another (nested) sets its own token: the outer run's
     # marks must count again once it returns
@@ -255,6 +274,9 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             elif node in target_nodes:
                 reached.add(node)
 
+    # what ``will_execute`` answers from: the leaves ``grad`` captures cannot be asked about
+    _tasks[-1][2] = (deps, reached, () if targets is None or accumulate else
+                     {n for n, _ in targets if n.__class__ is AccumulateGrad})
     # 3. execution
     buffers: dict = {}
     for (node, nr), g in zip(roots, grads):
@@ -266,7 +288,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
     ready = []
     for node in buffers:
         if deps.get(node, 0) == 0:
-            _push(ready, node)
+            push(ready, node)
     results = [None] * (len(inputs) if inputs is not None else 0)
     # AccumulateGrad steals a gradient no one else holds and copies one held elsewhere too,
     # where PyTorch reads a reference count (``AccumulateGrad.shared``). ``holds`` counts, by
@@ -289,7 +311,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
     with sk.set_grad_enabled(create_graph):
         while ready:
             # (a one-element heap pops, and an empty one pushes, as the heap would)
-            node = ready.pop() if len(ready) == 1 else _pop(ready)
+            node = ready.pop() if len(ready) == 1 else pop(ready)
             buf = buffers.pop(node, None) or [None] * node._num_inputs
             hooked = node._hooked
             if hooked and (node._tensor_pre_hooks or node._retain or node._pre_hooks):
@@ -368,7 +390,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                     if inline and nxt.__class__ is AccumulateGrad:
                         continue
                     if ready:
-                        _push(ready, nxt)
+                        push(ready, nxt)
                     else:
                         ready.append(nxt)
                 if inline:              # Note [Leaves run inline]
@@ -434,52 +456,6 @@ def _inline_leaves(now_ready) -> bool:
 
 
 _unobserved = sk.fast_path.unobserved
-
-
-# PyTorch's ready queue is a std::priority_queue of nodes ordered by sequence number; which of
-# several equal ones (leaves' AccumulateGrad) comes out first follows from how libstdc++'s
-# push_heap / pop_heap move elements, so these two repeat its steps (a max-heap on ``_seq``).
-def _push(heap: list, node) -> None:
-    """libstdc++'s ``push_heap``: append, then move up past strictly smaller parents."""
-    heap.append(node)
-    _sift_up(heap, len(heap) - 1, node)
-
-
-def _pop(heap: list):
-    """libstdc++'s ``pop_heap``: the top out, the last element into the hole that
-    ``__adjust_heap`` walks down (the larger child, the right one on ties), then up."""
-    top = heap[0]
-    value = heap.pop()
-    n = len(heap)
-    if not n:
-        return top
-    hole = child = 0
-    while child < (n - 1) >> 1:
-        child = 2 * (child + 1)
-        if heap[child]._seq < heap[child - 1]._seq:
-            child -= 1
-        heap[hole] = heap[child]
-        hole = child
-    if not n & 1 and child == (n - 2) >> 1:
-        child = 2 * (child + 1)
-        heap[hole] = heap[child - 1]
-        hole = child - 1
-    _sift_up(heap, hole, value)
-    return top
-
-
-def _sift_up(heap: list, hole: int, node) -> None:
-    """Put ``node`` at ``hole`` or above it: parents of a strictly smaller sequence number
-    move down (libstdc++'s ``__push_heap``)."""
-    seq = node._seq
-    while hole:
-        parent = (hole - 1) >> 1
-        above = heap[parent]
-        if not above._seq < seq:
-            break
-        heap[hole] = above
-        hole = parent
-    heap[hole] = node
 
 
 def _topological(deps):

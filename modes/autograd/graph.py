@@ -17,6 +17,9 @@ import subclass_kit as sk
 
 from .anomaly_mode import store_stack, version_hint
 from .layout_contract import check_result, clone_obey_contract, obeys_layout_contract
+from .multi_grad_hook import register_multi_grad_hook  # noqa: F401
+from .saved_hooks import (HookState, disable_saved_tensors_hooks, save_on_cpu,  # noqa: F401
+                          saved_tensors_hooks, top_saved_tensors_hooks)
 
 __all__ = ["Node", "SavedTensor", "AccumulateGrad", "saved_tensors_hooks",
            "disable_saved_tensors_hooks", "save_on_cpu", "top_saved_tensors_hooks",
@@ -142,75 +145,6 @@ def forward_name(node) -> str:
     return _BACKWARD_SUFFIX.sub(lambda m: "" if m.group(1) == "0" else m.group(1), node.name())
 
 
-class _HookState:
-    """The active ``saved_tensors_hooks`` (innermost last); the message of the innermost
-    ``disable_saved_tensors_hooks``, None when hooks are allowed."""
-    stack: list = []
-    disabled: str | None = None
-
-
-def top_saved_tensors_hooks():
-    """The innermost active ``(pack, unpack)`` pair of ``saved_tensors_hooks``, or None (what
-    PyTorch's ``torch._C._autograd._top_saved_tensors_default_hooks`` answers): lets a hook
-    that wraps saving (checkpointing, ``modes.MemTracker``) still call the one outside it."""
-    return _HookState.stack[-1] if _HookState.stack else None
-
-
-class saved_tensors_hooks:
-    """Context manager: tensors saved for backward inside it are stored as ``pack(tensor)`` and
-    given back as ``unpack(packed)`` (PyTorch's ``torch.autograd.graph.saved_tensors_hooks``)."""
-
-    def __init__(self, pack_hook, unpack_hook):
-        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
-
-    def __enter__(self):
-        if _HookState.disabled is not None:
-            raise RuntimeError(_HookState.disabled)
-        _HookState.stack.append((self.pack_hook, self.unpack_hook))
-        return self
-
-    def __exit__(self, *exc):
-        _HookState.stack.pop()
-        return False
-
-
-class save_on_cpu(saved_tensors_hooks):
-    """``saved_tensors_hooks`` keeping each saved tensor as a CPU copy and moving it back to its
-    device when the backward unpacks it (PyTorch's ``torch.autograd.graph.save_on_cpu``;
-    ``pin_memory`` is accepted, as tensors here have no pinned memory)."""
-
-    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
-        def pack(t):
-            packed = sk.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device="cpu")
-            packed.copy_(t)
-            return t.device, packed
-
-        def unpack(packed):
-            device, t = packed
-            return t.to(device)
-        super().__init__(pack, unpack)
-
-
-class disable_saved_tensors_hooks:
-    """Context manager under which entering ``saved_tensors_hooks`` raises RuntimeError with
-    ``error_message`` (PyTorch's ``torch.autograd.graph.disable_saved_tensors_hooks``, for
-    features that cannot work with them). Raises it as well when hooks are active already."""
-
-    def __init__(self, error_message: str):
-        self.error_message = error_message
-
-    def __enter__(self):
-        if _HookState.stack:
-            raise RuntimeError(self.error_message)
-        self._previous = _HookState.disabled
-        _HookState.disabled = self.error_message
-        return self
-
-    def __exit__(self, *exc):
-        _HookState.disabled = self._previous
-        return False
-
-
 def _type_string(t) -> str:
     return f"[sk.{t.dtype.legacy_name} [{', '.join(str(s) for s in t.shape)}]]"
 
@@ -237,7 +171,7 @@ class SavedTensor:
         self._node = None if node is None else weakref.ref(node)
         self._freed = False
         self._packed = self._unpack = None
-        if _HookState.stack:
+        if HookState.stack:
             self._pack(t, node)
         elif is_output:
             # PyTorch's SavedVariable keeps an output detached (modes see the ``detach``): the
@@ -253,7 +187,7 @@ class SavedTensor:
         ``set_hooks_and_pack_data``): only the packed value is kept, with the edge the unpacked
         tensor will have. The pack hook runs with grad mode off on the tensor itself (a saved
         output: an alias with its node) and may not modify it in place."""
-        pack, unpack = hooks or _HookState.stack[-1]
+        pack, unpack = hooks or HookState.stack[-1]
         self._unpack = unpack
         self._t = None
         if self._is_output:
