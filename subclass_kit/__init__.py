@@ -116,6 +116,7 @@ from .api.creation import eye as eye  # noqa: E402
 from .api.creation import from_numpy as from_numpy  # noqa: E402
 from .api.creation import full as full  # noqa: E402
 from .api.creation import linspace as linspace  # noqa: E402
+from .api.creation import logspace as logspace  # noqa: E402
 from .api.creation import full_like as full_like  # noqa: E402
 from .api.creation import manual_seed as manual_seed  # noqa: E402
 from .api.creation import ones as ones  # noqa: E402

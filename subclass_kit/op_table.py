@@ -14,6 +14,7 @@ FACTORIES = [
     "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
+    "logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "rand(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "randn(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
     "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool? requires_grad=None) -> Tensor",
@@ -268,8 +269,7 @@ RANDOM = [
     "normal.float_float_out(float mean, float std, SymInt[] size, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)",
 ]
 
-# Data-dependent selection (kernels/selection.py): the output size needs the data, so the meta
-# kernels raise (``repeat_interleave.Tensor`` computes with ``output_size=``).
+# Data-dependent selection (kernels/selection.py): meta kernels raise (the size needs the data).
 SELECTION = [
     "repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor",
     "repeat_interleave.Tensor_out(Tensor repeats, *, SymInt? output_size=None, Tensor(a!) out) -> Tensor(a!)",

@@ -39,6 +39,13 @@ ENTRIES["linspace.default"] = E(
      S(0, 1, 1, dtype=D("bool")), S(-707.28, -909.53, 31), S(0, 1, 4, requires_grad=True)],
     # torch checks the dtype and the ends in the cpu kernel only: meta makes the tensor
     [S(0, 1, -1), S(0, 1, 3, dtype=D("bool"), _meta=False), S(1e300, 0, 3, _meta=False)])
+ENTRIES["logspace.default"] = E(
+    [S(0, 2, 3), S(0, 1, 5, 2.0), S(-3, 3, 7, 2.0, dtype=D("int32")), S(1, 3, 1), S(0, 1, 0),
+     S(0, 2, 3, dtype=D("float16")), S(0, 2, 5, dtype=D("bfloat16")), S(0, 1, 1, dtype=D("bool")),
+     S(0, 1, 4, 2.0, dtype=D("float64")), S(0, 1, 3, requires_grad=True)],
+    # torch checks the dtype and the fill value in the cpu kernel only
+    [S(0, 1, -1), S(0, 1, 3, dtype=D("bool"), _meta=False),
+     S(3, 3, 1, dtype=D("int8"), _meta=False)])
 ENTRIES["eye.m"] = E(
     [S(3, 4), S(0, 2), S(2, 2, dtype=D("int64")), S(3, 1, dtype=D("bool"))],
     [S(-1, 2)])

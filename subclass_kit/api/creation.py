@@ -23,9 +23,8 @@ from ..tensor import Tensor, from_numpy
 from .._argcheck import type_error
 from ._register import size_args
 
-__all__ = ["tensor", "as_tensor", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
-           "rand",
-           "randn", "randint", "empty_strided", "empty_like", "zeros_like", "ones_like",
+__all__ = ["tensor", "as_tensor", "empty", "zeros", "ones", "full", "arange", "linspace",
+           "logspace", "eye", "rand", "randn", "randint", "empty_strided", "empty_like", "zeros_like", "ones_like",
            "full_like", "rand_like", "randn_like", "manual_seed", "from_numpy", "scalar_tensor"]
 
 
@@ -238,6 +237,21 @@ def linspace(start, end, steps, *, dtype=None, device=None):
     if isinstance(steps, bool) or not hasattr(steps, "__index__"):
         raise type_error("linspace", "steps", "int", steps, 3)
     return ops.linspace.default(start, end, operator.index(steps), **_kw(dtype, device))
+
+
+@factory
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
+    """``steps`` values ``base ** e`` for ``e`` evenly spaced from ``start`` to ``end``
+    (``(steps,)``, the default float dtype unless ``dtype``), as ``torch.logspace``: the
+    exponents as ``linspace`` counts them, in double; ``base ** e`` by numpy's ``power``
+    (float64 results may differ from PyTorch's in the last bit, docs/differences.md). Raises
+    as ``linspace``; TypeError for a non-number ``base``."""
+    if isinstance(steps, bool) or not hasattr(steps, "__index__"):
+        raise type_error("logspace", "steps", "int", steps, 3)
+    if isinstance(base, (bool, complex)) or not isinstance(base, (int, float, np.number)):
+        raise type_error("logspace", "base", "float", base, 4)
+    return ops.logspace.default(start, end, operator.index(steps), float(base),
+                                **_kw(dtype, device))
 
 
 @factory

@@ -1,8 +1,10 @@
-"""The range factories: ``arange`` (its three overloads) and ``linspace``, with PyTorch's
-cpu kernels' arithmetic (``RangeFactories.cpp`` / ``RangeFactoriesKernel.cpp``): ``arange``
-in double then cast; ``linspace`` counted up from ``start`` for the first half and down from
-``end`` for the rest, in the dtype's arithmetic with the multiply-adds fused as PyTorch's build
-fuses them (``_fma``)."""
+"""The range factories: ``arange`` (its three overloads), ``linspace`` and ``logspace``, with
+PyTorch's cpu kernels' arithmetic (``RangeFactories.cpp`` / ``RangeFactoriesKernel.cpp``):
+``arange`` in double then cast; ``linspace`` counted up from ``start`` for the first half and
+down from ``end`` for the rest, in the dtype's arithmetic with the multiply-adds fused as
+PyTorch's build fuses them (``_fma``); ``logspace`` such exponents in double, raised to
+``base`` by numpy's ``power`` (PyTorch's ``std::pow`` can differ in the last bit of a float64:
+docs/differences.md, "Transcendental functions")."""
 
 from __future__ import annotations
 
@@ -119,3 +121,44 @@ def arange_end(end, *, dtype=None, device=None, requires_grad=None):
 @both_devices(ops.arange.start)
 def arange_start(start, end, *, dtype=None, device=None, requires_grad=None):
     return arange(start, end, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _logspace_values(start, end, n: int, base: float, d):
+    """PyTorch's cpu ``logspace_out`` for ``n >= 2`` points: the ends in dtype ``d`` and their
+    difference in its arithmetic (integers: exactly), every exponent in double (``start + step
+    * i`` up to the middle, ``end - step * (n - 1 - i)`` after), then ``base **`` it in double,
+    stored as C++ stores a double (through float32 for float16)."""
+    up, down = _counts(n)
+    if d is dt.float64 or not d.is_floating_point:
+        a, b = start, end
+        diff = float(b - a)
+    elif d is dt.float32:
+        a, b = np.float32(start), np.float32(end)
+        diff = float(b - a)
+    else:
+        rnd = round_to_bfloat16 if d is dt.bfloat16 else np.float16
+        a, b = rnd(np.float32(start)), rnd(np.float32(end))
+        diff = float(rnd(b - a))
+    step = diff / (n - 1)
+    # not fused: RangeFactories.cpp is built without FMA (linspace's kernel file with it)
+    exponents = np.concatenate([float(a) + step * up, float(b) - step * down])
+    values = np.power(float(base), exponents)
+    if d is dt.bfloat16:        # c10's BFloat16 makes every NaN the positive quiet one
+        return np.where(np.isnan(values), np.nan, values)
+    return values.astype(np.float32) if d is dt.float16 else values
+
+
+@both_devices(ops.logspace)
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=None):
+    t, start, end = _space_layout(start, end, steps, dtype, device, "logspace")
+    if t._storage.device is not META and steps:
+        d = t._dtype
+        with np.errstate(all="ignore"):     # overflow to inf, a negative base's nan: PyTorch's
+            if steps == 1:                  # PyTorch fills with ``base ** start`` (bool too)
+                t._array().fill(checked_scalar(float(np.power(float(base), float(start))), d))
+            elif d is dt.bool_:
+                raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+            else:
+                t._array()[...] = _logspace_values(checked_scalar(start, d),
+                                                   checked_scalar(end, d), steps, base, d)
+    return _finish(t, requires_grad)

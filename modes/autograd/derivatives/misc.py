@@ -108,7 +108,7 @@ def _masked_select(ctx, grad):
 non_differentiable(
     "rand.generator", "randn.generator", "randint.low_generator", "randint.default",
     "arange.default", "arange.start", "eye.default", "ones.default", "zeros.default",
-    "linspace.default",
+    "linspace.default", "logspace.default",
     "randperm.default",
     "randperm.generator", "multinomial.default", "normal.float_float",
     reason="a factory or an integer sample")

@@ -1,10 +1,12 @@
-"""``sk.linspace`` against torch 2.13, bit for bit, and the fused multiply-adds behind it.
+"""``sk.linspace`` and ``sk.logspace`` against torch 2.13, and the fused multiply-adds behind
+them.
 
-PyTorch's cpu kernel counts the first half of the points up from ``start`` and the rest down
-from ``end``, in the dtype's own arithmetic, and its compiler fuses ``start + step * i`` into
-one multiply-add (float32, float64 and the double of integer dtypes): hypothesis draws ends,
-step counts and dtypes and compares every bit of the result, or the error. ``kernels/_fma``
-is checked against exact rational arithmetic.
+PyTorch's cpu kernels count the first half of the points up from ``start`` and the rest down
+from ``end``, ``linspace`` in the dtype's own arithmetic, ``logspace``'s exponents in double,
+and its compiler fuses ``start + step * i`` into one multiply-add: hypothesis draws ends, step
+counts and dtypes and compares every bit of the result (``logspace`` in float64: within one
+unit in the last place, numpy's ``power`` against ``std::pow``), or the error.
+``kernels/_fma`` is checked against exact rational arithmetic.
 """
 
 from __future__ import annotations
@@ -50,6 +52,36 @@ def test_values_and_errors_match_torch_bit_for_bit(torch, start, end, steps, dty
     assert (ours.dtype.name, tuple(ours.shape), ours.stride()) == (
         str(theirs.dtype).removeprefix("torch."), tuple(theirs.shape), theirs.stride())
     assert _bits(ours) == _bits(theirs, torch)
+
+
+BASES = st.one_of(st.sampled_from([10.0, 2.0, 0.5, 3, -2.0, 1.0, 0.0]),
+                  st.floats(0.01, 20.0, allow_nan=False))
+EXPONENTS = st.one_of(st.floats(-8, 8, allow_nan=False), st.integers(-6, 6))
+
+
+def _run_log(lib, *args, **kwargs):
+    try:
+        return lib.logspace(*args, **kwargs), None
+    except Exception as e:      # noqa: BLE001 - compared with torch's below
+        return None, e
+
+
+@given(start=EXPONENTS, end=EXPONENTS, steps=STEPS, base=BASES, dtype=st.sampled_from(DTYPES))
+def test_logspace_matches_torch(torch, start, end, steps, base, dtype):
+    ours, our_err = _run_log(sk, start, end, steps, base, dtype=getattr(sk, dtype))
+    theirs, their_err = _run_log(torch, start, end, steps, base, dtype=getattr(torch, dtype))
+    if their_err is not None or our_err is not None:
+        assert type(our_err) is type(their_err), (our_err, their_err)
+        assert str(our_err) == str(their_err)
+        return
+    assert (ours.dtype.name, tuple(ours.shape)) == (str(theirs.dtype).removeprefix("torch."),
+                                                   tuple(theirs.shape))
+    if dtype != "float64":
+        assert _bits(ours) == _bits(theirs, torch)
+        return
+    a, b = ours.numpy(), theirs.numpy()
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    assert (same | (np.abs(a - b) <= np.spacing(np.abs(b)))).all()
 
 
 def test_defaults_ends_and_flags_as_torch(torch):
