@@ -39,6 +39,7 @@ from .registry import OpOverload as OpOverload
 from .registry import OpOverloadPacket as OpOverloadPacket
 from .dispatch import DispatchEvent as DispatchEvent
 from .dispatch import dispatch_trace as dispatch_trace
+from .dispatch import enable_reentrant_dispatch as enable_reentrant_dispatch
 from .dispatch import is_below_autograd as is_below_autograd
 from .registry import get_kernel as get_kernel
 from .registry import ops as ops

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from ._state import count_interceptor, flags, tls
 
 __all__ = ["dispatch", "dispatch_trace", "DispatchEvent", "is_below_autograd", "below_autograd",
-           "DISPATCH_TYPES"]
+           "enable_reentrant_dispatch", "DISPATCH_TYPES"]
 
 # Tensor subclasses that override __tensor_dispatch__ (filled by Tensor.__init_subclass__).
 DISPATCH_TYPES: set = set()
@@ -38,11 +38,14 @@ def _run_below(op, kernel, args, kwargs):
         mutated = ()
     if mutated and not below:
         _check_inference_write(op, mutated, args, kwargs)
-    tls.below = True
+    st = tls.__dict__
+    autograd_off = st["autograd_off"]
+    st["below"] = st["autograd_off"] = True
     try:
         res = kernel(*args, **kwargs)
     finally:
-        tls.below = below
+        st["below"] = below
+        st["autograd_off"] = autograd_off
     if res is not NotImplemented and not below:
         if mutated:
             _bump(mutated)
@@ -199,6 +202,10 @@ def dispatch(op, args, kwargs, types=None):
                 types = _overloaded_types(op, args, kwargs)
     stack = st["dispatch_modes"]
     tried = None
+    # Handlers run below the autograd layer, as in PyTorch (their ops are not recorded), even
+    # when the call reached them without passing it (the layer installed since; grad mode
+    # off); ``enable_reentrant_dispatch`` lifts this.
+    autograd_off = st["autograd_off"]
     if stack:
         # Modes innermost first, each running with itself and the modes above it cut from the
         # stack (Note [Mode runs below itself]).
@@ -208,12 +215,14 @@ def dispatch(op, args, kwargs, types=None):
             mode = stack[i]
             st["dispatch_modes"] = stack[:i]
             st["mode_handlers"] += 1
+            st["autograd_off"] = True
             if trace is None:
                 try:
                     res = mode.__tensor_dispatch__(op, types, args, kwargs)
                 finally:
                     st["dispatch_modes"] = stack
                     st["mode_handlers"] -= 1
+                    st["autograd_off"] = autograd_off
             else:
                 trace(DispatchEvent("mode", op, mode, tls.depth))
                 tls.depth += 1
@@ -222,6 +231,7 @@ def dispatch(op, args, kwargs, types=None):
                 finally:
                     st["dispatch_modes"] = stack
                     st["mode_handlers"] -= 1
+                    st["autograd_off"] = autograd_off
                     tls.depth -= 1
             if res is not NotImplemented:
                 if res.__class__ is not _tensor or not op._one_tensor_return:
@@ -250,12 +260,13 @@ def dispatch(op, args, kwargs, types=None):
             if n >= _MAX_HANDLER_DEPTH:
                 raise _runaway(t, n, op)
             depth[t] = n + 1
-            st["below"] = True
+            st["below"] = st["autograd_off"] = True
             try:
                 res = t.__tensor_dispatch__(op, types, args, kwargs)
             finally:
                 depth[t] = n
                 st["below"] = below
+                st["autograd_off"] = autograd_off
         finally:
             if trace is not None:
                 tls.depth -= 1
@@ -429,6 +440,25 @@ class below_autograd:
 
     def __exit__(self, *exc):
         tls.below = self._prev
+        return False
+
+
+class enable_reentrant_dispatch:
+    """PyTorch's ``torch.overrides.enable_reentrant_dispatch``: inside a subclass's or a mode's
+    handler, the block's ops run as a call from outside any dispatch does: through the autograd
+    layer (recorded when a tensor requires grad) and the version/view layer (versions bump,
+    views are tracked). Without it those ops run below both, as in PyTorch. Outside a handler it
+    changes nothing. (PyTorch restores the dispatch state it saved on entering Python
+    dispatch; here that is the state of a top-level call.)"""
+
+    def __enter__(self):
+        st = tls.__dict__
+        self._prev = st["below"], st["autograd_off"]
+        st["below"] = st["autograd_off"] = False
+
+    def __exit__(self, *exc):
+        st = tls.__dict__
+        st["below"], st["autograd_off"] = self._prev
         return False
 
 

@@ -21,7 +21,8 @@ from subclass_kit.port import _exists, lookup, port_source
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PORTED = os.path.join(ROOT, "examples", "ported")
-EXAMPLES = ["custom_function", "logging_mode", "negative_tensor", "quantized_tensor"]
+EXAMPLES = ["custom_function", "inner_autograd_tensor", "logging_mode", "negative_tensor",
+            "quantized_tensor"]
 
 # (PyTorch source, its port): one or more table rows each.
 CASES = [
@@ -65,7 +66,7 @@ CASES = [
     ("import torch\nop = torch.library.define('mylib::f', '(Tensor x) -> Tensor')\n",
      "import subclass_kit as sk\nop = sk.library.define('mylib::f(Tensor x) -> Tensor')\n"),
     ("import torch\nwith torch.overrides.enable_reentrant_dispatch():\n    pass\n",
-     "import contextlib\nimport subclass_kit as sk\nwith contextlib.nullcontext():\n    pass\n"),
+     "import subclass_kit as sk\nwith sk.enable_reentrant_dispatch():\n    pass\n"),
     ("from torch._subclasses.fake_tensor import FakeTensorMode\nwith FakeTensorMode():\n"
      "    pass\n",
      "from subclass_kit.modes import MetaMode\nwith MetaMode():\n    pass\n"),
