@@ -196,6 +196,9 @@ class _Porter:
             new, changed = self.plain_import(items, line)
             text = "import " + ", ".join(new) if new else ""
         else:
+            if "import" not in words:   # ``from x`` alone: what compile() would refuse
+                raise SyntaxError("invalid syntax: 'from' without 'import'",
+                                  ("<source>", line, first.start[1] + 1, self.lines[line - 1]))
             k = words.index("import")
             module = "".join(words[1:k])
             new, changed = self.from_import(module, _items(words[k + 1:]), line)

@@ -211,6 +211,12 @@ def test_any_text_ports_or_raises_syntax_error(text):
     assert isinstance(out, str) and all(w.line >= 1 for w in warnings)
 
 
+@pytest.mark.parametrize("text", ["from", "from torch", "x = 1\nfrom torch.nn\n"])
+def test_from_without_import_is_a_syntax_error(text):
+    with pytest.raises(SyntaxError, match="'from' without 'import'"):
+        port_source(text)
+
+
 def test_lookup_takes_the_longest_prefix():
     assert lookup("torch.ops.aten.mul.Tensor") == ("rename", "torch.ops.aten",
                                                    "subclass_kit.ops.mul.Tensor")
