@@ -67,14 +67,15 @@ def main():
     s.elem.backward()
     print("x.grad:", [round(v, 4) for v in x.grad.tolist()])
 
-    # views and in-place ops on the wrapper are recorded on the inner tensor too
+    # views of the wrapper are recorded on the inner tensor too (in-place ops are not: the
+    # handler would write the storage both share, and return a new wrapper)
     t = InnerAutogradTensor(x * 1)
     head = t[:2]
     show("t[:2]", head)
-    t.mul_(3)
-    show("t after mul_", t)
+    t = t * 3
+    show("t * 3", t)
     x.grad = None
-    t.sum().elem.backward()
+    (t.sum() + head.sum()).elem.backward()
     print("x.grad:", [round(v, 4) for v in x.grad.tolist()])
 
     plain = torch.ones(3)
