@@ -16,7 +16,7 @@ were (an import statement that changes is written anew, on the lines it occupied
 - ``torch.Tag.inplace_view`` -> ``"inplace_view"``; ``torch.library.define("ns::f", "(...) ->
   T")`` -> ``sk.library.define("ns::f(...) -> T")``;
 - imports the rewritten names need and the file lacks (``import subclass_kit as sk``, ``import
-  subclass_kit.modes``, ``import contextlib``) go before the first rewritten import.
+  subclass_kit.modes``) go before the first rewritten import.
 
 A name with no counterpart (``torch.compile``, ``torch.cuda``, ``_push_mode``...) is left as
 written and reported as a warning ``(line, message)``; so is a rewritten name that the installed

@@ -4,8 +4,8 @@ Data only; ``port.py`` applies it and ``docs/porting.md`` explains each row (a t
 every PyTorch name here appears there). To add a name, add one entry:
 
 ``RENAMES``      a dotted PyTorch name (module, class, function, or a prefix of them) -> the dotted
-                 name it becomes, spelled from an importable module (``subclass_kit.x.y``,
-                 ``contextlib.nullcontext``). The longest matching prefix wins, so
+                 name it becomes, spelled from an importable module (``subclass_kit.x.y``;
+                 another package's works too). The longest matching prefix wins, so
                  ``torch.ops.aten`` beats ``torch``; what follows the prefix is kept
                  (``torch.ops.aten.add.Tensor`` -> ``sk.ops.add.Tensor``).
 ``CANNOT_PORT``  a dotted PyTorch name or prefix -> why it has no counterpart. The tool leaves
