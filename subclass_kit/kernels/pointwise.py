@@ -41,6 +41,7 @@ _FLOATING = frozenset(d for d in dt.ALL_DTYPES if d.is_floating_point)
 _BOOL = frozenset([dt.bool_])
 _F32 = np.dtype(np.float32)
 _BF16 = dt.bfloat16
+_F16 = dt.float16
 _INT64_LIMIT = 2 ** 63
 
 
@@ -191,7 +192,11 @@ def _make_fill(info):
     def fill(outs, spec, *args, **kwargs):
         fn = info.fn
         common = spec.compute or spec.dtype
-        rounds_numbers = common is dt.bfloat16 and not info.exact_numbers
+        # ``mul``/``div`` read a Python number given as ``other`` at its exact value in
+        # bfloat16 and float16 (PyTorch's ``iter.is_scalar(2)``: ``original_scalar_value``);
+        # one given first, and any for other ops, is cast to the dtype like an operand
+        exact = info.exact_numbers and len(args) > 1 and not isinstance(args[1], Tensor)
+        rounds_numbers = common is dt.bfloat16 and not exact
         if common is dt.bfloat16:
             if info.bfloat16_fn is not None:
                 fn = info.bfloat16_fn
@@ -201,10 +206,10 @@ def _make_fill(info):
         elif common is dt.float16 and info.float16_fn is not None:
             fn = info.float16_fn
         cn = common.numpy
-        if opmath and common is dt.float16:
-            cn = _F32
+        if common is dt.float16 and (opmath or exact):
+            cn = _F32                   # float32 arithmetic, rounded once
         operands = []
-        for a in args:
+        for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 arr = a._array()
                 if arr.dtype != cn:
@@ -212,7 +217,9 @@ def _make_fill(info):
                 operands.append(arr)
             elif a is None:
                 operands.append(None)
-            elif rounds_numbers:
+            elif exact and i == 1:
+                operands.append(wrap_scalar(a, cn))
+            elif common is dt.bfloat16:
                 operands.append(float(round_to_bfloat16(a)))
             else:
                 operands.append(wrap_scalar(a, common.numpy))
@@ -307,7 +314,8 @@ def _register(op, info):
                             lb = b._layout
                     elif d.is_floating_point and (b.__class__ is float or (
                             b.__class__ is int and -_INT64_LIMIT <= b < _INT64_LIMIT)) and (
-                            d is not _BF16 or info.exact_numbers):
+                            d is not _BF16 or info.exact_numbers) and (
+                            d is not _F16 or not info.exact_numbers):
                         arrays = (a._array(), b)
                         lb = None if wrapped_other else la
                 if arrays is not None:
