@@ -281,11 +281,12 @@ from . import sizes_policy as _sizes_policy  # noqa: E402
 def __getattr__(name):
     """Names imported on first access, so that ``import subclass_kit`` stays as fast as the
     core: ``sk.autograd`` (the autograd mode, installed then; the core never imports ``modes``
-    to build itself, Note [Autograd layer]), ``sk.optim``, ``sk.save`` / ``sk.load``."""
+    to build itself, Note [Autograd layer]), ``sk.optim``, ``sk.testing``, ``sk.save`` /
+    ``sk.load``."""
     if name == "autograd":      # imported by _module_aliases' finder, which installs it
         return _importlib.import_module(".autograd", __name__)
-    if name == "optim":
-        return _importlib.import_module(".optim", __name__)
+    if name in ("optim", "testing"):
+        return _importlib.import_module("." + name, __name__)
     if name in ("save", "load"):
         return getattr(_importlib.import_module(".serialization", __name__), name)
     raise AttributeError(f"module 'subclass_kit' has no attribute '{name}'")
