@@ -446,3 +446,19 @@ def test_hot_path_results_are_fresh_and_contiguous():
         assert out.is_contiguous() and out._base is None
         assert out.untyped_storage() is not a.untyped_storage()
     np.testing.assert_allclose((a + b).numpy(), a.numpy() + b.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["mul", "div", "add", "sub"])
+def test_reduced_float_python_numbers_bit_for_bit(dtype, op):
+    """A Python number as ``other`` of ``mul``/``div`` keeps its exact value (float32
+    arithmetic, one rounding); given first, or to ``add``/``sub``, it is cast to the dtype
+    first: bit for bit against torch, both positions."""
+    values = [47.0, 1.5, 1000.0, 0.1, -3.3, 65000.0]
+    for number in [1.001, 0.3, 3.7, 1e-3, -7, 1e10, 7e4]:
+        for first in (False, True):
+            def run(L):
+                x = L.tensor(values, dtype=getattr(L, dtype))
+                out = getattr(L, op)(number, x) if first else getattr(x, op)(number)
+                return out.float().numpy()
+            np.testing.assert_array_equal(run(sk), run(torch), err_msg=f"{number} {first}")
