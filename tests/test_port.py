@@ -97,7 +97,8 @@ CASES = [
      "from subclass_kit.autograd import Function\n"
      "from subclass_kit.autograd.graph import saved_tensors_hooks\n"),
     ("import torch.autograd.graph as g\nfrom torch.autograd.grad_mode import no_grad\n",
-     "import subclass_kit.autograd.graph as g\nfrom subclass_kit.autograd.grad_mode import no_grad\n"),
+     "import subclass_kit.autograd.graph as g\n"
+     "from subclass_kit.autograd.grad_mode import no_grad\n"),
     ("@dataclass\nclass A:\n    def f(self):\n        return self._make_subclass(A, x)\n",
      "import subclass_kit as sk\n@dataclass\nclass A:\n    def f(self):\n"
      "        return sk.make_subclass(A, x)\n"),

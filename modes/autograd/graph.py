@@ -17,7 +17,7 @@ import subclass_kit as sk
 
 from .anomaly_mode import store_stack, version_hint
 from .layout_contract import check_result, clone_obey_contract, obeys_layout_contract
-from .multi_grad_hook import register_multi_grad_hook  # noqa: F401
+from .multi_grad_hook import register_multi_grad_hook  # noqa: F401  (a name of this module)
 from .saved_hooks import (HookState, disable_saved_tensors_hooks, save_on_cpu,  # noqa: F401
                           saved_tensors_hooks, top_saved_tensors_hooks)
 

@@ -24,8 +24,9 @@ from .._argcheck import type_error
 from ._register import size_args
 
 __all__ = ["tensor", "as_tensor", "empty", "zeros", "ones", "full", "arange", "linspace",
-           "logspace", "eye", "rand", "randn", "randint", "empty_strided", "empty_like", "zeros_like", "ones_like",
-           "full_like", "rand_like", "randn_like", "manual_seed", "from_numpy", "scalar_tensor"]
+           "logspace", "eye", "rand", "randn", "randint", "empty_strided", "empty_like",
+           "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "manual_seed",
+           "from_numpy", "scalar_tensor"]
 
 
 def _is_seq(x) -> bool:

@@ -470,7 +470,7 @@ def _pad_rule(self, pad, value=0):
 
 def _pad_fill(outs, spec, self, pad, value=0):
     out = outs[0]
-    out[...] = checked_scalar(value, self._dtype)   # c10's checked conversion: 300 into uint8 raises
+    out[...] = checked_scalar(value, self._dtype)   # c10's check: 300 into uint8 raises
     src, dst = [], []
     ndim = self.ndim
     for d in range(ndim):
