@@ -186,6 +186,15 @@ def _pass(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=N
                  allow_unused=True)
 
 
+def _last_pass(ys, xs, v, refs, create_graph, strict, stage) -> tuple:
+    """The pass that gives a product: the gradients of ``ys`` with respect to ``xs`` for
+    output gradients ``v``, grad mode on under ``create_graph`` (the caller's otherwise),
+    zeros shaped as ``refs`` for what the pass does not reach (``_zeros_for_unused``)."""
+    with sk.enable_grad() if create_graph else contextlib.nullcontext():
+        grads = _pass(ys, xs, v, create_graph=create_graph)
+        return _zeros_for_unused(grads, refs, strict, create_graph, stage)
+
+
 def _run(func, inputs, fn_name: str, strict: bool):
     """``func(*inputs)`` as a tuple, its packing flag; strict checks that the outputs require
     grad."""
@@ -216,8 +225,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         inputs = _fresh(inputs, create_graph)
         outputs_packed, outputs = _run(func, inputs, "vjp", strict)
         v = _v_or_implied(v, outputs, outputs_packed, create_graph, "vjp", "outputs")
-        grads = _pass(outputs, inputs, v, create_graph=create_graph)
-        result = _zeros_for_unused(grads, inputs, strict, create_graph, "back")
+        result = _last_pass(outputs, inputs, v, inputs, create_graph, strict, "back")
     return (_unpacked(_detached(outputs, create_graph), outputs_packed),
             _unpacked(_detached(result, create_graph), inputs_packed))
 
@@ -235,9 +243,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         u = tuple(sk.zeros_like(o, requires_grad=True) for o in outputs)
         grad_inputs = _pass(outputs, inputs, u, create_graph=True)
         _require_grad(grad_inputs, "grad_inputs", strict)
-    with sk.enable_grad() if create_graph else contextlib.nullcontext():
-        grads = _pass(grad_inputs, u, v, create_graph=create_graph)
-        result = _zeros_for_unused(grads, outputs, strict, create_graph, "back_trick")
+    result = _last_pass(grad_inputs, u, v, outputs, create_graph, strict, "back_trick")
     return (_unpacked(_detached(outputs, create_graph), outputs_packed),
             _unpacked(_detached(result, create_graph), outputs_packed))
 
@@ -334,9 +340,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     with sk.enable_grad():
         inputs_packed, inputs, v, outputs, jac = _scalar_gradient(func, inputs, v, create_graph,
                                                                   strict, "vhp")
-    with sk.enable_grad() if create_graph else contextlib.nullcontext():
-        grads = _pass(jac, inputs, v, create_graph=create_graph)
-        result = _zeros_for_unused(grads, inputs, strict, create_graph, "double_back")
+    result = _last_pass(jac, inputs, v, inputs, create_graph, strict, "double_back")
     return (_detached(outputs, create_graph)[0],
             _unpacked(_detached(result, create_graph), inputs_packed))
 
@@ -350,8 +354,6 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         u = tuple(sk.zeros_like(x, requires_grad=True) for x in inputs)
         double_back = _pass(jac, inputs, u, create_graph=True)
         _require_grad(jac, "hessian", strict)
-    with sk.enable_grad() if create_graph else contextlib.nullcontext():
-        grads = _pass(double_back, u, v, create_graph=create_graph)
-        result = _zeros_for_unused(grads, inputs, strict, create_graph, "double_back_trick")
+    result = _last_pass(double_back, u, v, inputs, create_graph, strict, "double_back_trick")
     return (_detached(outputs, create_graph)[0],
             _unpacked(_detached(result, create_graph), inputs_packed))
