@@ -134,13 +134,21 @@ def test_argument_errors_as_torch(torch, call):
     assert outcomes[0] is not None and outcomes[0] == outcomes[1]
 
 
-def test_vectorize_gives_the_same_jacobian():
-    x = sk.tensor(A, dtype=sk.float64)
-    f = lambda t: (t.exp() @ t.t(), t.sum(0))   # noqa: E731
-    plain = sk.autograd.functional.jacobian(f, x)
-    batched = sk.autograd.functional.jacobian(f, x, vectorize=True)
-    for p, b in zip(plain, batched):
-        assert p.shape == b.shape and np.array_equal(p.numpy(), b.numpy())
+def test_vectorize_gives_torchs_vmapped_jacobian(torch):
+    """``vectorize=True`` runs the same passes here; torch batches them with vmap: the same
+    Jacobians (to rounding), shapes and ``requires_grad``, with and without create_graph."""
+    import torch.autograd.functional  # noqa: F401
+    for create_graph in (False, True):
+        def run(L):
+            x = L.tensor(A, dtype=L.float64)
+            f = lambda t: (t.exp() @ t.t(), t.sum(0))   # noqa: E731
+            out = L.autograd.functional.jacobian(f, x, vectorize=True,
+                                                 create_graph=create_graph)
+            return [(tuple(j.shape), j.requires_grad, np.asarray(j.detach().tolist()))
+                    for j in out]
+        for (s_shape, s_rg, s_val), (t_shape, t_rg, t_val) in zip(run(sk), run(torch)):
+            assert (s_shape, s_rg) == (t_shape, t_rg)
+            np.testing.assert_allclose(s_val, t_val, rtol=1e-13, atol=1e-13)
 
 
 def test_forward_mode_strategy_is_not_implemented():

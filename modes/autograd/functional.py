@@ -9,7 +9,8 @@ results stay differentiable with respect to it) and differentiates with reverse-
 - ``vjp``: one backward pass with ``v`` as the output gradient;
 - ``jacobian``: one backward pass per output element, rows stacked to ``out.shape +
   input.shape`` (``vectorize=True`` gives the same tensors: PyTorch batches the passes with
-  ``vmap``, which subclass_kit does not have; see docs/differences.md);
+  ``vmap``, which subclass_kit does not have; the blocks are laid out as its, see
+  docs/differences.md);
 - ``hessian``: the jacobian of the jacobian (``create_graph`` inside);
 - ``jvp`` and ``hvp``: the *double-backward trick* (no forward-mode AD): the backward pass is
   linear in its output gradient ``u``, so differentiating ``u -> J^T u`` with respect to
@@ -275,7 +276,24 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                                "set `strict=False` or `vectorize=False`.")
         result = tuple(_jacobian_of(i, out, inputs, create_graph, strict)
                        for i, out in enumerate(outputs))
+        if vectorize and len(outputs) > 1:
+            result = _as_one_per_input(result, outputs, inputs)
     return _unpacked(_detached(result, create_graph), (outputs_packed, inputs_packed))
+
+
+def _as_one_per_input(result, outputs, inputs) -> tuple:
+    """PyTorch's vectorised layout: per input, the blocks of all outputs are views of one
+    tensor (its batched pass splits one result), so under ``create_graph`` all of them
+    require grad when one does. The same values, rebuilt that way."""
+    numels = [out.numel() for out in outputs]
+    per_input = []
+    for k, inp in enumerate(inputs):
+        whole = sk.cat([block[k].reshape((n,) + tuple(inp.shape))
+                        for block, n in zip(result, numels)], dim=0)
+        per_input.append([part.view(out.size() + inp.size())
+                          for part, out in zip(whole.split(numels, dim=0), outputs)])
+    return tuple(tuple(per_input[k][i] for k in range(len(inputs)))
+                 for i in range(len(outputs)))
 
 
 def _jacobian_of(i, out, inputs, create_graph, strict) -> tuple:
