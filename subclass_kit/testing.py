@@ -58,7 +58,16 @@ class _Mismatch(Exception):
 def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=None,
                  equal_nan=False, check_device=True, check_dtype=True, check_layout=True,
                  check_stride=False, msg=None):
-    """Assert that ``actual`` and ``expected`` are close (see the module docstring)."""
+    """Assert that ``actual`` and ``expected`` are close, as ``torch.testing.assert_close``:
+    tensors of any shape and dtype (same shape; dtype, device and, with ``check_stride``,
+    strides checked unless switched off; ``check_layout`` is accepted, every tensor here being
+    strided), Python or numpy numbers, bools, None, and sequences or mappings of them.
+    ``rtol`` / ``atol``: both or neither (per-dtype defaults, module docstring).
+
+    Raises AssertionError with PyTorch's report for a mismatch (``msg``: a string replacing it,
+    or a callable given it), ValueError when only one tolerance is given, TypeError for inputs
+    no rule compares (a string, a tensor against a number, a numpy array, a subclass with
+    ``allow_subclasses=False``)."""
     options = dict(allow_subclasses=allow_subclasses, rtol=rtol, atol=atol,
                    equal_nan=equal_nan, check_device=check_device, check_dtype=check_dtype,
                    check_layout=check_layout, check_stride=check_stride)
