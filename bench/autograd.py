@@ -10,12 +10,14 @@
   ``sum().backward()``) at N = 1000 and 4000, and the growth exponent between them (target
   <= 1.1: linear, no O(N^2) rebase of views);
 - ``autograd_forward_modes``: a 3-layer MLP forward whose weights require grad, in normal
-  mode, ``no_grad`` and ``inference_mode``, ten forwards per sample (targets: inference <= 0.8x
-  normal, <= no_grad; torch's own ratio is printed beside ours for reference, and the numpy
-  forward's time over normal mode's, the floor no inference path on numpy can go below);
-- ``autograd_forward_modes_tiny``: the same three modes on the MLP 16-16-16-1, batch 4, the
-  context entered once per forward as a serving loop does (target: inference <= no_grad, the
-  row's value; inference/normal in its notes).
+  mode, ``no_grad`` and ``inference_mode``: ``inference_mlp``'s MLP (batch 8, 64 wide), the
+  model of issue 4's inference/normal target, ten forwards per sample, the context entered once
+  around them (targets: inference <= 0.8x normal, and <= no_grad in the ``_vs_no_grad`` row;
+  torch's ratios are beside ours for reference, and the numpy forward's time over normal
+  mode's and no_grad's, the floor no inference path on numpy can go below);
+- ``autograd_forward_modes_256`` (an MLP 256-256-256-10, batch 64, whose matmuls are most of
+  the forward) and ``autograd_forward_modes_tiny`` (16-16-16-1, batch 4, the context entered
+  around each forward as a serving loop does): the same ratios, reported.
 """
 
 from __future__ import annotations
@@ -193,90 +195,120 @@ FORWARDS_PER_SAMPLE = 10
 TINY_FORWARDS_PER_SAMPLE = 50
 
 
-def _forward_mode_samples(L, sizes, batch, forwards, per_forward, repeats, floor=False):
-    """``interleaved_samples`` of ``forwards`` MLP forwards (weights require grad) in normal
-    mode, under ``L.no_grad()`` and under ``L.inference_mode()``. The context is entered once
-    around the run of forwards, or, with ``per_forward``, once around each forward (a serving
-    loop's ``with L.inference_mode(): model(x)``: the entry cost is then part of every
-    forward). ``floor``: also the numpy forward (``_np_forward``), as "numpy"."""
-    params = _params(L, sizes, np.random.default_rng(2))
-    x = L.tensor(np.random.default_rng(3).standard_normal((batch, sizes[0])).astype(np.float32))
+def _addmm_mlp(sizes, batch):
+    """The training rows' MLP (``_forward``: addmm, tanh between layers) as a forward model:
+    ``(make, numpy_forward)``, ``make(L)`` giving one forward of library ``L`` (weights require
+    grad) and ``numpy_forward()`` the same forward on numpy arrays (``_np_activations``)."""
+    def make(L):
+        params = _params(L, sizes, np.random.default_rng(2))
+        x = L.tensor(np.random.default_rng(3).standard_normal((batch, sizes[0]))
+                     .astype(np.float32))
+        return lambda: _forward(L, params, x)
 
+    rng = np.random.default_rng(2)
+    weights = [(rng.standard_normal((a, b)) / math.sqrt(a)).astype(np.float32)
+               for a, b in zip(sizes, sizes[1:])]
+    biases = [np.zeros(b, np.float32) for b in sizes[1:]]
+    h0 = np.random.default_rng(3).standard_normal((batch, sizes[0])).astype(np.float32)
+    return make, lambda: _np_activations(h0, weights, biases)
+
+
+def _inference_mlp():
+    """``inference_mlp``'s 3-layer MLP (batch 8, 64 wide, ``x @ w + b`` and relu: issue 4's
+    model for the same inference/normal target) as a forward model (see ``_addmm_mlp``), its
+    weights and biases requiring grad."""
+    from inference import _mlp_params, mlp, mlp_numpy
+    arrays = _mlp_params()
+
+    def make(L):
+        x = L.tensor(arrays[0])
+        params = [L.tensor(a, requires_grad=True) for a in arrays[1:]]
+        return lambda: mlp(x, *params)
+    return make, lambda: mlp_numpy(*arrays)
+
+
+def _forward_mode_samples(L, forward, forwards, per_forward, repeats, numpy_forward=None):
+    """``interleaved_samples`` of ``forwards`` calls of ``forward`` (an MLP forward whose
+    weights require grad) in normal mode, under ``L.no_grad()`` and under
+    ``L.inference_mode()``. The context is entered once around the run of forwards, or, with
+    ``per_forward``, once around each forward (a serving loop's ``with L.inference_mode():
+    model(x)``: the entry cost is then part of every forward). ``numpy_forward``: also that
+    forward on numpy, as "numpy"."""
     def normal():
         for _ in range(forwards):
-            _forward(L, params, x)
+            forward()
 
     def under(context):
         if per_forward:
             def run():
                 for _ in range(forwards):
                     with context():
-                        _forward(L, params, x)
+                        forward()
         else:
             def run():
                 with context():
                     for _ in range(forwards):
-                        _forward(L, params, x)
+                        forward()
         return run
 
     fns = {"normal": normal, "no_grad": under(L.no_grad), "inference": under(L.inference_mode)}
-    if floor:
-        fns["numpy"] = _np_forward(params, x, forwards)
+    if numpy_forward is not None:
+        def numpy():
+            for _ in range(forwards):
+                numpy_forward()
+        fns["numpy"] = numpy
     return interleaved_samples(fns, repeats)
 
 
-def _np_forward(params, x, forwards):
-    """The same forwards on numpy arrays (``_np_activations``): no inference path on numpy can
-    take less."""
-    arrays = [p.detach().numpy() for p in params]
-    weights, biases = arrays[0::2], arrays[1::2]
-    h0 = x.numpy()
-
-    def run():
-        for _ in range(forwards):
-            _np_activations(h0, weights, biases)
-    return run
-
-
-def _forward_modes_row(name, sizes, batch, forwards, per_forward, repeats, vs, target):
-    """An ``OwnRatio`` row: each library's inference/``vs`` ratio (``vs`` is "normal" or
-    "no_grad"), the median of the per-round ratios, so a drift of the machine between rounds
-    moves both sides of a ratio alike; the other ratio and the us per forward go to the notes.
-    A sample is ``forwards`` forwards, so that what the first forward of a sample pays alone
-    (refilling the caches after the collection that starts every sample) is spread as in a
-    real run of forwards. The numpy forward's time over ``vs`` (same rounds) goes to the notes:
-    the floor of the ratio, since inference mode cannot skip numpy's work."""
-    other = "no_grad" if vs == "normal" else "normal"
-    r = OwnRatio(name, f"inf/{vs}", target=target)
-    notes = []
+def _forward_modes_rows(name, model, forwards, per_forward, repeats, targets):
+    """Two ``OwnRatio`` rows, ``name`` (each library's inference/normal time) and
+    ``name_vs_no_grad`` (inference/no_grad), each the median of the per-round ratios, so a
+    drift of the machine between rounds moves both sides of a ratio alike; ``targets`` is
+    their pair of targets (None: a row that only reports). A sample is ``forwards`` forwards,
+    so that what the first forward of a sample pays alone (refilling the caches after the
+    collection that starts every sample) is spread as in a real run of forwards. The us per
+    forward and the numpy forward's time over normal and no_grad (same rounds) go to the
+    notes: the floor of the ratios, since inference mode cannot skip numpy's work."""
+    make, numpy_forward = model
+    rows = [OwnRatio(name, "inf/normal", target=targets[0]),
+            OwnRatio(f"{name}_vs_no_grad", "inf/no_grad", target=targets[1])]
     for impl, L in _libs().items():
-        s = _forward_mode_samples(L, sizes, batch, forwards, per_forward, repeats,
-                                  floor=impl == SK)
+        s = _forward_mode_samples(L, make(L), forwards, per_forward, repeats,
+                                  numpy_forward if impl == SK else None)
         med = {k: statistics.median(v) * 1e6 / forwards for k, v in s.items()}
-        r.values[impl] = round_ratio(s["inference"], s[vs])
-        notes.append(f"{impl} us/forward: " + ", ".join(f"{k} {v:.0f}" for k, v in med.items())
-                     + f"; inference/{other} {round_ratio(s['inference'], s[other]):.2f}")
+        for row, vs in zip(rows, ("normal", "no_grad")):
+            row.values[impl] = round_ratio(s["inference"], s[vs])
+        rows[0].notes.append(f"{impl} us/forward: "
+                             + ", ".join(f"{k} {v:.0f}" for k, v in med.items()))
         if "numpy" in s:
-            notes.append(f"numpy/{vs} {round_ratio(s['numpy'], s[vs]):.2f}: the least "
-                         f"inference/{vs} a forward computed by numpy can reach")
-    r.notes.extend(notes)
-    return [r]
+            rows[0].notes.append(
+                f"numpy/normal {round_ratio(s['numpy'], s['normal']):.2f}, numpy/no_grad "
+                f"{round_ratio(s['numpy'], s['no_grad']):.2f}: the least a forward computed "
+                f"by numpy can reach")
+    return rows
 
 
 def autograd_forward_modes(repeats=None) -> list:
-    """Each library's inference/normal ratio (inference/no_grad in the notes), the context
-    entered once around ``FORWARDS_PER_SAMPLE`` forwards of an MLP 256-256-256-10, batch 64."""
-    return _forward_modes_row("autograd_forward_modes", [256, 256, 256, 10], 64,
-                              FORWARDS_PER_SAMPLE, False, repeats or 30, "normal", 0.8)
+    """Issue 13's targets (inference <= 0.8x normal, never slower than no_grad) on
+    ``inference_mlp``'s MLP (batch 8, 64 wide), the context entered once around
+    ``FORWARDS_PER_SAMPLE`` forwards."""
+    return _forward_modes_rows("autograd_forward_modes", _inference_mlp(), FORWARDS_PER_SAMPLE,
+                               False, repeats or 300, (0.8, 1.0))
+
+
+def autograd_forward_modes_256(repeats=None) -> list:
+    """The same ratios, reported, on an MLP 256-256-256-10, batch 64: its matmuls are most of
+    a forward, so numpy's own forward bounds inference/normal from below (the notes)."""
+    return _forward_modes_rows("autograd_forward_modes_256", _addmm_mlp([256, 256, 256, 10], 64),
+                               FORWARDS_PER_SAMPLE, False, repeats or 30, (None, None))
 
 
 def autograd_forward_modes_tiny(repeats=None) -> list:
-    """Each library's inference/no_grad ratio (inference/normal in the notes) on the MLP
-    16-16-16-1, batch 4, of ``autograd_tiny_mlp``, the context entered around each forward as
-    a serving loop does: entering inference mode is then a visible share of a forward, and the
-    target is the issue's "never slower than no_grad"."""
-    return _forward_modes_row("autograd_forward_modes_tiny", [16, 16, 16, 1], 4,
-                              TINY_FORWARDS_PER_SAMPLE, True, repeats or 60, "no_grad", 1.0)
+    """The same ratios, reported, on the MLP 16-16-16-1, batch 4, of ``autograd_tiny_mlp``, the
+    context entered around each forward as a serving loop does: entering the mode is then a
+    visible share of a forward."""
+    return _forward_modes_rows("autograd_forward_modes_tiny", _addmm_mlp([16, 16, 16, 1], 4),
+                               TINY_FORWARDS_PER_SAMPLE, True, repeats or 60, (None, None))
 
 
 CASES = [
@@ -285,7 +317,9 @@ CASES = [
     Case("autograd_paper_views", autograd_paper_views,
          "the paper's in-place-on-views program at N=1000, 4000 (growth exponent)"),
     Case("autograd_forward_modes", autograd_forward_modes,
-         "MLP forward, weights require grad: normal vs no_grad vs inference_mode"),
+         "MLP 8x64 forward, weights require grad: inference_mode vs normal and no_grad"),
+    Case("autograd_forward_modes_256", autograd_forward_modes_256,
+         "the same on an MLP 256-256-256-10, batch 64 (reported)"),
     Case("autograd_forward_modes_tiny", autograd_forward_modes_tiny,
-         "MLP 16-16-16-1 forward, the mode entered per forward: inference_mode vs no_grad"),
+         "the same on an MLP 16-16-16-1, the mode entered per forward (reported)"),
 ]

@@ -293,7 +293,9 @@ def _wrap(fn, rule, any_device=False):
                 return out
         except (IndexError, AttributeError):
             pass
-        if _all_inference(args, kwargs) and _unguarded():
+        # The mode test first: inside inference mode (where inference tensors mostly meet
+        # kernels) it answers at once, where scanning the arguments would not.
+        if _unguarded() and _all_inference(args, kwargs):
             _add_writes(out, rule(out, *args, **kwargs) if callable(rule) else rule,
                         any_device)
         return out
