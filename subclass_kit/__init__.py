@@ -93,6 +93,7 @@ short = int16
 from .kernels import factories as _factories  # noqa: E402
 from .kernels import ranges as _ranges  # noqa: E402
 from .kernels import pointwise as _pointwise  # noqa: E402
+from .kernels import arith_more as _arith_more  # noqa: E402
 from .kernels import pointwise_more as _pointwise_more  # noqa: E402
 from .kernels import pointwise_backward as _pointwise_backward  # noqa: E402
 from .kernels import reductions as _reductions  # noqa: E402

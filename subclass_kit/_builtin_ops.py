@@ -7,6 +7,7 @@ Imported by ``registry`` once its names exist, which then calls ``define_builtin
 from __future__ import annotations
 
 from . import op_table
+from .op_table_derived import derived_schemas
 from .registry import OpOverload, _add_overload, _check_free, ops
 from .schema import parse_schema
 
@@ -53,7 +54,7 @@ def _define_lazy(schema_text: str) -> OpOverload:
 def define_builtin_ops():
     """File every schema of ``op_table`` (and the derived in-place and out= ones) in ``sk.ops``,
     with the tags that the debug-assert mode and functionalization read."""
-    for text in op_table.ALL + op_table.derived_schemas():
+    for text in op_table.ALL + derived_schemas():
         op = _define_lazy(text)
         if text in op_table.INPLACE_VIEWS:
             op.tags.add("inplace_view")

@@ -2,8 +2,8 @@
 
 Data only: ``registry.define`` parses each string once at import. ``POINTWISE_UNARY``,
 ``POINTWISE_BINARY`` and ``REDUCTIONS`` are functional schemas from which the in-place
-(``name_``) and ``out=`` overloads are derived by :func:`derived_schemas`, exactly as PyTorch's
-``native_functions.yaml`` spells them. Composite ops (decomposed before the dispatch level) are
+(``name_``) and ``out=`` overloads are derived by ``op_table_derived.derived_schemas``, exactly as
+PyTorch's ``native_functions.yaml`` spells them. Composite ops (decomposed before the dispatch level) are
 marked in ``COMPOSITE``.
 """
 
@@ -230,6 +230,10 @@ POINTWISE_BINARY = [
     "gcd(Tensor self, Tensor other) -> Tensor",
     "lcm(Tensor self, Tensor other) -> Tensor",
     "heaviside(Tensor self, Tensor values) -> Tensor",
+    # what the Python operators call (api/math.py): ``x // y`` and ``2 - x`` (kernels/arith_more.py)
+    "floor_divide(Tensor self, Tensor other) -> Tensor",
+    "rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+    "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
     # -- bit shifts (kernels/bitwise.py); the operators' own overloads, as PyTorch's ---------
     "bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor",
     "bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor",
@@ -293,12 +297,14 @@ METADATA_QUERIES = [
     "is_contiguous(Tensor self) -> bool",
 ]
 
-# ``x <<= y`` / ``x >>= y`` (no ``name_`` spelling to derive: native_functions.yaml names them).
+# ``x <<= y`` / ``x >>= y`` / ``x //= y``: in-place overloads whose names ``name_`` + the
+# functional's overload would not give (native_functions.yaml names them).
 SHIFT_INPLACE = [
     "__ilshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
     "__ilshift__.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
     "__irshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
     "__irshift__.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+    "floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
 ]
 
 # Whole-tensor reductions PyTorch's ``x.sum()`` / ``x.mean()`` dispatch (no derived out=).
@@ -547,51 +553,9 @@ NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_
               "isnan", "isinf", "isposinf", "isneginf", "signbit", "logaddexp", "logaddexp2", "fmax", "fmin",
               # bit shifts: a Scalar self has no in-place form; the operators use __ilshift__
               "bitwise_left_shift.Scalar_Tensor", "bitwise_right_shift.Scalar_Tensor",
-              "__lshift__.Tensor", "__lshift__.Scalar", "__rshift__.Tensor", "__rshift__.Scalar"}
-
-
-# out= overloads whose PyTorch name is not ``{overload}_out``.
-_OUT_NAMES = {"sum.dim_IntList": "sum.IntList_out", "mean.dim": "mean.out",
-              "prod.dim_int": "prod.int_out", "norm.ScalarOpt_dim": "norm.out",
-              "add.Tensor": "add.out", "sub.Tensor": "sub.out", "mul.Tensor": "mul.out",
-              "div.Tensor": "div.out", "div.Tensor_mode": "div.out_mode",
-              "xlogy.Tensor": "xlogy.OutTensor"}
-
-
-def _out_schema(functional: str) -> str:
-    head, _, ret = functional.partition(") -> ")
-    name, _, args = head.partition("(")
-    base = name.split(".")[0]
-    overload = name.split(".")[1] if "." in name else ""
-    out_name = f"{base}.{overload}_out" if overload and overload != "default" else f"{base}.out"
-    out_name = _OUT_NAMES.get(name, out_name)
-    star = "" if "*" in args else "*, "
-    return f"{out_name}({args}, {star}Tensor(a!) out) -> Tensor(a!)"
-
-
-def _inplace_schema(functional: str) -> str:
-    head, _, ret = functional.partition(") -> ")
-    name, _, args = head.partition("(")
-    base, dot, overload = name.partition(".")
-    first, _, rest = args.partition(", ")
-    self_arg = first.replace("Tensor self", "Tensor(a!) self")
-    new_args = self_arg + (", " + rest if rest else "")
-    return f"{base}_{dot}{overload}({new_args}) -> Tensor(a!)"
-
-
-def derived_schemas() -> list:
-    """In-place and out= overloads of pointwise ops and out= of reductions."""
-    out = []
-    for s in POINTWISE_UNARY + POINTWISE_BINARY:
-        qual = s.partition("(")[0]
-        if qual not in NO_INPLACE and not qual.startswith("where"):
-            out.append(_inplace_schema(s))
-        out.append(_out_schema(s))
-    out.extend(_out_schema(s) for s in REDUCTIONS)
-    for s in WITH_INPLACE_AND_OUT:
-        out.append(_inplace_schema(s))
-        out.append(_out_schema(s))
-    return out
+              "__lshift__.Tensor", "__lshift__.Scalar", "__rshift__.Tensor", "__rshift__.Scalar",
+              # no rsub_; floor_divide's in-place overload is ``floor_divide_.Tensor``
+              "rsub.Tensor", "rsub.Scalar", "floor_divide"}
 
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY

@@ -133,6 +133,25 @@ ENTRIES["div.Tensor_mode"] = E(
 ENTRIES["remainder.Tensor"] = binary(INTS + FLOATS, ("bool",), int_lo=1)
 ENTRIES["remainder.Tensor"].errors += [
     S(F((4,), "int64"), F((4,), "int64", values=(1, 2, 0, 3)), _meta=False)]
+# What ``x // y`` and ``2 - x`` call (kernels/arith_more.py).
+ENTRIES["floor_divide.default"] = binary(INTS + FLOATS, ("bool",), int_lo=1)
+ENTRIES["floor_divide.default"].samples += [S(2, F((2, 3))), S(F((4,), "int64"), -3),
+                                            S(F((4,), "bfloat16"), 0.7)]
+ENTRIES["floor_divide.default"].errors += [
+    S(F((4,), "int64"), F((4,), "int64", values=(1, 2, 0, 3)), _meta=False)]
+ENTRIES["rsub.Tensor"] = binary(INTS + FLOATS, scalars=False)   # torch: no numbers here
+ENTRIES["rsub.Tensor"].samples += [S(F((2, 3)), F((2, 3)), alpha=2),
+                                   S(F((4,), "int32"), F((4,), "int32"), alpha=3)]
+ENTRIES["rsub.Tensor"].errors += [S(F((4,), "bool"), F((4,), "bool")),
+                                  S(F((4,), "bool"), F((4,), "int32")),
+                                  S(F((4,), "int64"), F((4,), "int64"), alpha=0.5)]
+ENTRIES["rsub.Scalar"] = E(
+    [S(F((2, 3)), 2), S(F((2, 3)), 1.5, 2), S(F((2, 3), layout="t"), -1, -0.5),
+     S(F((4,), "int32"), 3), S(F((4,), "int64"), 2.5), S(F((4,), "int16"), 7, 3),
+     S(F((0, 3)), 1.0), S(F((4,), "bfloat16"), 0.1)],
+    [S(F((4,), "bool"), 1), S(F((4,), "bool"), True), S(F((4,), "int64"), 2, 0.5),
+     S(F((4,), "float64"), True),
+     S(F((4,)), 1, True)])
 ENTRIES["pow.Tensor_Tensor"] = binary(INTS + FLOATS, int_lo=0)
 ENTRIES["pow.Tensor_Tensor"].samples += [
     S(F((4,), "int64"), 2), S(2.0, F((2, 3))), S(F((2, 3), lo=0.1), 0.5),

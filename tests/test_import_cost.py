@@ -21,6 +21,7 @@ import pytest
 
 import subclass_kit as sk
 from subclass_kit import op_table, registry
+from subclass_kit.op_table_derived import derived_schemas
 from subclass_kit.schema import parse_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +74,7 @@ def test_random_stream_starts_where_an_eager_generator_would():
 
 
 def _schema_texts() -> list:
-    return op_table.ALL + op_table.derived_schemas()
+    return op_table.ALL + derived_schemas()
 
 
 # What a lazy op has before its schema is parsed, or what kernel modules and define() add:

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 import subclass_kit as sk
 from subclass_kit import op_table
+from subclass_kit.op_table_derived import derived_schemas
 from subclass_kit.schema import _LEXER_KEYWORDS, parse_schema
 
-TABLE = list(op_table.ALL) + list(op_table.derived_schemas())
+TABLE = list(op_table.ALL) + list(derived_schemas())
 
 
 @pytest.mark.parametrize("text", TABLE)

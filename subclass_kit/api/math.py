@@ -187,7 +187,9 @@ def _binary(name, numbers_first=False, numbers_second=True):
     op = overload_of(_lookup(name))
     out_op = _out_overload(op)
     packet = _lookup(name + "_")
-    inplace = packet._overloads.get(op.overload) if packet is not None else None
+    # (``floor_divide``'s in-place overload is ``floor_divide_.Tensor``)
+    inplace = (packet._overloads.get(op.overload) or packet._overloads.get("Tensor")
+               if packet is not None else None)
 
     def fn(input, other, *, out=None):
         if not numbers_first:
@@ -228,7 +230,7 @@ for _name in _COMPARISONS:
     _binary(_name)
 for _name in ("maximum", "minimum", "logical_and", "logical_or"):
     _binary(_name, numbers_second=False)
-for _name in ("mul", "bitwise_and", "bitwise_or", "bitwise_xor", "remainder"):
+for _name in ("mul", "bitwise_and", "bitwise_or", "bitwise_xor", "remainder", "floor_divide"):
     _binary(_name, numbers_first=True)
 Tensor.multiply = Tensor.mul
 Tensor.multiply_ = Tensor.mul_
@@ -490,20 +492,76 @@ def _binary_operator(name, op, reflected=False, **kwargs):
     _operator(name, impl, None if kwargs else op, reflected)
 
 
-_FLOOR = {"rounding_mode": "floor"}
-for _name, _op, _kw in (
-        ("add", ops.add, {}), ("sub", ops.sub, {}), ("mul", ops.mul, {}),
-        ("truediv", ops.div, {}), ("floordiv", ops.div.Tensor_mode, _FLOOR),
-        ("mod", ops.remainder, {}), ("pow", ops.pow, {}), ("and", ops.bitwise_and, {}),
-        ("or", ops.bitwise_or, {}), ("xor", ops.bitwise_xor, {})):
-    _binary_operator(f"__{_name}__", _op, **_kw)
-    _binary_operator(f"__r{_name}__", _op, reflected=True, **_kw)
-for _name, _op, _kw in (
-        ("add", ops.add_, {}), ("sub", ops.sub_, {}), ("mul", ops.mul_, {}),
-        ("truediv", ops.div_, {}), ("floordiv", ops.div_.Tensor_mode, _FLOOR),
-        ("mod", ops.remainder_, {}), ("pow", ops.pow_, {}), ("and", ops.bitwise_and_, {}),
-        ("or", ops.bitwise_or_, {}), ("xor", ops.bitwise_xor_, {})):
-    _binary_operator(f"__i{_name}__", _op, **_kw)
+# The operators call what PyTorch's ``Tensor`` operators call (``torch/_tensor.py`` and the
+# C++ bindings), so a handler sees the same op with the tensor where PyTorch puts it:
+# ``2 + x`` / ``2 * x`` / ``2 & x`` are ``op(x, 2)``; ``2 // x``, ``2 % x`` and ``2 ** x`` keep
+# the number first (``floor_divide(2, x)``; PyTorch's ``remainder.Scalar_Tensor`` and
+# ``pow.Scalar`` there); ``2 - x`` is ``rsub(x, 2)`` and ``2 / x`` is ``reciprocal(x) * 2``
+# (its values are that product's, not a division's).
+for _name, _op in (("add", ops.add), ("sub", ops.sub), ("mul", ops.mul), ("truediv", ops.div),
+                   ("floordiv", ops.floor_divide), ("mod", ops.remainder), ("pow", ops.pow),
+                   ("and", ops.bitwise_and), ("or", ops.bitwise_or),
+                   ("xor", ops.bitwise_xor)):
+    _binary_operator(f"__{_name}__", _op)
+for _name, _op in (("add", ops.add), ("mul", ops.mul), ("and", ops.bitwise_and),
+                   ("or", ops.bitwise_or), ("xor", ops.bitwise_xor)):
+    _binary_operator(f"__r{_name}__", _op)
+for _name, _op in (("floordiv", ops.floor_divide), ("mod", ops.remainder), ("pow", ops.pow)):
+    _binary_operator(f"__r{_name}__", _op, reflected=True)
+for _name, _op in (
+        ("add", ops.add_), ("sub", ops.sub_), ("mul", ops.mul_), ("truediv", ops.div_),
+        ("floordiv", ops.floor_divide_.Tensor), ("mod", ops.remainder_), ("pow", ops.pow_),
+        ("and", ops.bitwise_and_), ("or", ops.bitwise_or_), ("xor", ops.bitwise_xor_)):
+    _binary_operator(f"__i{_name}__", _op)
+
+
+def _rsub_operator(self, other):
+    """``other - self`` for a Python number (or tensor) ``other``: ``rsub``, as PyTorch's
+    ``Tensor.__rsub__``."""
+    if other.__class__ in _NUMBER:
+        op = ops.rsub.Scalar
+    elif isinstance(other, Tensor):
+        op = ops.rsub.Tensor
+    else:
+        return NotImplemented
+    try:
+        return op(self, other)
+    except TypeError:
+        return NotImplemented
+
+
+def _rtruediv_operator(self, other):
+    """``other / self``: ``self.reciprocal() * other``, as PyTorch's ``Tensor.__rtruediv__``
+    (so ``7 / x`` rounds twice, as there)."""
+    if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
+        return NotImplemented
+    try:
+        return ops.mul.Tensor(ops.reciprocal.default(self), other)
+    except TypeError:
+        return NotImplemented
+
+
+_operator("__rsub__", _rsub_operator)
+_operator("__rtruediv__", _rtruediv_operator)
+
+
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input`` (``torch.rsub``): ``rsub.Tensor`` for a tensor ``other``,
+    ``rsub.Scalar`` for a number. Raises what ``sub`` raises (bool operands, a float
+    ``alpha`` with integral inputs)."""
+    _need_tensor("rsub", "input", 1, input)
+    if isinstance(other, Tensor):
+        if alpha.__class__ is int and alpha == 1:
+            return ops.rsub.Tensor(input, other)
+        return ops.rsub.Tensor(input, other, alpha=alpha)
+    if alpha.__class__ is int and alpha == 1:
+        return ops.rsub.Scalar(input, other)
+    return ops.rsub.Scalar(input, other, alpha)
+
+
+_export("rsub", rsub, method=False)
+
+
 for _name, _op in (("eq", ops.eq), ("ne", ops.ne), ("lt", ops.lt), ("le", ops.le),
                    ("gt", ops.gt), ("ge", ops.ge)):
     _binary_operator(f"__{_name}__", _op)

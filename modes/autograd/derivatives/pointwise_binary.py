@@ -87,6 +87,25 @@ def _remainder(ctx, grad):
             if _wants(ctx, 1, "other") else None)
 
 
+@derivative("rsub.Tensor", "RsubBackward0", inputs=("self", "other"))
+def _rsub(ctx, grad):
+    # PyTorch's maybe_multiply(-grad, alpha): the negation first
+    g_self = None
+    if ctx.needs_input_grad[0]:
+        g_self = -grad if ctx.alpha == 1 else -grad * ctx.alpha
+    return g_self, (grad if ctx.needs_input_grad[1] else None)
+
+
+@derivative("rsub.Scalar", "RsubBackward1")
+def _rsub_scalar(ctx, grad):
+    return -grad if ctx.alpha == 1 else -grad * ctx.alpha
+
+
+@derivative("floor_divide.default", _NOT_IMPLEMENTED, inputs=("self", "other"))
+def _floor_divide(ctx, grad):
+    _not_implemented("floor_divide")     # as in PyTorch: no formula, the node raises
+
+
 @derivative("fmod.Tensor", "FmodBackward1", inputs=("self", "other"), save=("self", "other"),
             numbers={("other",): "FmodBackward0"})
 def _fmod(ctx, grad):

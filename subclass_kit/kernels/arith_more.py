@@ -1,0 +1,110 @@
+"""``floor_divide`` and ``rsub``: the ops PyTorch's ``x // y`` and ``2 - x`` call, computed as
+the ops they equal.
+
+- ``floor_divide(self, other)`` (``//``; ``//=`` is ``floor_divide_.Tensor``) is
+  ``div(self, other, rounding_mode="floor")`` through ``pointwise.py``'s machinery (one rule:
+  broadcasting, promotion, TensorIterator's layout; See Note [One rule per op]), errors
+  included (ATen's ``floor_divide`` runs ``div_floor_stub``): "div_floor_cpu" not implemented
+  for 'Bool', "ZeroDivisionError" for an integer division by zero. Its ``out=`` with a number
+  ``other`` is PyTorch's generated ``floor_divide.Scalar_out`` (``_autogen_out``).
+- ``rsub.Tensor(self, other, alpha=1)`` and ``rsub.Scalar`` are ``sub``'s kernel called as
+  ``sub(other, self, alpha)``, as ATen's ``rsub`` is: ``other``'s layout leads the result's,
+  and the bool, ``alpha`` and broadcasting errors are ``sub``'s. Their ``out=`` overloads are
+  generated in PyTorch (``_autogen_out``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import ops, register_kernel
+from ..storage import META
+from ._common import Spec, resize_out
+from ._iter_layout import contig
+from ._scalars import cpp_name
+from . import _pointwise_fns as fns
+from .pointwise import _NOT_BOOL, _Info, _register, _register_inplace
+
+
+def _floor(out, a, b):
+    fns.div_mode(out, a, b, "floor")
+
+
+def _floor_zero_check(common, self, other):
+    fns.int_zero_data_check(common, self, other, rounding_mode="floor")
+
+
+_floor.__name__ = "floor_divide"
+_FLOOR_DIVIDE = _Info("floor_divide", "promote", _floor, "div_floor_cpu", _NOT_BOOL,
+                      opmath=True, exact_numbers=True, data_check=_floor_zero_check)
+_register(ops.floor_divide.default, _FLOOR_DIVIDE)
+_register_inplace(ops.floor_divide_.Tensor, _FLOOR_DIVIDE, ops.floor_divide.default.fill,
+                  frozenset())
+
+
+def _swapped(sub_kernel):
+    """``rsub.Tensor``'s kernel from ``sub.Tensor``'s: ``sub(other, self, alpha)``, operands in
+    that order (the result's layout and the broadcasting error follow ``other`` first)."""
+    def kernel(self, other, **kwargs):
+        return sub_kernel(other, self, **kwargs)
+    return kernel
+
+
+def _autogen_out(functional, name):
+    """An ``out=`` kernel as PyTorch generates it for ``rsub`` and ``floor_divide`` ("run the
+    functional kernel, then copy into ``out``"): the functional's errors first, then "Expected
+    out tensor to have dtype float, but got long int instead", then the device; a resized
+    ``out`` is contiguous. Nothing is written before every check has passed."""
+    def kernel(*args, out, **kwargs):
+        result = functional(*args, **kwargs)
+        if out._dtype is not result._dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result._dtype)}, "
+                               f"but got {cpp_name(out._dtype)} instead")
+        device = result._storage.device
+        if out._storage.device is not device:
+            raise RuntimeError(f"Expected out tensor to have device {device.type}, but got "
+                               f"{out._storage.device.type} instead")
+        sizes = result._layout.sizes
+        resize_out(out, Spec(sizes, contig(sizes), result._dtype, device), name)
+        if device is not META:
+            np.copyto(out._array(), result._array())
+        return out
+    return kernel
+
+
+def _floor_divide_out(tensor_out, scalar_out):
+    """``floor_divide.out``: TensorIterator's out= for a tensor ``other``; for a number, as
+    PyTorch's ``floor_divide.Scalar_out`` (generated: ``_autogen_out``)."""
+    def kernel(self, other, *, out):
+        if isinstance(other, (bool, int, float)):
+            return scalar_out(self, other, out=out)
+        return tensor_out(self, other, out=out)
+    return kernel
+
+
+def _scalar_overload(tensor_kernel):
+    """``rsub.Scalar``'s kernel from ``rsub.Tensor``'s: ``alpha`` is positional in the Scalar
+    overload and keyword-only in the Tensor one."""
+    def kernel(self, other, alpha=1):
+        if alpha.__class__ is int and alpha == 1:
+            return tensor_kernel(self, other)
+        return tensor_kernel(self, other, alpha=alpha)
+    return kernel
+
+
+def _scalar_out(tensor_out_kernel):
+    def kernel(self, other, alpha=1, *, out):
+        return tensor_out_kernel(self, other, alpha=alpha, out=out)
+    return kernel
+
+
+for _device in ("cpu", "meta"):
+    _tensor = _swapped(ops.sub.Tensor._kernels[_device])
+    _tensor_out = _autogen_out(_tensor, "rsub.Tensor_out")
+    register_kernel(ops.floor_divide.out, _device)(_floor_divide_out(
+        ops.floor_divide.out._kernels[_device],
+        _autogen_out(ops.floor_divide.default._kernels[_device], "floor_divide.out")))
+    register_kernel(ops.rsub.Tensor, _device)(_tensor)
+    register_kernel(ops.rsub.Tensor_out, _device)(_tensor_out)
+    register_kernel(ops.rsub.Scalar, _device)(_scalar_overload(_tensor))
+    register_kernel(ops.rsub.Scalar_out, _device)(_scalar_out(_tensor_out))
