@@ -93,8 +93,8 @@ short = int16
 from .kernels import factories as _factories  # noqa: E402
 from .kernels import ranges as _ranges  # noqa: E402
 from .kernels import pointwise as _pointwise  # noqa: E402
-from .kernels import arith_more as _arith_more  # noqa: E402
 from .kernels import pointwise_more as _pointwise_more  # noqa: E402
+from .kernels import arith_more as _arith_more  # noqa: E402
 from .kernels import pointwise_backward as _pointwise_backward  # noqa: E402
 from .kernels import reductions as _reductions  # noqa: E402
 from .kernels import views as _views  # noqa: E402
@@ -133,6 +133,7 @@ from .api.creation import tensor as tensor  # noqa: E402
 from .api.creation import zeros as zeros  # noqa: E402
 from .api.creation import zeros_like as zeros_like  # noqa: E402
 from .api.math import *  # noqa: E402,F401,F403  (names listed in api.math.__all__)
+from .api.operators import *  # noqa: E402,F401,F403  (Tensor's operators; sk.rsub)
 from .api.math_more import *  # noqa: E402,F401,F403  (names listed in api.math_more.__all__)
 # Linear algebra, nn and shape-combining ops (kernels, composites, API).
 from .kernels import linalg as _linalg  # noqa: E402

@@ -512,17 +512,17 @@ def diff_out(self, n=1, dim=-1, prepend=None, append=None, *, out):
 @register_decomposition(ops.square)
 def square(self):
     """``pow(self, 2)``: bool becomes int64, as PyTorch."""
-    return ops.pow.Tensor_Tensor(self, 2)
+    return ops.pow.Tensor_Scalar(self, 2)
 
 
 @register_decomposition(ops.square_)
 def square_(self):
-    return ops.pow_.Tensor_Tensor(self, 2)
+    return ops.pow_.Scalar(self, 2)
 
 
 @register_decomposition(ops.square.out)
 def square_out(self, *, out):
-    return ops.pow.Tensor_Tensor_out(self, 2, out=out)
+    return ops.pow.Tensor_Scalar_out(self, 2, out=out)
 
 
 @register_decomposition(ops.fix)
@@ -546,7 +546,7 @@ def isfinite(self):
     (PyTorch's op order: ``abs``, ``ne``, ``eq``, ``mul``)."""
     if not self._dtype.is_floating_point:
         return ops.ones_like.default(self, dtype=dt.bool_, memory_format=preserve_format)
-    finite = ops.ne.Tensor(ops.abs.default(self), float("inf"))
+    finite = ops.ne.Scalar(ops.abs.default(self), float("inf"))
     return ops.mul.Tensor(ops.eq.Tensor(self, self), finite)
 
 
@@ -557,10 +557,20 @@ def _as_double(x):
     return float(x)
 
 
+def _pow_overload(self, exponent):
+    """The ``pow`` overload PyTorch's ``float_power`` calls: a number on either side is a
+    Scalar (``pow.Tensor_Scalar`` / ``pow.Scalar``)."""
+    if not isinstance(exponent, Tensor):
+        return ops.pow.Tensor_Scalar
+    if not isinstance(self, Tensor):
+        return ops.pow.Scalar
+    return ops.pow.Tensor_Tensor
+
+
 @register_decomposition(ops.float_power)
 def float_power(self, exponent):
     """``pow`` in float64 (complex is not supported here)."""
-    return ops.pow.Tensor_Tensor(_as_double(self), _as_double(exponent))
+    return _pow_overload(self, exponent)(_as_double(self), _as_double(exponent))
 
 
 @register_decomposition(ops.float_power_)
@@ -569,6 +579,8 @@ def float_power_(self, exponent):
         raise RuntimeError(f"the base given to float_power_ has dtype "
                            f"{type_name(self._dtype)} but the operation's result requires "
                            f"dtype Double")
+    if not isinstance(exponent, Tensor):
+        return ops.pow_.Scalar(self, _as_double(exponent))
     return ops.pow_.Tensor_Tensor(self, _as_double(exponent))
 
 
@@ -577,4 +589,6 @@ def float_power_out(self, exponent, *, out):
     if out._dtype is not dt.float64:
         raise RuntimeError(f"the output given to float_power has dtype {type_name(out._dtype)} "
                            f"but the operation's result requires dtype Double")
-    return ops.pow.Tensor_Tensor_out(_as_double(self), _as_double(exponent), out=out)
+    functional = _pow_overload(self, exponent)
+    out_op = functional.overloadpacket._overloads[functional.overload + "_out"]
+    return out_op(_as_double(self), _as_double(exponent), out=out)

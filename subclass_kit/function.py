@@ -267,9 +267,12 @@ _NUMBERS = frozenset({int, float, bool})
 _NO_KWARGS: dict = {}
 
 
-def op_method(op, impl, name: str, reflected: bool = False):
+def op_method(op, impl, name: str, reflected: bool = False, scalar_op=None):
     """The public method ``name`` whose implementation ``impl`` is ``op(self, *args)`` (or
     ``op(other, self)`` when ``reflected``): Tensor operators and simple methods on the hot path.
+    ``scalar_op``: the overload ``impl`` calls instead when the first of ``args`` (``other``) is
+    a Python number (PyTorch's Scalar overloads: ``x > 0`` is ``gt.Scalar``); both compute with
+    the same kernel.
 
     When nothing can intercept the call -- ``self`` and the other arguments are plain Tensors or
     Python numbers, and no function mode, dispatch mode or dispatch trace is active -- it goes
@@ -308,6 +311,8 @@ def op_method(op, impl, name: str, reflected: bool = False):
         except _EXPLAINED as e:
             _raise_explained(method, impl, args, kwargs, e)
 
+    number_op = scalar_op if scalar_op is not None else op
+
     if reflected:
         def method(self, other):
             cls = self.__class__
@@ -321,16 +326,16 @@ def op_method(op, impl, name: str, reflected: bool = False):
                             return handle_function(method, impl, (self, other), {})
                         if flags.autograd is None and (st["dispatch_modes"]
                                                        or st["trace"] is not None):
-                            if op.decomposition is not None:
-                                return op(other, self)
+                            if number_op.decomposition is not None:
+                                return number_op(other, self)
                             try:
-                                return dispatch(op, (other, self), {}, ())
+                                return dispatch(number_op, (other, self), {}, ())
                             except TypeError:
                                 return NotImplemented
                     if flags.autograd is not None and (
                             flags.interceptors or tls.grad_enabled and not tls.autograd_off):
                         try:
-                            return op(other, self)
+                            return number_op(other, self)
                         except TypeError:
                             return NotImplemented
                     return resolve((other, self), _NO_KWARGS)
@@ -359,14 +364,15 @@ def op_method(op, impl, name: str, reflected: bool = False):
                         return handle_function(method, impl, (self,) + args, {})
                     if flags.autograd is None and (st["dispatch_modes"]
                                                    or st["trace"] is not None):
-                        if op.decomposition is not None:
-                            return op(self, *args)
+                        o = number_op if args and args[0].__class__ in _NUMBERS else op
+                        if o.decomposition is not None:
+                            return o(self, *args)
                         if binary:
                             try:
-                                return dispatch(op, (self,) + args, {}, ())
+                                return dispatch(o, (self,) + args, {}, ())
                             except TypeError:
                                 return NotImplemented
-                        return dispatch(op, (self,) + args, {}, ())
+                        return dispatch(o, (self,) + args, {}, ())
             elif cls in FUNCTION_TYPES:
                 # A subclass: its handler decides, unless it keeps the default
                 # __tensor_function__, which then runs here (as handle_function runs it).
@@ -381,12 +387,13 @@ def op_method(op, impl, name: str, reflected: bool = False):
                 return slow((self,) + args, kwargs)
             if flags.autograd is not None and (flags.interceptors or tls.grad_enabled
                                                and not tls.autograd_off):
+                o = number_op if args and args[0].__class__ in _NUMBERS else op
                 if binary:
                     try:
-                        return op(self, *args)
+                        return o(self, *args)
                     except TypeError:
                         return NotImplemented
-                return op(self, *args)
+                return o(self, *args)
             # Operands are plain tensors, numbers or (default handler) ``cls`` tensors.
             kernel = kernels.get(self._storage.device.type) if direct else None
             if kernel is not None:

@@ -234,6 +234,25 @@ POINTWISE_BINARY = [
     "floor_divide(Tensor self, Tensor other) -> Tensor",
     "rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
     "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+    # the Scalar overloads PyTorch's Python API picks for a number: ``x ** 2``, ``2 ** x``,
+    # ``x > 0``, ``x % 2``, ``2 % x``, ``x.fmod(2)``, ``x & 1``, ``1 & x`` (kernels/arith_more.py)
+    "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
+    "pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
+    "eq.Scalar(Tensor self, Scalar other) -> Tensor",
+    "ne.Scalar(Tensor self, Scalar other) -> Tensor",
+    "lt.Scalar(Tensor self, Scalar other) -> Tensor",
+    "le.Scalar(Tensor self, Scalar other) -> Tensor",
+    "gt.Scalar(Tensor self, Scalar other) -> Tensor",
+    "ge.Scalar(Tensor self, Scalar other) -> Tensor",
+    "remainder.Scalar(Tensor self, Scalar other) -> Tensor",
+    "remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+    "fmod.Scalar(Tensor self, Scalar other) -> Tensor",
+    "bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor",
+    "bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor",
+    "bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor",
+    "bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+    "bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+    "bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
     # -- bit shifts (kernels/bitwise.py); the operators' own overloads, as PyTorch's ---------
     "bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor",
     "bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor",
@@ -297,7 +316,7 @@ METADATA_QUERIES = [
     "is_contiguous(Tensor self) -> bool",
 ]
 
-# ``x <<= y`` / ``x >>= y`` / ``x //= y``: in-place overloads whose names ``name_`` + the
+# ``x <<= y`` / ``x >>= y`` / ``x //= y`` / ``x **= 2``: in-place overloads whose names ``name_`` + the
 # functional's overload would not give (native_functions.yaml names them).
 SHIFT_INPLACE = [
     "__ilshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
@@ -305,6 +324,7 @@ SHIFT_INPLACE = [
     "__irshift__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
     "__irshift__.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
     "floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+    "pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)",
 ]
 
 # Whole-tensor reductions PyTorch's ``x.sum()`` / ``x.mean()`` dispatch (no derived out=).
@@ -555,7 +575,11 @@ NO_INPLACE = {"where.self", "maximum", "minimum", "masked_fill.Scalar", "masked_
               "bitwise_left_shift.Scalar_Tensor", "bitwise_right_shift.Scalar_Tensor",
               "__lshift__.Tensor", "__lshift__.Scalar", "__rshift__.Tensor", "__rshift__.Scalar",
               # no rsub_; floor_divide's in-place overload is ``floor_divide_.Tensor``
-              "rsub.Tensor", "rsub.Scalar", "floor_divide"}
+              "rsub.Tensor", "rsub.Scalar", "floor_divide",
+              # a Scalar self has no in-place form; pow.Tensor_Scalar's is pow_.Scalar
+              "pow.Tensor_Scalar", "pow.Scalar", "remainder.Scalar_Tensor",
+              "bitwise_and.Scalar_Tensor", "bitwise_or.Scalar_Tensor",
+              "bitwise_xor.Scalar_Tensor"}
 
 
 ALL = (FACTORIES + VIEWS + INPLACE_VIEWS + SCATTERS + VIEW_COPIES + COPIES + POINTWISE_UNARY

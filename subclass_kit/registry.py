@@ -215,13 +215,16 @@ class OpOverload:
         packet = _lookup(name)
         if packet is None:
             return None
-        if overload and overload in packet._overloads:
-            return packet._overloads[overload]
         # out= overloads name only the op: pick the overload taking the same other arguments
         # (``div.Tensor_mode_out`` -> ``div.Tensor_mode``, not ``div.Tensor``).
-        # An in-place op's mutated ``self`` is an argument of its functional variant too.
+        # An in-place op's mutated ``self`` is an argument of its functional variant too; its
+        # overload name may be another's (``pow_.Scalar`` is ``pow.Tensor_Scalar``'s).
         own = [(a.name, a.type) for a in self.schema.arguments
                if not (a.is_write and (self.is_out or a.name != "self"))]
+        if overload and overload in packet._overloads:
+            named = packet._overloads[overload]
+            if self.is_out or [(a.name, a.type) for a in named.schema.arguments] == own:
+                return named
         fallback = None
         for op in packet._overloads.values():
             if not op.is_mutable:

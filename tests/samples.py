@@ -345,13 +345,14 @@ def _table() -> dict:
     from samples_names import ENTRIES as names_entries
     from samples_pointwise_more import ENTRIES as pointwise_more_entries
     from samples_reductions_more import ENTRIES as reductions_more_entries
+    from samples_scalar_overloads import ENTRIES as scalar_overload_entries
     from samples_scatter_sort import ENTRIES as scatter_sort_entries
     from samples_shape_more import ENTRIES as shape_more_entries
     from samples_table import ENTRIES as base_entries
     table = dict(base_entries)
     for more in (math_entries, scatter_sort_entries, shape_more_entries,
                  pointwise_more_entries, reductions_more_entries, losses_entries,
-                 names_entries):
+                 names_entries, scalar_overload_entries):
         overlap = set(table) & set(more)
         assert not overlap, f"entries defined twice: {sorted(overlap)}"
         table.update(more)

@@ -375,9 +375,10 @@ def _grads(key, sample, device):
     return formulas.apply_formula(op, args, kwargs, (out,), (grad,), needs)
 
 
-# (floor_divide has no formula in PyTorch either: its node raises on cpu and meta alike)
+# (floor_divide and remainder.Scalar_Tensor have no formula in PyTorch either: their
+# nodes raise on cpu and meta alike)
 META_CASES = [c for c in CASES if c[2].meta is True and c[0] != "heaviside.default"
-              and c[0] != "floor_divide.default"
+              and c[0] not in ("floor_divide.default", "remainder.Scalar_Tensor")
               and not (c[0] == "remainder.Tensor" and not isinstance(c[2].args[0], T))]
 
 

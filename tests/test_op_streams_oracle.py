@@ -12,13 +12,11 @@ streams.
 
 Deliberate differences, mapped by ``_DIFFERENCES`` / ``_torch_kwargs`` before comparing:
 
-- **No Scalar overloads.** We keep one overload per op and pass Python numbers as wrapped
-  numbers in Tensor positions, so ``x > 1`` is ``gt.Tensor`` (torch: ``gt.Scalar``) and
-  ``x ** 2`` is ``pow.Tensor_Tensor`` (torch: ``pow.Tensor_Scalar``); the operators otherwise
-  call what torch's call, the tensor where torch puts it (``2 * x`` is ``mul.Tensor(x, 2)``,
-  ``1 - x`` is ``rsub.Scalar``, ``1 / x`` is ``reciprocal`` then ``mul``, ``x // y`` is
-  ``floor_divide``). ``where(c, x, 0.0)`` passes the number where torch first makes it a
-  tensor with ``scalar_tensor``.
+- **Python numbers.** The operators and functions call what torch's call, the tensor where
+  torch puts it and torch's Scalar overloads for numbers (``x > 1`` is ``gt.Scalar``, ``x ** 2``
+  ``pow.Tensor_Scalar``, ``2 * x`` ``mul.Tensor(x, 2)``, ``1 - x`` ``rsub.Scalar``, ``1 / x``
+  ``reciprocal`` then ``mul``, ``x // y`` ``floor_divide``); ``where(c, x, 0.0)`` passes the
+  number where torch first makes it a tensor with ``scalar_tensor``.
 - **One squeeze overload**: ``squeeze.dims`` stands for torch's ``squeeze.dim``/``.default``.
 - **TensorOptions fill-ins**: PyTorch's Python bindings of factories pass ``device`` (the
   resolved one, ``cpu``) and ``pin_memory=False`` even when the caller gave neither, and some
@@ -36,12 +34,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import subclass_kit as sk
 
 _DIFFERENCES = {
-    "pow.Tensor_Scalar": "pow.Tensor_Tensor",
     "squeeze.dim": "squeeze.dims",
     "squeeze.default": "squeeze.dims",
 }
-for _cmp in ("eq", "ne", "lt", "le", "gt", "ge"):
-    _DIFFERENCES[f"{_cmp}.Scalar"] = f"{_cmp}.Tensor"
 
 
 def _norm(x):
@@ -141,7 +136,7 @@ PROGRAMS = [
     ("setitem_tensor", lambda e: _setitem(e.x, 0, e.row), ["select.int", "copy_.default"]),
     ("index_with_list", lambda e: e.x[[1, 0]], ["lift_fresh.default", "index.Tensor"]),
     ("index_with_tensor", lambda e: e.x[e.idx], ["index.Tensor"]),
-    ("index_with_mask", lambda e: e.x[e.x > 2], ["gt.Tensor", "index.Tensor"]),
+    ("index_with_mask", lambda e: e.x[e.x > 2], ["gt.Scalar", "index.Tensor"]),
     ("tensor_factory", lambda e: e.m.tensor([[1.0, 2.0], [3.0, 4.0]]), ["lift_fresh.default"]),
     ("to_float64", lambda e: e.x.to(e.m.float64), ["_to_copy.default"]),
     ("double", lambda e: e.x.double(), ["_to_copy.default"]),
@@ -179,17 +174,17 @@ PROGRAMS = [
     ("floor_division", lambda e: (e.x // 2, e.idx // (e.idx + 1), e.x.clone().__ifloordiv__(3)),
      ["floor_divide.default", "add.Tensor", "floor_divide.default", "clone.default",
       "floor_divide_.Tensor"]),
-    ("scalar_pow_and_compare", lambda e: (e.x ** 2) > 3, ["pow.Tensor_Tensor", "gt.Tensor"]),
+    ("scalar_pow_and_compare", lambda e: (e.x ** 2) > 3, ["pow.Tensor_Scalar", "gt.Scalar"]),
     ("softmax", lambda e: e.x.softmax(-1), ["_softmax.default"]),
     ("log_softmax", lambda e: e.x.log_softmax(1), ["_log_softmax.default"]),
     ("gelu_relu", lambda e: e.F.gelu(e.F.relu(e.x), approximate="tanh"),
      ["relu.default", "gelu.default"]),
     ("layer_norm", lambda e: e.F.layer_norm(e.x, (3,)), ["native_layer_norm.default"]),
     ("masked_fill", lambda e: e.x.masked_fill(e.x > 2, 0.0),
-     ["gt.Tensor", "masked_fill.Scalar"]),
+     ["gt.Scalar", "masked_fill.Scalar"]),
     ("fill_masked_fill_with_tensor",
      lambda e: e.x.clone().fill_(e.x[0, 0]).masked_fill_(e.x > 2, e.x[1, 1]),
-     ["clone.default", "select.int", "select.int", "fill_.Tensor", "gt.Tensor", "select.int",
+     ["clone.default", "select.int", "select.int", "fill_.Tensor", "gt.Scalar", "select.int",
       "select.int", "masked_fill_.Tensor"]),
     ("add_div_out", lambda e: (e.m.add(e.x, e.x, out=e.x3[0, :2, :3]),
                                e.m.div(e.x, e.x, rounding_mode="floor", out=e.x3[1, :2, :3])),
@@ -197,7 +192,7 @@ PROGRAMS = [
       "slice.Tensor", "div.out_mode"]),
     ("resize_as_", lambda e: e.x.clone().resize_as_(e.x3), ["clone.default", "resize_as_.default"]),
     ("where", lambda e: e.m.where(e.x > 2, e.x, e.x * 2),
-     ["gt.Tensor", "mul.Tensor", "where.self"]),
+     ["gt.Scalar", "mul.Tensor", "where.self"]),
     ("cat_stack", lambda e: e.m.stack([e.m.cat([e.x, e.x]), e.m.cat([e.x, e.x])]),
      ["cat.default", "cat.default", "stack.default"]),
     ("embedding", lambda e: e.F.embedding(e.idx, e.w), ["embedding.default"]),

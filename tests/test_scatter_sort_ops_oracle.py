@@ -156,9 +156,7 @@ class TorchRecorder(TorchDispatchMode):
         self.ops = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = f"{func._overloadpacket.__name__}.{func._overloadname}"
-        # We have no Scalar overloads (test_op_streams_oracle.py): ``x > 0`` is gt.Tensor.
-        self.ops.append(name.replace("gt.Scalar", "gt.Tensor"))
+        self.ops.append(f"{func._overloadpacket.__name__}.{func._overloadname}")
         return func(*args, **(kwargs or {}))
 
 

@@ -49,6 +49,9 @@ _POINTWISE = {
     ops.add.Tensor, ops.sub.Tensor, ops.mul.Tensor, ops.div.Tensor, ops.pow.Tensor_Tensor,
     ops.maximum.default, ops.minimum.default, ops.eq.Tensor, ops.ne.Tensor, ops.lt.Tensor,
     ops.le.Tensor, ops.gt.Tensor, ops.ge.Tensor, ops._to_copy.default, ops.clone.default,
+    # a Python number on the right: ``m ** 2``, ``m > 0``, ``1 - m`` (PyTorch's overloads)
+    ops.pow.Tensor_Scalar, ops.eq.Scalar, ops.ne.Scalar, ops.lt.Scalar, ops.le.Scalar,
+    ops.gt.Scalar, ops.ge.Scalar, ops.rsub.Scalar,
 }
 # reduction -> does the fill value have to be the largest value (amin) or the lowest (amax)?
 # None: the fill is 0 (sum, mean).

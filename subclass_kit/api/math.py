@@ -51,12 +51,13 @@ def _out_overload(op):
     return None
 
 
-def _export(name, fn, method=True, op=None):
+def _export(name, fn, method=True, op=None, scalar_op=None):
     """Install ``fn`` as ``sk.<name>`` (and ``Tensor.<name>``). ``op``: ``fn(self, *args)`` is
-    exactly ``op(self, *args)`` for tensor/number positional arguments, so the method may take
+    exactly ``op(self, *args)`` for tensor/number positional arguments (``scalar_op(self,
+    *args)`` when the first of ``args`` is a Python number), so the method may take
     ``op_method``'s direct path to the kernel."""
     if op is not None and method:
-        public = op_method(op, fn, name)
+        public = op_method(op, fn, name, scalar_op=scalar_op)
     else:
         public = public_api(fn)
         public.__name__ = public.__qualname__ = name
@@ -191,6 +192,8 @@ def _binary(name, numbers_first=False, numbers_second=True):
     inplace = (packet._overloads.get(op.overload) or packet._overloads.get("Tensor")
                if packet is not None else None)
 
+    number_other, number_self = (_scalar_overload(op, n) for n in _SCALAR.get(name, ((), ())))
+
     def fn(input, other, *, out=None):
         if not numbers_first:
             if name in _COMPARISONS and not isinstance(input, Tensor):
@@ -203,22 +206,48 @@ def _binary(name, numbers_first=False, numbers_second=True):
             _need_tensor(name, "other", 2, other)
         elif other is None:
             raise type_error(name, "other", "Tensor", other, 2)
+        functional, with_out = op, out_op
+        if number_other and other.__class__ in _NUMBER and isinstance(input, Tensor):
+            functional, with_out = number_other
+        elif number_self and input.__class__ in _NUMBER:
+            functional, with_out = number_self
         if out is None:
-            return op(input, other)
-        return out_op(input, other, out=out)
+            return functional(input, other)
+        return with_out(input, other, out=out)
 
     fn.__doc__ = (f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion "
                   f"(``torch.{name}``); ``out=`` writes into ``out``.")
     _export(name, fn)
     if inplace is not None:
+        inplace_number = packet._overloads.get("Scalar") if number_other else None
+
         def fn_(self, other):
             if not numbers_second:
                 _need_tensor(name + "_", "other", 1, other)
             elif other is None:     # (op_method's slow path: not a number)
                 raise type_error(name + "_", "other", "Tensor", other, 1)
+            if inplace_number is not None and other.__class__ in _NUMBER:
+                return inplace_number(self, other)
             return inplace(self, other)
         fn_.__doc__ = f"In-place ``{name}``: the result is cast to ``self``'s dtype if allowed."
-        _export(name + "_", fn_, op=inplace if numbers_second else None)
+        _export(name + "_", fn_, op=inplace if numbers_second else None,
+                scalar_op=inplace_number)
+
+
+# The Scalar overloads PyTorch's Python API picks for a Python number: name -> (overload for a
+# number ``other``, for a number ``self``); ``()`` where there is none (``mul``: ``mul.Tensor``).
+_SCALAR = {**{n: (("Scalar",), ()) for n in ("eq", "ne", "lt", "le", "gt", "ge", "fmod")},
+           **{n: (("Scalar",), ("Scalar_Tensor",))
+              for n in ("remainder", "bitwise_and", "bitwise_or", "bitwise_xor")}}
+
+
+def _scalar_overload(op, names):
+    """``(functional, out=)`` overloads of ``op``'s packet named ``names[0]`` (and
+    ``names[0] + "_out"``), or None for ``()``."""
+    if not names:
+        return None
+    overloads = op.overloadpacket._overloads
+    return overloads[names[0]], overloads[names[0] + "_out"]
 
 
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -308,25 +337,18 @@ divide = true_divide = div
 __all__ += ["divide", "true_divide"]
 
 
-def floor_divide(input, other, *, out=None):
-    """``input // other`` rounding toward minus infinity (``div(..., rounding_mode="floor")``)."""
-    return div(input, other, rounding_mode="floor", out=out)
-
-
-def floor_divide_(self, other):
-    """In-place ``floor_divide``."""
-    return ops.div_.Tensor_mode(self, other, rounding_mode="floor")
-
-
-_export("floor_divide", floor_divide)
-_export("floor_divide_", floor_divide_)
-
-
 def pow(input, exponent, *, out=None):
     """``input ** exponent``; either may be a number. Integer tensors to negative integer
     (Python) powers raise RuntimeError, negative tensor exponents give 0 / +-1 like PyTorch."""
     if not isinstance(input, Tensor):
         _need_tensor("pow", "exponent", 2, exponent)
+        if out is not None:
+            return ops.pow.Scalar_out(input, exponent, out=out)
+        return ops.pow.Scalar(input, exponent)
+    if exponent.__class__ in _NUMBER:
+        if out is not None:
+            return ops.pow.Tensor_Scalar_out(input, exponent, out=out)
+        return ops.pow.Tensor_Scalar(input, exponent)
     if out is not None:
         return ops.pow.Tensor_Tensor_out(input, exponent, out=out)
     return ops.pow.Tensor_Tensor(input, exponent)
@@ -334,11 +356,13 @@ def pow(input, exponent, *, out=None):
 
 def pow_(self, exponent):
     """In-place ``pow``."""
+    if exponent.__class__ in _NUMBER:
+        return ops.pow_.Scalar(self, exponent)
     return ops.pow_.Tensor_Tensor(self, exponent)
 
 
-_export("pow", pow)
-_export("pow_", pow_)
+_export("pow", pow, op=ops.pow.Tensor_Tensor, scalar_op=ops.pow.Tensor_Scalar)
+_export("pow_", pow_, op=ops.pow_.Tensor_Tensor, scalar_op=ops.pow_.Scalar)
 
 
 _CLAMP_COMBO = (
@@ -446,146 +470,3 @@ def copy_(self, src, non_blocking=False):
 _export("zero_", zero_)
 _export("fill_", fill_)
 _export("copy_", copy_)
-
-
-# -- operators -------------------------------------------------------------------------------
-def _operator(name, impl, op=None, reflected=False):
-    op = overload_of(op)            # a packet: the overload its call runs
-    if op is not None and not op.decomposition:
-        public = op_method(op, impl, name, reflected)
-    else:
-        public = public_api(impl)
-        public.__name__ = public.__qualname__ = name
-    setattr(Tensor, name, public)
-
-
-def _binary_operator(name, op, reflected=False, **kwargs):
-    """``Tensor.__add__`` and friends: NotImplemented for operands that are neither tensors nor
-    numbers, and for a TypeError raised while dispatching (every subclass handler or mode
-    declined, or one raised it), so Python raises its usual "unsupported operand" TypeError
-    (``==``/``!=`` compare identity), as PyTorch's ``TypeError_to_NotImplemented_`` does."""
-    op = overload_of(op)            # a packet: the overload its call runs
-    if reflected:
-        def impl(self, other):
-            if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
-                return NotImplemented
-            try:
-                return op(other, self, **kwargs)
-            except TypeError:
-                return NotImplemented
-    elif kwargs:
-        def impl(self, other):
-            if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
-                return NotImplemented
-            try:
-                return op(self, other, **kwargs)
-            except TypeError:
-                return NotImplemented
-    else:
-        def impl(self, other):
-            if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
-                return NotImplemented
-            try:
-                return op(self, other)
-            except TypeError:
-                return NotImplemented
-    _operator(name, impl, None if kwargs else op, reflected)
-
-
-# The operators call what PyTorch's ``Tensor`` operators call (``torch/_tensor.py`` and the
-# C++ bindings), so a handler sees the same op with the tensor where PyTorch puts it:
-# ``2 + x`` / ``2 * x`` / ``2 & x`` are ``op(x, 2)``; ``2 // x``, ``2 % x`` and ``2 ** x`` keep
-# the number first (``floor_divide(2, x)``; PyTorch's ``remainder.Scalar_Tensor`` and
-# ``pow.Scalar`` there); ``2 - x`` is ``rsub(x, 2)`` and ``2 / x`` is ``reciprocal(x) * 2``
-# (its values are that product's, not a division's).
-for _name, _op in (("add", ops.add), ("sub", ops.sub), ("mul", ops.mul), ("truediv", ops.div),
-                   ("floordiv", ops.floor_divide), ("mod", ops.remainder), ("pow", ops.pow),
-                   ("and", ops.bitwise_and), ("or", ops.bitwise_or),
-                   ("xor", ops.bitwise_xor)):
-    _binary_operator(f"__{_name}__", _op)
-for _name, _op in (("add", ops.add), ("mul", ops.mul), ("and", ops.bitwise_and),
-                   ("or", ops.bitwise_or), ("xor", ops.bitwise_xor)):
-    _binary_operator(f"__r{_name}__", _op)
-for _name, _op in (("floordiv", ops.floor_divide), ("mod", ops.remainder), ("pow", ops.pow)):
-    _binary_operator(f"__r{_name}__", _op, reflected=True)
-for _name, _op in (
-        ("add", ops.add_), ("sub", ops.sub_), ("mul", ops.mul_), ("truediv", ops.div_),
-        ("floordiv", ops.floor_divide_.Tensor), ("mod", ops.remainder_), ("pow", ops.pow_),
-        ("and", ops.bitwise_and_), ("or", ops.bitwise_or_), ("xor", ops.bitwise_xor_)):
-    _binary_operator(f"__i{_name}__", _op)
-
-
-def _rsub_operator(self, other):
-    """``other - self`` for a Python number (or tensor) ``other``: ``rsub``, as PyTorch's
-    ``Tensor.__rsub__``."""
-    if other.__class__ in _NUMBER:
-        op = ops.rsub.Scalar
-    elif isinstance(other, Tensor):
-        op = ops.rsub.Tensor
-    else:
-        return NotImplemented
-    try:
-        return op(self, other)
-    except TypeError:
-        return NotImplemented
-
-
-def _rtruediv_operator(self, other):
-    """``other / self``: ``self.reciprocal() * other``, as PyTorch's ``Tensor.__rtruediv__``
-    (so ``7 / x`` rounds twice, as there)."""
-    if other.__class__ not in _NUMBER and not isinstance(other, Tensor):
-        return NotImplemented
-    try:
-        return ops.mul.Tensor(ops.reciprocal.default(self), other)
-    except TypeError:
-        return NotImplemented
-
-
-_operator("__rsub__", _rsub_operator)
-_operator("__rtruediv__", _rtruediv_operator)
-
-
-def rsub(input, other, *, alpha=1):
-    """``other - alpha * input`` (``torch.rsub``): ``rsub.Tensor`` for a tensor ``other``,
-    ``rsub.Scalar`` for a number. Raises what ``sub`` raises (bool operands, a float
-    ``alpha`` with integral inputs)."""
-    _need_tensor("rsub", "input", 1, input)
-    if isinstance(other, Tensor):
-        if alpha.__class__ is int and alpha == 1:
-            return ops.rsub.Tensor(input, other)
-        return ops.rsub.Tensor(input, other, alpha=alpha)
-    if alpha.__class__ is int and alpha == 1:
-        return ops.rsub.Scalar(input, other)
-    return ops.rsub.Scalar(input, other, alpha)
-
-
-_export("rsub", rsub, method=False)
-
-
-for _name, _op in (("eq", ops.eq), ("ne", ops.ne), ("lt", ops.lt), ("le", ops.le),
-                   ("gt", ops.gt), ("ge", ops.ge)):
-    _binary_operator(f"__{_name}__", _op)
-
-
-def _neg(self):
-    return ops.neg.default(self)
-
-
-def _pos(self):
-    if self._dtype is dt.bool_:
-        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
-    return self
-
-
-def _invert(self):
-    if self._dtype.is_floating_point:
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
-                        "tensors")
-    return ops.bitwise_not.default(self)
-
-
-_operator("__neg__", _neg)
-_operator("__pos__", _pos)
-_operator("__abs__", lambda self: ops.abs.default(self))
-_operator("__invert__", _invert)
-Tensor.__hash__ = object.__hash__

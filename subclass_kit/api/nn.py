@@ -277,7 +277,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         eps = _EPS.get(compute.name, _EPS["float32"])
     dims = [input.ndim - 1 - i for i in range(len(shape))]
     rstd = ops.rsqrt.default(
-        ops.add_.Tensor(ops.mean.dim(ops.pow.Tensor_Tensor(x, 2), dims, True), eps))
+        ops.add_.Tensor(ops.mean.dim(ops.pow.Tensor_Scalar(x, 2), dims, True), eps))
     result = ops.mul.Tensor(x, rstd)
     if compute is not input.dtype:
         result = ops._to_copy.default(result, dtype=input.dtype)

@@ -18,12 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import ops, register_kernel
-from ..storage import META
+from ..storage import META, round_to_bfloat16
 from ._common import Spec, resize_out
-from ._iter_layout import contig
+from ._iter_layout import alloc, contig
 from ._scalars import cpp_name
 from . import _pointwise_fns as fns
-from .pointwise import _NOT_BOOL, _Info, _register, _register_inplace
+from .pointwise import _NOT_BOOL, _Info, _fast_dtypes, _register, _register_inplace
 
 
 def _floor(out, a, b):
@@ -108,3 +108,96 @@ for _device in ("cpu", "meta"):
     register_kernel(ops.rsub.Tensor_out, _device)(_tensor_out)
     register_kernel(ops.rsub.Scalar, _device)(_scalar_overload(_tensor))
     register_kernel(ops.rsub.Scalar_out, _device)(_scalar_out(_tensor_out))
+
+
+# The Scalar overloads (``pow.Tensor_Scalar``, ``eq.Scalar``, ``remainder.Scalar_Tensor``...)
+# compute as their Tensor overload does with a Python number in that position: the kernels
+# already take numbers there (a wrapped number; ``pow``'s exponent a parameter).
+_SCALAR_OVERLOADS = {
+    ops.pow.Tensor_Tensor: ("Tensor_Scalar", "Scalar"),
+    ops.remainder.Tensor: ("Scalar", "Scalar_Tensor"),
+    ops.fmod.Tensor: ("Scalar",),
+    **{getattr(ops, n).Tensor: ("Scalar",) for n in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{getattr(ops, n).Tensor: ("Scalar", "Scalar_Tensor")
+       for n in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+}
+
+
+def _pow_scalar(out, a, b):
+    """``pow.Tensor_Scalar``'s compute: PyTorch's ``pow_tensor_scalar_optimized_kernel`` takes
+    a floating tensor to the power 3 as ``x * x * x`` and to -2 as ``1 / (x * x)``, each
+    product rounded in the dtype (not ``powf``'s one rounding)."""
+    if not isinstance(b, np.ndarray) and b.__class__ is not bool and out.dtype.kind == "f":
+        if b == 3:      # (``out`` may be ``a``: the in-place ``pow_``)
+            np.multiply(np.multiply(a, a), a, out=out)
+            return
+        if b == -2:
+            np.divide(1, np.multiply(a, a), out=out)
+            return
+    fns.pow(out, a, b)
+
+
+def _pow_scalar_bfloat16(out, a, b):
+    """bfloat16 ``pow.Tensor_Scalar`` (``a``: float32 values): the products of 3 and -2 are
+    rounded to bfloat16 in between, and another exponent is first rounded to bfloat16, as the
+    kernel's ``exp_scalar.to<BFloat16>()`` (0.5, -0.5 and -1 take the sqrt, rsqrt and
+    reciprocal kernels, which round once)."""
+    if not isinstance(b, np.ndarray) and b.__class__ is not bool:
+        if b == 3:
+            np.multiply(round_to_bfloat16(np.multiply(a, a)), a, out=out)
+            return
+        if b == -2:
+            np.divide(1, round_to_bfloat16(np.multiply(a, a)), out=out)
+            return
+        if b not in (0.5, -0.5, -1):
+            b = float(round_to_bfloat16(np.float32(b)))
+    fns.pow(out, a, b)
+
+
+def _pow_scalar_float16(out, a, b):
+    """float16 ``pow.Tensor_Scalar``: ``std::pow`` of the exponent rounded to float16."""
+    if not isinstance(b, np.ndarray) and b.__class__ is not bool:
+        b = float(np.float16(b))
+    fns.pow(out, a, b)
+
+
+_POW_SCALAR = _Info("pow", "promote", _pow_scalar, check=fns.check_pow, post=fns.post_pow,
+                    opmath=True, wrapped=False, bfloat16_fn=_pow_scalar_bfloat16,
+                    float16_fn=_pow_scalar_float16)
+for _tensor_op, _names in _SCALAR_OVERLOADS.items():
+    for _name in _names:
+        _overload = _tensor_op.overloadpacket._overloads[_name]
+        _register(_overload, _POW_SCALAR if _name == "Tensor_Scalar" else _tensor_op.info)
+_register_inplace(ops.pow_.Scalar, _POW_SCALAR, ops.pow.Tensor_Scalar.fill,
+                  _fast_dtypes(_POW_SCALAR))
+# PyTorch generates the out= of the Scalar-self overloads ("autogen"): see _autogen_out.
+for _packet in (ops.remainder, ops.bitwise_and, ops.bitwise_or, ops.bitwise_xor):
+    for _device in ("cpu", "meta"):
+        register_kernel(_packet.Scalar_Tensor_out, _device)(_autogen_out(
+            _packet.Scalar_Tensor._kernels[_device], f"{_packet.Scalar_Tensor.name}.out"))
+
+
+def _contiguous(t):
+    """A contiguous copy of tensor ``t`` (``t`` itself when it already is), made below
+    dispatch as a kernel makes its operands."""
+    sizes = t._layout.sizes
+    if t._layout.strides == contig(sizes):
+        return t
+    c = alloc(sizes, contig(sizes), t._dtype, t._storage.device)
+    if t._storage.device is not META:
+        np.copyto(c._array(), t._array())
+    return c
+
+
+def _contiguous_result(kernel):
+    """``pow.Scalar`` (and its out=): PyTorch's structured meta function gives the result the
+    exponent's sizes with contiguous strides (not TensorIterator's layout of the exponent):
+    the kernel runs on a contiguous exponent."""
+    def wrapped(self, exponent, **kwargs):
+        return kernel(self, _contiguous(exponent), **kwargs)
+    return wrapped
+
+
+for _device in ("cpu", "meta"):
+    for _op in (ops.pow.Scalar, ops.pow.Scalar_out):
+        register_kernel(_op, _device)(_contiguous_result(_op._kernels[_device]))

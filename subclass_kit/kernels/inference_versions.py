@@ -221,6 +221,9 @@ BUMPS: dict = {
         2 if self._layout.numel() else 1),
     "baddbmm.default": _if(lambda out, self, b1, b2, *, beta=1, alpha=1: beta != 0),
     "pow.Tensor_Tensor": _if(lambda out, self, exponent: not isinstance(self, Tensor)),
+    "pow.Scalar": 1,
+    # pow.Tensor_Scalar_out: ``out.fill_(1)`` for the exponent 0, ``out.copy_(base)`` for 1
+    "pow.Tensor_Scalar": _if(lambda out, self, exponent: exponent == 0 or exponent == 1),
     "addmm.default": _addmm,
     "bmm.default": _empty_contraction,
     "mm.default": _empty_contraction,

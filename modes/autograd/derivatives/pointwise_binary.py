@@ -48,22 +48,42 @@ def _pow(ctx, grad):
     if _wants(ctx, 0, "self"):
         if _tensor(e):     # pow_backward_self
             g_self = sk.where(e == 0.0, 0.0, grad * (e * x.pow(e - 1)))
-        elif e == 0:       # pow_backward with a Scalar exponent
-            g_self = sk.zeros_like(grad)
         else:
-            g_self = grad * (e * x.pow(e - 1))
+            g_self = _pow_self_grad(grad, x, e)
     if _wants(ctx, 1, "exponent"):
         r = ctx.result
         if _tensor(x):     # pow_backward_exponent: d/de at x == 0, e >= 0 is 0 by continuity
             cond = sk.logical_and(x == 0, e >= 0)
             g_exp = grad * sk.where(cond, 0.0, r * x.log())
-        else:              # Scalar base: log of the number (NaN below 0, as C's log)
-            log_base = math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
-            if x == 0:
-                g_exp = grad * sk.where(e >= 0, 0.0, r * log_base)
-            else:
-                g_exp = grad * (r * log_base)
+        else:
+            g_exp = _pow_exponent_grad(grad, x, e, r)
     return g_self, g_exp
+
+
+def _pow_self_grad(grad, x, e):
+    """PyTorch's ``pow_backward`` for a Scalar exponent ``e``."""
+    if e == 0:
+        return sk.zeros_like(grad)
+    return grad * (e * x.pow(e - 1))
+
+
+def _pow_exponent_grad(grad, base, e, result):
+    """PyTorch's ``pow_backward_exponent`` for a Scalar ``base``: the log of the number (NaN
+    below 0, as C's log); at base 0 the gradient is 0 where ``e >= 0``."""
+    log_base = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
+    if base == 0:
+        return grad * sk.where(e >= 0, 0.0, result * log_base)
+    return grad * (result * log_base)
+
+
+@derivative("pow.Tensor_Scalar", "PowBackward0", save=("self",))
+def _pow_tensor_scalar(ctx, grad):
+    return _pow_self_grad(grad, ctx.self, ctx.exponent)
+
+
+@derivative("pow.Scalar", "PowBackward2", inputs=("exponent",), save=("exponent", "result"))
+def _pow_scalar(ctx, grad):
+    return _pow_exponent_grad(grad, ctx.self, ctx.exponent, ctx.result)
 
 
 @derivative("div.Tensor_mode", "DivBackward2", inputs=("self", "other"), save=("self", "other"))
@@ -104,6 +124,21 @@ def _rsub_scalar(ctx, grad):
 @derivative("floor_divide.default", _NOT_IMPLEMENTED, inputs=("self", "other"))
 def _floor_divide(ctx, grad):
     _not_implemented("floor_divide")     # as in PyTorch: no formula, the node raises
+
+
+@derivative("remainder.Scalar", "RemainderBackward0")
+def _remainder_scalar(ctx, grad):
+    return grad
+
+
+@derivative("remainder.Scalar_Tensor", _NOT_IMPLEMENTED, inputs=("other",))
+def _remainder_scalar_tensor(ctx, grad):
+    _not_implemented("remainder")     # as in PyTorch: no formula, the node raises
+
+
+@derivative("fmod.Scalar", "FmodBackward0")
+def _fmod_scalar(ctx, grad):
+    return grad
 
 
 @derivative("fmod.Tensor", "FmodBackward1", inputs=("self", "other"), save=("self", "other"),
@@ -270,6 +305,7 @@ def _addcdiv(ctx, grad):
 # -- predicates and integer ops: outputs never require grad -----------------------------------
 non_differentiable(
     "eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor",
+    "eq.Scalar", "ne.Scalar", "lt.Scalar", "le.Scalar", "gt.Scalar", "ge.Scalar",
     reason="comparison: boolean output")
 non_differentiable(
     "logical_and.default", "logical_or.default", "logical_xor.default", "logical_not.default",
@@ -277,5 +313,7 @@ non_differentiable(
     reason="predicate: boolean output")
 non_differentiable(
     "bitwise_and.Tensor", "bitwise_or.Tensor", "bitwise_xor.Tensor", "bitwise_not.default",
+    "bitwise_and.Scalar", "bitwise_or.Scalar", "bitwise_xor.Scalar",
+    "bitwise_and.Scalar_Tensor", "bitwise_or.Scalar_Tensor", "bitwise_xor.Scalar_Tensor",
     "gcd.default", "lcm.default",
     reason="integral or boolean inputs only")
