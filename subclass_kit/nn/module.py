@@ -182,7 +182,7 @@ class Module:
         elif isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._drop(name)
+            self._drop(name, "_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -192,7 +192,7 @@ class Module:
         elif isinstance(value, Module):
             if d.get("_modules") is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._drop(name)
+            self._drop(name, "_modules")
             d["_modules"][name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
@@ -209,11 +209,12 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _drop(self, name: str) -> None:
-        d = self.__dict__
+    def _drop(self, name: str, keep: str) -> None:
+        d = self.__dict__   # the slot in ``keep`` stays: a reassigned name keeps its place
         d.pop(name, None)
         for store in ("_parameters", "_buffers", "_modules"):
-            d[store].pop(name, None)
+            if store != keep:
+                d[store].pop(name, None)
         d["_non_persistent_buffers_set"].discard(name)
 
     def __delattr__(self, name: str) -> None:
@@ -493,7 +494,8 @@ class Module:
                 continue
             with no_grad():
                 new = fn(p)
-            if new.device == p.device and type(new) is Tensor:
+            if new.device == p.device and (type(new) is Tensor or (
+                    type(new) is type(p) and not new._storage._dataless)):
                 p.data = new            # same object, as PyTorch's set_data path
                 if p.grad is not None:
                     p.grad.data = fn(p.grad)
