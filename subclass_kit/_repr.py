@@ -182,7 +182,8 @@ def _grad_suffix(t) -> list:
 def tensor_repr(t, plain: bool = False) -> str:
     """``repr(t)`` in PyTorch's format; see the module docstring. A subclass instance prints
     its class name instead of ``tensor`` (``Sub([0., 1.])``), as PyTorch's ``_str_intern``,
-    unless ``plain`` (``nn.Parameter``'s body is the plain tensor's repr)."""
+    unless ``plain`` (``nn.Parameter``'s body is the plain tensor's repr); a subclass instance
+    that is a parameter prints inside ``Parameter(...)``, as there."""
     from .tensor import Tensor      # tensor.py imports this module lazily
     prefix = "tensor(" if plain or type(t) is Tensor else f"{type(t).__name__}("
     indent = len(prefix)
@@ -210,4 +211,9 @@ def tensor_repr(t, plain: bool = False) -> str:
         if t._dtype not in (dt.get_default_dtype(), dt.int64, dt.bool_):
             suffixes.append(f"dtype=sk.{t._dtype.name}")
     suffixes += _grad_suffix(t)
-    return _add_suffixes(prefix + body, suffixes, indent)
+    out = _add_suffixes(prefix + body, suffixes, indent)
+    if not plain and type(t) is not Tensor:
+        from .nn.parameter import Parameter
+        if type(t) is not Parameter and isinstance(t, Parameter):
+            out = f"Parameter({out})"
+    return out

@@ -16,7 +16,7 @@ _WHERE = {
                                    "Dropout", "GELU", "ReLU", "SiLU", "Tanh", "Sigmoid",
                                    "Softmax", "LogSoftmax")},
 }
-_SUBMODULES = ("init", "utils", "parameter", "module", "containers", "layers")
+_SUBMODULES = ("init", "utils", "parameter", "module", "containers", "layers", "hooks")
 
 __all__ = ["functional", *_SUBMODULES[:2], *_WHERE]
 

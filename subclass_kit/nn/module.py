@@ -17,15 +17,16 @@ from typing import Callable, Iterator
 from ..api.creation import empty as _empty
 from ..grad_mode import no_grad
 from ..tensor import Tensor
+from . import hooks as _hooks
+from .hooks import (ModuleHooks, RemovableHandle, register_module_backward_hook,  # noqa: F401
+                    register_module_forward_hook, register_module_forward_pre_hook,
+                    register_module_full_backward_hook, register_module_full_backward_pre_hook)
 from .parameter import Parameter
 
 __all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
-           "register_module_forward_pre_hook"]
+           "register_module_forward_pre_hook", "register_module_full_backward_hook",
+           "register_module_full_backward_pre_hook", "register_module_backward_hook"]
 
-# Hooks run around the forward of every module (PyTorch's global module hooks, what
-# ``torch.utils.module_tracker`` and ``FlopCounterMode`` use): id -> (hook, with_kwargs).
-_global_forward_pre_hooks: dict = OrderedDict()
-_global_forward_hooks: dict = OrderedDict()
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` returns (PyTorch's ``_IncompatibleKeys``, same repr)."""
@@ -54,54 +55,7 @@ def _addindent(s: str, spaces: int) -> str:
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
 
 
-class RemovableHandle:
-    """Returned by the ``register_*_hook`` methods; ``remove()`` unregisters the hook (PyTorch's
-    ``torch.utils.hooks.RemovableHandle``). Usable as a context manager."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: dict):
-        self._hooks = hooks
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
-def _register_hook(hooks: dict, hook, prepend: bool, extra) -> RemovableHandle:
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = (hook, extra)
-    if prepend:
-        hooks_items = list(hooks.items())
-        hooks.clear()
-        hooks[handle.id] = (hook, extra)
-        hooks.update((k, v) for k, v in hooks_items if k != handle.id)
-    return handle
-
-
-def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
-    """``hook(module, args)`` runs before the forward of every module, before the module's own
-    pre-hooks; a non-None result replaces the arguments (PyTorch's
-    ``torch.nn.modules.module.register_module_forward_pre_hook``). ``remove()`` the handle."""
-    return _register_hook(_global_forward_pre_hooks, hook, False, False)
-
-
-def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False) -> RemovableHandle:
-    """``hook(module, args, output)`` (or ``(module, args, kwargs, output)`` with
-    ``with_kwargs``) runs after the forward of every module, before the module's own forward
-    hooks; a non-None result replaces the output (PyTorch's
-    ``torch.nn.modules.module.register_module_forward_hook``)."""
-    return _register_hook(_global_forward_hooks, hook, False, with_kwargs)
-
-
-class Module:
+class Module(ModuleHooks):
     """Base class of all modules (PyTorch's ``nn.Module``): assign ``Parameter``s, buffers
     (``register_buffer``) and submodules as attributes in ``__init__`` after calling
     ``super().__init__()``, and define ``forward``; call the module to run it with its hooks.
@@ -123,47 +77,22 @@ class Module:
         set_(self, "_modules", {})
         set_(self, "_forward_pre_hooks", OrderedDict())
         set_(self, "_forward_hooks", OrderedDict())
+        set_(self, "_backward_pre_hooks", OrderedDict())
+        set_(self, "_backward_hooks", OrderedDict())
+        set_(self, "_is_full_backward_hook", None)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   '"forward" function')
 
-    # -- calling --------------------------------------------------------------------------
+    # -- calling (the hooks: hooks.py) ----------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or _global_forward_pre_hooks
-                or _global_forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks or _hooks._global_forward_pre_hooks
+                or _hooks._global_forward_hooks or _hooks._global_backward_hooks
+                or _hooks._global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        pre = [*_global_forward_pre_hooks.values(), *self._forward_pre_hooks.values()]
-        for hook, with_kwargs in pre:
-            if with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {result}.")
-                    args, kwargs = result
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        out = self.forward(*args, **kwargs)
-        for hook, with_kwargs in [*_global_forward_hooks.values(), *self._forward_hooks.values()]:
-            result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
-            if result is not None:
-                out = result
-        return out
-
-    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
-                                  with_kwargs: bool = False) -> RemovableHandle:
-        """``hook(module, args)`` (or ``(module, args, kwargs)`` with ``with_kwargs``) runs
-        before ``forward``; a non-None result replaces the arguments."""
-        return _register_hook(self._forward_pre_hooks, hook, prepend, with_kwargs)
-
-    def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
-                              with_kwargs: bool = False) -> RemovableHandle:
-        """``hook(module, args, output)`` (or ``(module, args, kwargs, output)``) runs after
-        ``forward``; a non-None result replaces the output."""
-        return _register_hook(self._forward_hooks, hook, prepend, with_kwargs)
+        return _hooks._call_hooked(self, args, kwargs)
 
     # -- attributes -------------------------------------------------------------------------
     def __getattr__(self, name: str):
@@ -182,7 +111,7 @@ class Module:
         elif isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._drop(name)
+            self._drop(name, "_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -192,7 +121,7 @@ class Module:
         elif isinstance(value, Module):
             if d.get("_modules") is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._drop(name)
+            self._drop(name, "_modules")
             d["_modules"][name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
@@ -209,11 +138,12 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _drop(self, name: str) -> None:
-        d = self.__dict__
+    def _drop(self, name: str, keep: str) -> None:
+        d = self.__dict__   # the slot in ``keep`` stays: a reassigned name keeps its place
         d.pop(name, None)
         for store in ("_parameters", "_buffers", "_modules"):
-            d[store].pop(name, None)
+            if store != keep:
+                d[store].pop(name, None)
         d["_non_persistent_buffers_set"].discard(name)
 
     def __delattr__(self, name: str) -> None:
@@ -493,7 +423,8 @@ class Module:
                 continue
             with no_grad():
                 new = fn(p)
-            if new.device == p.device and type(new) is Tensor:
+            if new.device == p.device and (type(new) is Tensor or (
+                    type(new) is type(p) and not new._storage._dataless)):
                 p.data = new            # same object, as PyTorch's set_data path
                 if p.grad is not None:
                     p.grad.data = fn(p.grad)

@@ -4,6 +4,10 @@ PyTorch's ``torch.nn.Parameter``: a direct ("is-a") subclass sharing the storage
 is made from, ``requires_grad=True`` by default. Like PyTorch's, it opts out of the function
 level (``__tensor_function__ = disabled_tensor_function``), so ``p * 2`` and ``p.t()`` are plain
 ``Tensor``s: an expression of a parameter is not a parameter of any module.
+
+A tensor subclass instance stays of its own class when made a parameter (PyTorch's custom-tensor
+path): ``Parameter(Sub(...))`` is a detached ``Sub`` flagged ``_is_param``, and the metaclass
+makes ``isinstance(t, Parameter)`` true for such a flagged tensor.
 """
 
 from __future__ import annotations
@@ -13,17 +17,37 @@ from .._state import flags
 from ..layout import contiguous_strides
 from ..storage import META
 from ..subclass import make_subclass
+from ..hooks import TensorType
 from ..tensor import Tensor, disabled_tensor_function
 
 __all__ = ["Parameter", "Buffer", "is_parameter"]
 
 
-class Parameter(Tensor):
+class _ParameterMeta(TensorType):
+    """Parameter's metaclass (PyTorch's ``_ParameterMeta``): ``isinstance(t, Parameter)`` is
+    also true for a tensor of another class flagged ``_is_param`` (a subclass parameter)."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Parameter and isinstance(instance, Tensor) and getattr(
+                instance, "_is_param", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A module parameter (PyTorch's ``nn.Parameter``).
 
-    ``Parameter(data=None, requires_grad=True)``: shares ``data``'s storage and version counter
-    (no copy); ``data=None`` gives an empty float tensor. The result is a leaf. Raises
-    RuntimeError for ``requires_grad=True`` on a non-floating ``data`` (as PyTorch).
+    ``Parameter(data=None, requires_grad=True)``: for a plain ``Tensor`` or ``Parameter``
+    ``data``, a ``cls`` instance sharing ``data``'s storage and version counter (no copy, and,
+    as PyTorch's ``_make_subclass``, no ``detach`` op for a mode to see); ``data=None`` gives an
+    empty float tensor. For any other class (a direct or wrapper subclass, or a subclass of
+    Parameter) PyTorch's custom-tensor path: ``data.detach().requires_grad_(requires_grad)``,
+    flagged ``_is_param = True`` and returned as is, so it keeps its class (``cls`` is not
+    used). The result is a leaf.
+
+    Raises TypeError for a non-tensor ``data``; RuntimeError for ``requires_grad=True`` on a
+    non-floating ``data``, and when the subclass's ``detach`` returns another class (as
+    PyTorch).
     """
 
     __tensor_function__ = disabled_tensor_function
@@ -35,11 +59,22 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not "
                             f"{type(data).__name__}")
-        return make_subclass(cls, data.detach(), requires_grad)
+        if type(data) is Tensor or type(data) is Parameter:
+            return make_subclass(cls, data, requires_grad)     # a detached alias already
+        t = data.detach().requires_grad_(requires_grad)
+        if type(t) is not type(data):
+            raise RuntimeError(
+                f"Creating a Parameter from an instance of type {type(data).__name__} requires "
+                f"that detach() returns an instance of the same type, but return type "
+                f"{type(t).__name__} was found instead. To use the type as a Parameter, please "
+                "correct the detach() semantics defined by its __tensor_dispatch__() "
+                "implementation.")
+        t._is_param = True
+        return t
 
     def __repr__(self):
         from .._repr import tensor_repr
-        return "Parameter containing:\n" + tensor_repr(self, plain=True)
+        return "Parameter containing:\n" + tensor_repr(self, plain=type(self) is Parameter)
 
     def __deepcopy__(self, memo):
         if id(self) in memo:

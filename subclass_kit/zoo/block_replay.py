@@ -39,7 +39,7 @@ import gc
 import subclass_kit as sk
 
 from .._state import flags, tls
-from ..nn import module as _module
+from ..nn import hooks as _hooks
 from ..nn.module import Module
 from ..nn.parameter import Parameter
 
@@ -50,7 +50,8 @@ _META = sk.device("meta")
 _PLAIN = (int, float, str, bool, type(None))
 # Module.__dict__ entries that are stores, not attributes (compared through their contents).
 _STORES = frozenset(("_parameters", "_buffers", "_modules", "_forward_pre_hooks",
-                     "_forward_hooks", "_non_persistent_buffers_set", "training"))
+                     "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+                     "_non_persistent_buffers_set", "training"))
 
 
 class _Unsigned(Exception):
@@ -85,7 +86,8 @@ def _module_key(m: Module, top: bool):
     d = m.__dict__
     if not cls.__module__.startswith("subclass_kit.") or "forward" in d:
         raise _Unsigned
-    if (m._forward_pre_hooks or m._forward_hooks) and not top:
+    if ((m._forward_pre_hooks or m._forward_hooks) and not top) or m._backward_hooks \
+            or m._backward_pre_hooks:
         raise _Unsigned
     attrs = tuple([(k, _value_key(v)) for k, v in d.items() if k not in _STORES])
     params = tuple([(k, None if p is None else _tensor_key(p))
@@ -131,7 +133,8 @@ class BlockReplay:
         state = sk.mode_state()
         if (tally.points is not None or flags.interceptors != 1 or state.function_modes
                 or state.dispatch_modes != (tally,) or tls.trace is not None
-                or _module._global_forward_pre_hooks or _module._global_forward_hooks):
+                or _hooks._global_forward_pre_hooks or _hooks._global_forward_hooks
+                or _hooks._global_backward_hooks or _hooks._global_backward_pre_hooks):
             raise _Unsigned
         known = tally._known
         storages: list = []
