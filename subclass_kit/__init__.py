@@ -255,6 +255,10 @@ from .api.names import squeeze as squeeze  # noqa: E402
 from .api.names import strided as strided  # noqa: E402
 from .api.names import transpose as transpose  # noqa: E402
 from .api.names import unsqueeze as unsqueeze  # noqa: E402
+from .api.predicates import is_complex as is_complex  # noqa: E402
+from .api.predicates import is_floating_point as is_floating_point  # noqa: E402
+from .api.predicates import is_nonzero as is_nonzero  # noqa: E402
+from .api.predicates import is_signed as is_signed  # noqa: E402
 from . import utils as utils  # noqa: E402
 from .kernels import bitwise as _bitwise  # noqa: E402
 from .api.bitwise import bitwise_left_shift as bitwise_left_shift  # noqa: E402
