@@ -74,6 +74,7 @@ RENAMES: dict[str, str] = {
     # utilities
     "torch.utils._pytree": "subclass_kit.pytree",
     "torch.utils.weak": "subclass_kit.utils.weak",
+    "torch._prims_common": "subclass_kit.utils.prims_common",   # shape and dim helpers
     "torch.library": "subclass_kit.library",
     "torch.return_types": "subclass_kit.return_types",
 }

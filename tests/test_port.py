@@ -99,6 +99,13 @@ CASES = [
     ("import torch.autograd.graph as g\nfrom torch.autograd.grad_mode import no_grad\n",
      "import subclass_kit.autograd.graph as g\n"
      "from subclass_kit.autograd.grad_mode import no_grad\n"),
+    # torch._prims_common's shape helpers (the zoo's uint4_tensor.py)
+    ("import torch._prims_common as utils\ns = utils.infer_size(s, n)\n",
+     "import subclass_kit.utils.prims_common as utils\ns = utils.infer_size(s, n)\n"),
+    ("from torch._prims_common import canonicalize_dim\n",
+     "from subclass_kit.utils.prims_common import canonicalize_dim\n"),
+    ("import torch\nd = torch._prims_common.canonicalize_dim(2, -1)\n",
+     "import subclass_kit as sk\nd = sk.utils.prims_common.canonicalize_dim(2, -1)\n"),
     ("@dataclass\nclass A:\n    def f(self):\n        return self._make_subclass(A, x)\n",
      "import subclass_kit as sk\n@dataclass\nclass A:\n    def f(self):\n"
      "        return sk.make_subclass(A, x)\n"),
@@ -132,6 +139,9 @@ WARNINGS = [
      [(1, ["torch.autograd.forward_ad", "not in the installed"])]),
     ("from torch.autograd.forward_ad import dual_level\n",
      [(1, ["torch.autograd.forward_ad", "not in the installed"])]),
+    # a torch._prims_common helper we do not have
+    ("import torch._prims_common as utils\nk = utils.elementwise_dtypes(a)\n",
+     [(2, ["torch._prims_common.elementwise_dtypes", "not in the installed"])]),
     ("import torch\nt = torch.no_such_function_xyz(1)\n",
      [(2, ["torch.no_such_function_xyz", "sk.no_such_function_xyz", "not in the installed"])]),
 ]
