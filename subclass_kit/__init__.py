@@ -74,6 +74,7 @@ from .grad_mode import set_anomaly_enabled as set_anomaly_enabled
 from .grad_mode import set_grad_enabled as set_grad_enabled
 from .grad_mode import set_grad_state as set_grad_state
 from .mode import no_dispatch as no_dispatch
+from .mode import DisableTensorDispatch as DisableTensorDispatch
 from . import pytree as pytree
 from . import library as library
 from .subclass import is_traceable_wrapper_subclass as is_traceable_wrapper_subclass

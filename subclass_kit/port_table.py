@@ -53,8 +53,9 @@ RENAMES: dict[str, str] = {
     "torch._C._disabled_torch_function_impl": "subclass_kit.disabled_tensor_function",
     "torch._C.DisableTorchFunction": "subclass_kit.DisableTensorFunction",
     "torch._C.DisableTorchFunctionSubclass": "subclass_kit.DisableTensorFunctionSubclass",
-    "torch._C._DisableTorchDispatch": "subclass_kit.no_dispatch",
-    "torch.utils._mode_utils.no_dispatch": "subclass_kit.no_dispatch",
+    # a guard that acts when made and restores when deleted (or exited), as PyTorch's
+    "torch._C._DisableTorchDispatch": "subclass_kit.DisableTensorDispatch",
+    "torch.utils._mode_utils.no_dispatch": "subclass_kit.DisableTensorDispatch",
     f"{_PD}.return_and_correct_aliasing": "subclass_kit.return_and_correct_aliasing",
     f"{_PD}.is_traceable_wrapper_subclass": "subclass_kit.is_traceable_wrapper_subclass",
     f"{_PD}.transform_subclass": "subclass_kit.transform_subclass",

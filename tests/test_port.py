@@ -99,6 +99,11 @@ CASES = [
     ("import torch.autograd.graph as g\nfrom torch.autograd.grad_mode import no_grad\n",
      "import subclass_kit.autograd.graph as g\n"
      "from subclass_kit.autograd.grad_mode import no_grad\n"),
+    # PyTorch's guard that acts when made (the zoo's no_dispatch idiom)
+    ("import torch\nguard = torch._C._DisableTorchDispatch()\ndel guard\n",
+     "import subclass_kit as sk\nguard = sk.DisableTensorDispatch()\ndel guard\n"),
+    ("from torch.utils._mode_utils import no_dispatch\nwith no_dispatch():\n    pass\n",
+     "from subclass_kit import DisableTensorDispatch\nwith DisableTensorDispatch():\n    pass\n"),
     # torch._prims_common's shape helpers (the zoo's uint4_tensor.py)
     ("import torch._prims_common as utils\ns = utils.infer_size(s, n)\n",
      "import subclass_kit.utils.prims_common as utils\ns = utils.infer_size(s, n)\n"),
