@@ -262,6 +262,39 @@ def test_porting_guide_lists_every_table_name():
         assert "porting.md" in f.read()
 
 
+CUSTOM_OPS = """import torch
+torch.library.define("mylib::twice", "(Tensor x) -> Tensor")
+torch.library.define("aten::my_extra", "(Tensor x) -> Tensor")
+a = torch.ops.mylib.twice(x) + torch.ops.mylib.twice.default(x) + torch.ops.otherlib.f(x)
+b = torch.ops.aten.my_extra(x) + torch._ops.ops.mylib.twice(x)
+c = torch.ops.aten.no_such_op_xyz(x)
+d = torch.ops.prims.no_such_prim_xyz(x)
+"""
+
+
+def test_custom_op_namespaces_are_not_checked():
+    """``torch.ops.<ns>`` of a namespace PyTorch does not register, or an op the file defines,
+    exists only at run time: no warning. Built-in namespaces are still checked."""
+    out, warnings = port_source(CUSTOM_OPS)
+    assert "b = sk.ops.my_extra(x) + sk.ops.mylib.twice(x)" in out
+    assert [(w.line, w.message.split(" ->")[0]) for w in warnings] == [
+        (6, "torch.ops.aten.no_such_op_xyz"), (7, "torch.ops.prims.no_such_prim_xyz")]
+
+
+def test_custom_op_port_runs(tmp_path):
+    source = ('import torch\ntorch.library.define("portns::twice", "(Tensor x) -> Tensor")\n'
+              'torch.library.impl("portns::twice", "cpu", lambda x: x * 2)\n'
+              'y = torch.ops.portns.twice(torch.ones(2))\n')
+    out, warnings = port_source(source)
+    assert warnings == []
+    assert runpy.run_path(_write(tmp_path / "ops.py", out))["y"].tolist() == [2.0, 2.0]
+
+
+def _write(path, text) -> str:
+    path.write_text(text)
+    return str(path)
+
+
 # -- the command line ------------------------------------------------------------------------------
 def test_cli_prints_writes_and_diffs(tmp_path, capsys):
     source, expected = CASES[5]
