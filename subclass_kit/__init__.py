@@ -74,6 +74,7 @@ from .grad_mode import set_anomaly_enabled as set_anomaly_enabled
 from .grad_mode import set_grad_enabled as set_grad_enabled
 from .grad_mode import set_grad_state as set_grad_state
 from .mode import no_dispatch as no_dispatch
+from .mode import DisableTensorDispatch as DisableTensorDispatch
 from . import pytree as pytree
 from . import library as library
 from .subclass import is_traceable_wrapper_subclass as is_traceable_wrapper_subclass
@@ -257,6 +258,10 @@ from .api.names import squeeze as squeeze  # noqa: E402
 from .api.names import strided as strided  # noqa: E402
 from .api.names import transpose as transpose  # noqa: E402
 from .api.names import unsqueeze as unsqueeze  # noqa: E402
+from .api.predicates import is_complex as is_complex  # noqa: E402
+from .api.predicates import is_floating_point as is_floating_point  # noqa: E402
+from .api.predicates import is_nonzero as is_nonzero  # noqa: E402
+from .api.predicates import is_signed as is_signed  # noqa: E402
 from . import utils as utils  # noqa: E402
 from .kernels import bitwise as _bitwise  # noqa: E402
 from .api.bitwise import bitwise_left_shift as bitwise_left_shift  # noqa: E402

@@ -21,6 +21,7 @@ import inspect
 import numpy as np
 
 from . import _dtype as dt
+from .layout import layout as _layout_kind
 
 __all__ = ["check_bool", "check_int", "check_number", "check_tensor", "explain", "type_error"]
 
@@ -73,6 +74,7 @@ _KINDS = {
     "Tensor": (_ok_tensor, "Tensor"), "Scalar": (_is_number, "Number"),
     "float": (_is_number, "float"), "int": (_is_int, "int"), "SymInt": (_is_int, "int"),
     "bool": (_is_bool, "bool"), "ScalarType": (lambda v: isinstance(v, dt.dtype), "sk.dtype"),
+    "Layout": (lambda v: isinstance(v, _layout_kind), "sk.layout"),
     "int[]": (_ok_int_list, "tuple of ints"), "Tensor[]": (_ok_tensor_list, "tuple of Tensors"),
 }
 

@@ -19,7 +19,7 @@ class dtype:
     """An element type: ``sk.float32`` and friends (PyTorch's ``torch.dtype``).
 
     Attributes: ``itemsize`` (bytes of one element in storage), ``is_floating_point``,
-    ``is_signed``, ``numpy`` (the numpy dtype kernels compute in and ``Tensor._array()``
+    ``is_signed``, ``is_complex`` (False: there are no complex dtypes), ``numpy`` (the numpy dtype kernels compute in and ``Tensor._array()``
     gives), ``storage_numpy`` (the numpy dtype of the elements in a cpu storage). The two
     differ only for ``bfloat16``: stored as 2-byte words, computed in float32 (Note
     [Storage dtype and compute dtype] in ``storage.py``). Instances are singletons; compare
@@ -40,11 +40,29 @@ class dtype:
         self.is_signed = category == _FLOAT or (category == _INT and self.numpy.kind == "i")
         self.legacy_name = legacy_name
 
+    is_complex = False   # PyTorch's ``dtype.is_complex``: no sk dtype is complex
+
     def __repr__(self):
         return f"sk.{self.name}"
 
     def __reduce__(self):
         return (_dtype_by_name, (self.name,))
+
+    def to_real(self) -> "dtype":
+        """The real counterpart of this dtype: the dtype itself, since none is complex
+        (PyTorch's ``dtype.to_real()`` of a real dtype)."""
+        return self
+
+    def to_complex(self):
+        """Always raises RuntimeError. For bool and integer dtypes PyTorch's text ("Unknown
+        Complex ScalarType for Long"); for floating dtypes, where PyTorch answers complex64 /
+        complex128 / complex32, subclass_kit's: it has no complex dtypes
+        (docs/differences.md)."""
+        scalar_type = self.legacy_name[:-len("Tensor")]
+        if not self.is_floating_point:
+            raise RuntimeError(f"Unknown Complex ScalarType for {scalar_type}")
+        raise RuntimeError(f"Unknown Complex ScalarType for {scalar_type}: subclass_kit has "
+                           "no complex dtypes")
 
 
 bool_ = dtype("bool", np.bool_, _BOOL, 0, "BoolTensor")

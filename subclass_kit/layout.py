@@ -5,7 +5,8 @@ returning a new ``Layout``, or ``None`` from :meth:`Layout.view` when the new sh
 expressible over the same memory (PyTorch's ``computeStride`` returning nullopt). Stride rules
 follow PyTorch 2.13 (``aten/src/ATen/native/TensorShape.cpp``); see SEMANTICS.md §1.2-1.4.
 
-``Size`` (PyTorch's ``torch.Size``) is the shape type tensors report.
+``Size`` (PyTorch's ``torch.Size``) is the shape type tensors report; ``layout`` and its one
+value ``strided`` are PyTorch's ``torch.layout`` / ``torch.strided`` (``sk.layout``).
 
 This module is stdlib only: it knows nothing about storage, dtypes or numpy.
 """
@@ -25,10 +26,32 @@ __all__ = [
     "contiguous_strides",
     "format_size",
     "infer_size",
+    "layout",
     "resolve_negative_strides",
+    "strided",
     "wrap_dim",
     "wrap_dims",
 ]
+
+
+class layout:
+    """A memory layout (``torch.layout``). Only ``sk.strided`` exists: subclass_kit has no
+    sparse or mkldnn tensors. Singletons; compare with ``is`` or ``==``. (Not :class:`Layout`,
+    one tensor's sizes, strides and offset.)"""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"sk.{self.name}"
+
+    def __reduce__(self):
+        return "strided"
+
+
+strided = layout("strided")
 
 
 def format_size(sizes) -> str:

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from ._state import count_interceptor, tls
 
 __all__ = ["DispatchMode", "FunctionMode", "get_mode_stack", "get_function_mode_stack",
-           "ModeState", "mode_state", "set_mode_state", "no_dispatch"]
+           "ModeState", "mode_state", "set_mode_state", "no_dispatch", "DisableTensorDispatch"]
 
 
 def check_hook_names(cls, names: tuple) -> None:
@@ -165,3 +165,42 @@ class no_dispatch:
     def __exit__(self, *exc):
         tls.no_dispatch = self._prev.pop()
         return False
+
+
+class DisableTensorDispatch:
+    """A guard that turns dispatch off when it is *made* and back on when it is *deleted*
+    (PyTorch's ``torch._C._DisableTorchDispatch``, which ``torch.utils._mode_utils.no_dispatch``
+    also names): ``guard = sk.DisableTensorDispatch()`` ... ``del guard``. While it lives, ops
+    run as under :class:`no_dispatch`.
+
+    As PyTorch's RAII guard: construction saves the current setting and turns dispatch off;
+    deletion (``__del__``) or ``__exit__``, whichever comes first, puts the saved setting back,
+    once. So ``with sk.DisableTensorDispatch():`` is :class:`no_dispatch` (``__enter__`` returns
+    None, as PyTorch's), entering an instance again does nothing, and guards deleted out of
+    order restore what each saw when made, as PyTorch's do. Prefer ``with sk.no_dispatch():``
+    in new code."""
+
+    __slots__ = ("_prev", "_active")
+
+    def __init__(self):
+        self._prev = tls.no_dispatch
+        self._active = True
+        tls.no_dispatch = True
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        self._restore()
+        return False
+
+    def __del__(self):
+        try:
+            self._restore()
+        except Exception:       # interpreter shutdown: the state may be gone already
+            pass
+
+    def _restore(self):
+        if self._active:
+            self._active = False
+            tls.no_dispatch = self._prev

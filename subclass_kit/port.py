@@ -133,6 +133,7 @@ class _Porter:
         self.in_import: set = set()      # indices of tokens inside import statements
         self.first_import = None         # offset of the first rewritten import at column 0
         self.checked: set = set()        # targets whose existence was checked
+        self.defined_ops = _defined_ops(self.toks)   # ("ns", "name") of "ns::name" literals
 
     # -- helpers ---------------------------------------------------------------------------------
     def off(self, pos) -> int:
@@ -343,7 +344,8 @@ class _Porter:
                     self.warn(line, f"{full}: members of {how[1]} become strings; write one")
                 return
             spelled = self.spell(head, how[2])
-            self.check_exists(line, how[2], spelled, full)
+            if not self.custom_op(full):
+                self.check_exists(line, how[2], spelled, full)
             if spelled != ".".join(names):
                 self.edit(toks[0], toks[-1], spelled)
             self.fix_call(j, how[2])
@@ -367,6 +369,19 @@ class _Porter:
             for tok, old, n in zip(toks, names, new):
                 if old != n:
                     self.edit(tok, tok, n)
+
+    def custom_op(self, full: str) -> bool:
+        """Whether ``full`` is ``torch.ops.<ns>...`` of an op defined at run time: a namespace
+        PyTorch does not register itself, or an ``"ns::name"`` the file spells out (its
+        ``sk.ops`` counterpart exists only once the file has run)."""
+        parts = full.split(".")
+        k = 2 if parts[:2] == ["torch", "ops"] else 3 if parts[:3] == ["torch", "_ops", "ops"] \
+            else None
+        if k is None or len(parts) <= k:
+            return False
+        ns = parts[k]
+        return ns not in table.TORCH_OP_NAMESPACES or (
+            len(parts) > k + 1 and (ns, parts[k + 1]) in self.defined_ops)
 
     def method_call(self, j: int, full: str, method: str) -> None:
         """``f(x)`` -> ``x.method()`` for the chain ending at token j (``f`` is ``full``). Two
@@ -507,6 +522,27 @@ class _Porter:
             decorators = getattr(node, "decorator_list", None)
             return self.off((decorators[0].lineno if decorators else node.lineno, 0))
         return len(self.source)
+
+
+_OP_NAME = re.compile(r"(\w+)::(\w+)")
+
+
+def _defined_ops(toks) -> set:
+    """``(ns, name)`` for each string literal starting ``"ns::name"`` (``torch.library.define``,
+    ``impl``, ``custom_op`` and ``Library`` registrations all spell the op so)."""
+    found = set()
+    for tok in toks:
+        if tok.type != tokenize.STRING or "::" not in tok.string:
+            continue
+        try:
+            value = ast.literal_eval(tok.string)
+        except (ValueError, SyntaxError):     # f-strings and the like
+            continue
+        if isinstance(value, str):
+            m = _OP_NAME.match(value)
+            if m:
+                found.add((m.group(1), m.group(2)))
+    return found
 
 
 def _items(words: list) -> list:

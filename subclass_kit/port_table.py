@@ -24,13 +24,16 @@ every PyTorch name here appears there). To add a name, add one entry:
 ``LITERALS``     a PyTorch enum namespace whose members become string literals (``torch.Tag.X``
                  -> ``"X"``: our tags are strings in ``func.tags``).
 ``MEMBER_WARNINGS`` attribute names that are reported (not renamed) wherever they appear.
+``TORCH_OP_NAMESPACES`` the op namespaces PyTorch itself registers: ``torch.ops.<ns>.f`` of
+                 another namespace is a custom op (defined at run time, by the file or a library
+                 it imports), so the tool does not check that ``sk.ops.<ns>.f`` exists.
 """
 
 from __future__ import annotations
 
 __all__ = ["RENAMES", "CANNOT_PORT", "MEMBERS", "RECEIVERLESS", "KEYWORDS", "LITERALS",
            "MEMBER_WARNINGS", "LAZY_MODULES", "CALL_FIXERS",
-           "POSITIONAL", "METHOD_CALLS"]
+           "POSITIONAL", "METHOD_CALLS", "TORCH_OP_NAMESPACES"]
 
 _PD = "torch.utils._python_dispatch"
 
@@ -42,6 +45,7 @@ RENAMES: dict[str, str] = {
     "torch.ops.aten": "subclass_kit.ops",
     "torch._ops.ops.aten": "subclass_kit.ops",
     "torch.ops": "subclass_kit.ops",            # custom namespaces: torch.ops.mylib.f
+    "torch._ops.ops": "subclass_kit.ops",
     "torch._ops.OpOverload": "subclass_kit.OpOverload",
     "torch._ops.OpOverloadPacket": "subclass_kit.OpOverloadPacket",
     "torch.FunctionSchema": "subclass_kit.OpSchema",
@@ -53,8 +57,9 @@ RENAMES: dict[str, str] = {
     "torch._C._disabled_torch_function_impl": "subclass_kit.disabled_tensor_function",
     "torch._C.DisableTorchFunction": "subclass_kit.DisableTensorFunction",
     "torch._C.DisableTorchFunctionSubclass": "subclass_kit.DisableTensorFunctionSubclass",
-    "torch._C._DisableTorchDispatch": "subclass_kit.no_dispatch",
-    "torch.utils._mode_utils.no_dispatch": "subclass_kit.no_dispatch",
+    # a guard that acts when made and restores when deleted (or exited), as PyTorch's
+    "torch._C._DisableTorchDispatch": "subclass_kit.DisableTensorDispatch",
+    "torch.utils._mode_utils.no_dispatch": "subclass_kit.DisableTensorDispatch",
     f"{_PD}.return_and_correct_aliasing": "subclass_kit.return_and_correct_aliasing",
     f"{_PD}.is_traceable_wrapper_subclass": "subclass_kit.is_traceable_wrapper_subclass",
     f"{_PD}.transform_subclass": "subclass_kit.transform_subclass",
@@ -74,6 +79,7 @@ RENAMES: dict[str, str] = {
     # utilities
     "torch.utils._pytree": "subclass_kit.pytree",
     "torch.utils.weak": "subclass_kit.utils.weak",
+    "torch._prims_common": "subclass_kit.utils.prims_common",   # shape and dim helpers
     "torch.library": "subclass_kit.library",
     "torch.return_types": "subclass_kit.return_types",
 }
@@ -161,3 +167,12 @@ MEMBER_WARNINGS: dict[str, str] = {
 # Submodules `import subclass_kit` does not import (the core never imports the modes): a port
 # that spells one through `sk.` also gets `import subclass_kit.modes`.
 LAZY_MODULES: tuple[str, ...] = ("subclass_kit.modes", "subclass_kit.utils.weak")
+
+# torch.ops namespaces of PyTorch 2.13's own ops (torch._C._dispatch_get_all_op_names() and the
+# Python-level ones): ported names in these are checked against the installed subclass_kit.
+TORCH_OP_NAMESPACES: frozenset = frozenset({
+    "aten", "prim", "prims", "higher_order", "_c10d_functional", "_c10d_functional_autograd",
+    "_dtensor", "_native", "_quantized", "_test", "c10d", "debug_mode_ops", "debugprims",
+    "export", "inductor", "inductor_prims", "mkl", "mkldnn", "mkldnn_prepacked", "onednn",
+    "profiler", "quantization", "quantized", "rngprims", "sparse", "static_runtime", "symm_mem",
+})

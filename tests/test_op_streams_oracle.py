@@ -21,7 +21,7 @@ Deliberate differences, mapped by ``_DIFFERENCES`` / ``_torch_kwargs`` before co
 - **TensorOptions fill-ins**: PyTorch's Python bindings of factories pass ``device`` (the
   resolved one, ``cpu``) and ``pin_memory=False`` even when the caller gave neither, and some
   conversions (``to("meta")``, ``type_as``) pass ``dtype``/``layout``/``device`` taken from the
-  tensor; ours pass what the caller gave (we have no ``layout`` or ``pin_memory`` arguments).
+  tensor; ours pass what the caller gave (``layout`` / ``pin_memory`` only when given).
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ def _number_positions(op, args, kwargs) -> frozenset:
 
 def torch_overload(op, numbers=frozenset()):
     """The ``torch.ops.aten`` overload computing what ``op`` computes: same argument names
-    (ignoring torch-only ``layout``/``pin_memory`` and our factories' ``requires_grad``), and
+    (ignoring ``layout``/``pin_memory``, which the sweep does not pass, and our factories'
+    ``requires_grad``), and
     ``Scalar`` where we pass a Python number in a Tensor position (``eq.Tensor`` with a number
     -> ``eq.Scalar``)."""
     import torch
@@ -75,7 +76,8 @@ def torch_overload(op, numbers=frozenset()):
     packet = getattr(torch.ops.aten, op.name, None)
     found = None
     if packet is not None:
-        ours = {a.name: a for a in op.schema.arguments if a.name != "requires_grad"}
+        ours = {a.name: a for a in op.schema.arguments
+                if a.name not in ("requires_grad", *_TORCH_ONLY_ARGS)}
         names = list(packet.overloads())
         if op.overload in names:
             names.remove(op.overload)

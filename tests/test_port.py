@@ -99,6 +99,18 @@ CASES = [
     ("import torch.autograd.graph as g\nfrom torch.autograd.grad_mode import no_grad\n",
      "import subclass_kit.autograd.graph as g\n"
      "from subclass_kit.autograd.grad_mode import no_grad\n"),
+    # PyTorch's guard that acts when made (the zoo's no_dispatch idiom)
+    ("import torch\nguard = torch._C._DisableTorchDispatch()\ndel guard\n",
+     "import subclass_kit as sk\nguard = sk.DisableTensorDispatch()\ndel guard\n"),
+    ("from torch.utils._mode_utils import no_dispatch\nwith no_dispatch():\n    pass\n",
+     "from subclass_kit import DisableTensorDispatch\nwith DisableTensorDispatch():\n    pass\n"),
+    # torch._prims_common's shape helpers (the zoo's uint4_tensor.py)
+    ("import torch._prims_common as utils\ns = utils.infer_size(s, n)\n",
+     "import subclass_kit.utils.prims_common as utils\ns = utils.infer_size(s, n)\n"),
+    ("from torch._prims_common import canonicalize_dim\n",
+     "from subclass_kit.utils.prims_common import canonicalize_dim\n"),
+    ("import torch\nd = torch._prims_common.canonicalize_dim(2, -1)\n",
+     "import subclass_kit as sk\nd = sk.utils.prims_common.canonicalize_dim(2, -1)\n"),
     ("@dataclass\nclass A:\n    def f(self):\n        return self._make_subclass(A, x)\n",
      "import subclass_kit as sk\n@dataclass\nclass A:\n    def f(self):\n"
      "        return sk.make_subclass(A, x)\n"),
@@ -132,6 +144,9 @@ WARNINGS = [
      [(1, ["torch.autograd.forward_ad", "not in the installed"])]),
     ("from torch.autograd.forward_ad import dual_level\n",
      [(1, ["torch.autograd.forward_ad", "not in the installed"])]),
+    # a torch._prims_common helper we do not have
+    ("import torch._prims_common as utils\nk = utils.elementwise_dtypes(a)\n",
+     [(2, ["torch._prims_common.elementwise_dtypes", "not in the installed"])]),
     ("import torch\nt = torch.no_such_function_xyz(1)\n",
      [(2, ["torch.no_such_function_xyz", "sk.no_such_function_xyz", "not in the installed"])]),
 ]
@@ -245,6 +260,39 @@ def test_porting_guide_lists_every_table_name():
     assert not absent, absent
     with open(os.path.join(ROOT, "docs", "differences.md"), encoding="utf-8") as f:
         assert "porting.md" in f.read()
+
+
+CUSTOM_OPS = """import torch
+torch.library.define("mylib::twice", "(Tensor x) -> Tensor")
+torch.library.define("aten::my_extra", "(Tensor x) -> Tensor")
+a = torch.ops.mylib.twice(x) + torch.ops.mylib.twice.default(x) + torch.ops.otherlib.f(x)
+b = torch.ops.aten.my_extra(x) + torch._ops.ops.mylib.twice(x)
+c = torch.ops.aten.no_such_op_xyz(x)
+d = torch.ops.prims.no_such_prim_xyz(x)
+"""
+
+
+def test_custom_op_namespaces_are_not_checked():
+    """``torch.ops.<ns>`` of a namespace PyTorch does not register, or an op the file defines,
+    exists only at run time: no warning. Built-in namespaces are still checked."""
+    out, warnings = port_source(CUSTOM_OPS)
+    assert "b = sk.ops.my_extra(x) + sk.ops.mylib.twice(x)" in out
+    assert [(w.line, w.message.split(" ->")[0]) for w in warnings] == [
+        (6, "torch.ops.aten.no_such_op_xyz"), (7, "torch.ops.prims.no_such_prim_xyz")]
+
+
+def test_custom_op_port_runs(tmp_path):
+    source = ('import torch\ntorch.library.define("portns::twice", "(Tensor x) -> Tensor")\n'
+              'torch.library.impl("portns::twice", "cpu", lambda x: x * 2)\n'
+              'y = torch.ops.portns.twice(torch.ones(2))\n')
+    out, warnings = port_source(source)
+    assert warnings == []
+    assert runpy.run_path(_write(tmp_path / "ops.py", out))["y"].tolist() == [2.0, 2.0]
+
+
+def _write(path, text) -> str:
+    path.write_text(text)
+    return str(path)
 
 
 # -- the command line ------------------------------------------------------------------------------

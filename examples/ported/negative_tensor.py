@@ -19,7 +19,7 @@ The PyTorch original is ``examples/ported/torch_src/negative_tensor.py``;
 """
 
 import subclass_kit as sk
-from subclass_kit import no_dispatch
+from subclass_kit import DisableTensorDispatch
 from subclass_kit.pytree import tree_map
 
 
@@ -39,14 +39,14 @@ class NegativeTensor(sk.Tensor):
 
     def resolve(self):
         """The values, as a plain tensor (PyTorch's ``resolve_neg``)."""
-        with no_dispatch():
+        with DisableTensorDispatch():
             return sk.neg(self)
 
     @classmethod
     def __tensor_dispatch__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if _is_view(func) and isinstance(args[0], cls):
-            with no_dispatch():
+            with DisableTensorDispatch():
                 out = func(*args, **kwargs)
             return tree_map(lambda t: cls(t) if isinstance(t, sk.Tensor) else t, out)
 
@@ -57,7 +57,7 @@ class NegativeTensor(sk.Tensor):
         written = [a.name for a in func.schema.arguments
                    if a.alias is not None and a.alias.is_write]
         if written == ["self"] and isinstance(args[0], cls):
-            with no_dispatch():
+            with DisableTensorDispatch():
                 args[0].copy_(sk.neg(out))      # store the negation: the write reaches x
             return args[0]
         return out

@@ -4,6 +4,15 @@
 Factory ops reach modes with ``types == ()`` (SEMANTICS.md §5.1). ``device`` is "cpu" or "meta";
 ``dtype`` defaults to ``sk.get_default_dtype()`` (float32) for float factories and is inferred
 from the data for ``sk.tensor``.
+
+Every factory but ``sk.tensor`` / ``sk.as_tensor`` takes PyTorch's ``layout=`` and
+``pin_memory=`` (as do their ops' schemas: ``Layout? layout=None``, ``bool? pin_memory=None``),
+so wrapper code such as ``sk.empty(t.shape, dtype=t.dtype, layout=t.layout, device=t.device)``
+ports: ``layout`` must be ``sk.strided`` (the only layout) and ``pin_memory`` a bool, else
+TypeError with PyTorch's parser text; ``pin_memory=True`` for a cpu result raises the
+RuntimeError PyTorch 2.13 raises on a machine without an accelerator ("pin_memory=True requires
+a CUDA or other accelerator backend; ..."), and is accepted on meta. Given, they reach the op
+(and modes) as keywords; not given, the op sees neither.
 """
 
 from __future__ import annotations
@@ -160,10 +169,13 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device or "cpu")
 
 
-def _kw(dtype, device):
+def _kw(dtype, device, layout=None, pin_memory=None):
     # ``requires_grad`` is applied by ``@factory`` after the op (PyTorch's public factories
-    # check the dtype with their own text before the op sees the flag).
-    return {"dtype": dtype, "device": device}
+    # check the dtype with their own text before the op sees the flag). ``layout`` /
+    # ``pin_memory`` reach the op only when given (the kernels check them).
+    if layout is None and pin_memory is None:
+        return {"dtype": dtype, "device": device}
+    return {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory}
 
 
 def factory(fn):
@@ -180,54 +192,54 @@ def factory(fn):
 
 
 @factory
-def empty(*size, dtype=None, device=None, memory_format=None):
+def empty(*size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     """Uninitialised tensor of ``size`` (meta: no data at all)."""
-    return ops.empty.memory_format(size_args(size), **_kw(dtype, device),
+    return ops.empty.memory_format(size_args(size), **_kw(dtype, device, layout, pin_memory),
                                    memory_format=memory_format)
 
 
 @factory
-def zeros(*size, dtype=None, device=None):
+def zeros(*size, dtype=None, layout=None, device=None, pin_memory=None):
     """Tensor of ``size`` filled with 0 (default float dtype; op ``zeros.default``). Raises
     RuntimeError "zeros: Dimension size must be non-negative." for a negative size, as
     ``torch.zeros``."""
-    return ops.zeros.default(size_args(size), **_kw(dtype, device))
+    return ops.zeros.default(size_args(size), **_kw(dtype, device, layout, pin_memory))
 
 
 @factory
-def ones(*size, dtype=None, device=None):
+def ones(*size, dtype=None, layout=None, device=None, pin_memory=None):
     """Tensor of ``size`` filled with 1 (default float dtype; op ``ones.default``), as
     ``torch.ones``."""
-    return ops.ones.default(size_args(size), **_kw(dtype, device))
+    return ops.ones.default(size_args(size), **_kw(dtype, device, layout, pin_memory))
 
 
 @factory
-def full(size, fill_value, *, dtype=None, device=None):
+def full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
     """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value (bool,
     int64, default float) as ``torch.full``. Raises RuntimeError when the value overflows dtype."""
-    return ops.full.default(tuple(size), fill_value, **_kw(dtype, device))
+    return ops.full.default(tuple(size), fill_value, **_kw(dtype, device, layout, pin_memory))
 
 
 @public_api
-def scalar_tensor(s, *, dtype=None, device=None):
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None):
     """A 0-d tensor holding the number ``s`` (``torch.scalar_tensor``)."""
-    return ops.scalar_tensor.default(s, dtype=dtype, device=device)
+    return ops.scalar_tensor.default(s, **_kw(dtype, device, layout, pin_memory))
 
 
 @factory
-def arange(start, end=None, step=1, *, dtype=None, device=None):
+def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, pin_memory=None):
     """``arange(end)`` or ``arange(start, end, step)``; int64 for integer arguments. Handlers
     see PyTorch's overloads: ``arange.default(end)``, ``arange.start(start, end)``,
     ``arange.start_step(start, end, step)``."""
     if end is None:
-        return ops.arange.default(start, **_kw(dtype, device))
+        return ops.arange.default(start, **_kw(dtype, device, layout, pin_memory))
     if step == 1 and type(step) is int:
-        return ops.arange.start(start, end, **_kw(dtype, device))
-    return ops.arange.start_step(start, end, step, **_kw(dtype, device))
+        return ops.arange.start(start, end, **_kw(dtype, device, layout, pin_memory))
+    return ops.arange.start_step(start, end, step, **_kw(dtype, device, layout, pin_memory))
 
 
 @factory
-def linspace(start, end, steps, *, dtype=None, device=None):
+def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None):
     """``steps`` evenly spaced values from ``start`` to ``end``, both included (``(steps,)``,
     the default float dtype unless ``dtype``), as ``torch.linspace`` computes them: the first
     half counted up from ``start``, the rest down from ``end``, in ``dtype``'s arithmetic
@@ -237,11 +249,13 @@ def linspace(start, end, steps, *, dtype=None, device=None):
     ``steps``."""
     if isinstance(steps, bool) or not hasattr(steps, "__index__"):
         raise type_error("linspace", "steps", "int", steps, 3)
-    return ops.linspace.default(start, end, operator.index(steps), **_kw(dtype, device))
+    kw = _kw(dtype, device, layout, pin_memory)
+    return ops.linspace.default(start, end, operator.index(steps), **kw)
 
 
 @factory
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
+def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None,
+             pin_memory=None):
     """``steps`` values ``base ** e`` for ``e`` evenly spaced from ``start`` to ``end``
     (``(steps,)``, the default float dtype unless ``dtype``), as ``torch.logspace``: the
     exponents as ``linspace`` counts them, in double; ``base ** e`` by numpy's ``power``
@@ -252,100 +266,114 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None):
     if isinstance(base, (bool, complex)) or not isinstance(base, (int, float, np.number)):
         raise type_error("logspace", "base", "float", base, 4)
     return ops.logspace.default(start, end, operator.index(steps), float(base),
-                                **_kw(dtype, device))
+                                **_kw(dtype, device, layout, pin_memory))
 
 
 @factory
-def eye(n, m=None, *, dtype=None, device=None):
+def eye(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):
     """An ``(n, m)`` identity matrix (``m`` defaults to ``n``); RuntimeError for negative
     sizes, as ``torch.eye``."""
     if m is None:
-        return ops.eye.default(n, **_kw(dtype, device))
-    return ops.eye.m(n, m, **_kw(dtype, device))
+        return ops.eye.default(n, **_kw(dtype, device, layout, pin_memory))
+    return ops.eye.m(n, m, **_kw(dtype, device, layout, pin_memory))
 
 
 @factory
-def rand(*size, generator=None, dtype=None, device=None):
+def rand(*size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     """Uniform [0, 1) samples of ``size`` from ``generator`` (an ``sk.Generator``; the default
     one, seeded by ``sk.manual_seed``, when None: values differ from torch's stream).
     NotImplementedError for integer dtypes, as torch. With ``generator=`` the op is
     ``rand.generator``, as PyTorch's."""
     if generator is not None:
-        return ops.rand.generator(size_args(size), generator=generator, **_kw(dtype, device))
-    return ops.rand.default(size_args(size), **_kw(dtype, device))
+        kw = _kw(dtype, device, layout, pin_memory)
+        return ops.rand.generator(size_args(size), generator=generator, **kw)
+    return ops.rand.default(size_args(size), **_kw(dtype, device, layout, pin_memory))
 
 
 @factory
-def randn(*size, generator=None, dtype=None, device=None):
+def randn(*size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     """Standard normal samples of ``size`` (``torch.randn``; numpy stream, not torch's) from
     ``generator`` (``randn.generator``) or the default one. NotImplementedError for integer
     dtypes."""
     if generator is not None:
-        return ops.randn.generator(size_args(size), generator=generator, **_kw(dtype, device))
-    return ops.randn.default(size_args(size), **_kw(dtype, device))
+        kw = _kw(dtype, device, layout, pin_memory)
+        return ops.randn.generator(size_args(size), generator=generator, **kw)
+    return ops.randn.default(size_args(size), **_kw(dtype, device, layout, pin_memory))
 
 
 @factory
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=None, device=None,
+            pin_memory=None):
     """``randint(high, size)`` or ``randint(low, high, size)``; int64 by default; from
     ``generator`` (``randint.low_generator``) or the default generator."""
     if size is None:
-        return ops.randint.default(low, tuple(high), **_kw(dtype, device))
+        return ops.randint.default(low, tuple(high), **_kw(dtype, device, layout, pin_memory))
     if high is None:
         raise type_error("randint", "high", "int", high, 2)
     if generator is not None:
         return ops.randint.low_generator(low, high, tuple(size), generator=generator,
-                                         **_kw(dtype, device))
-    return ops.randint.low(low, high, tuple(size), **_kw(dtype, device))
+                                         **_kw(dtype, device, layout, pin_memory))
+    return ops.randint.low(low, high, tuple(size), **_kw(dtype, device, layout, pin_memory))
 
 
 @factory
-def empty_strided(size, stride, *, dtype=None, device=None):
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
     """Uninitialised tensor with the given sizes and strides (elements), as
     ``torch.empty_strided``. RuntimeError when their lengths differ or a size is negative."""
-    return ops.empty_strided.default(tuple(size), tuple(stride), **_kw(dtype, device))
+    kw = _kw(dtype, device, layout, pin_memory)
+    return ops.empty_strided.default(tuple(size), tuple(stride), **kw)
 
 
-def _like_kwargs(dtype, device, memory_format):
-    return {"dtype": dtype, "device": device, "memory_format": memory_format}
+def _like_kwargs(dtype, device, memory_format, layout=None, pin_memory=None):
+    kw = _kw(dtype, device, layout, pin_memory)
+    kw["memory_format"] = memory_format
+    return kw
 
 
 @factory
-def empty_like(input, *, dtype=None, device=None, memory_format=None):
+def empty_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
+               memory_format=None):
     """Uninitialised tensor like ``input`` (strides preserved for dense inputs, as PyTorch)."""
-    return ops.empty_like.default(input, **_like_kwargs(dtype, device, memory_format))
+    kw = _like_kwargs(dtype, device, memory_format, layout, pin_memory)
+    return ops.empty_like.default(input, **kw)
 
 
 @factory
-def zeros_like(input, *, dtype=None, device=None, memory_format=None):
+def zeros_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
+               memory_format=None):
     """Zeros with ``input``'s shape, dtype, device and (dense) strides (``torch.zeros_like``)."""
-    return ops.zeros_like.default(input, **_like_kwargs(dtype, device, memory_format))
+    kw = _like_kwargs(dtype, device, memory_format, layout, pin_memory)
+    return ops.zeros_like.default(input, **kw)
 
 
 @factory
-def ones_like(input, *, dtype=None, device=None, memory_format=None):
+def ones_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     """Ones with ``input``'s shape, dtype, device and (dense) strides (``torch.ones_like``)."""
-    return ops.ones_like.default(input, **_like_kwargs(dtype, device, memory_format))
+    kw = _like_kwargs(dtype, device, memory_format, layout, pin_memory)
+    return ops.ones_like.default(input, **kw)
 
 
 @factory
-def full_like(input, fill_value, *, dtype=None, device=None,
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
               memory_format=None):
     """``fill_value`` with ``input``'s shape, dtype, device and strides (``torch.full_like``)."""
     return ops.full_like.default(input, fill_value,
-                                 **_like_kwargs(dtype, device, memory_format))
+                                 **_like_kwargs(dtype, device, memory_format, layout, pin_memory))
 
 
 @factory
-def rand_like(input, *, dtype=None, device=None, memory_format=None):
+def rand_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     """Uniform [0, 1) samples shaped like ``input`` (``torch.rand_like``)."""
-    return ops.rand_like.default(input, **_like_kwargs(dtype, device, memory_format))
+    kw = _like_kwargs(dtype, device, memory_format, layout, pin_memory)
+    return ops.rand_like.default(input, **kw)
 
 
 @factory
-def randn_like(input, *, dtype=None, device=None, memory_format=None):
+def randn_like(input, *, dtype=None, layout=None, device=None, pin_memory=None,
+               memory_format=None):
     """Standard normal samples shaped like ``input`` (``torch.randn_like``)."""
-    return ops.randn_like.default(input, **_like_kwargs(dtype, device, memory_format))
+    kw = _like_kwargs(dtype, device, memory_format, layout, pin_memory)
+    return ops.randn_like.default(input, **kw)
 
 
 # -- Tensor.new_*: dtype and device default to self's ---------------------------------------------
@@ -376,36 +404,41 @@ def _method(name):
 
 
 @_method("new_empty")
-def new_empty(self, *size, dtype=None, device=None):
+def new_empty(self, *size, dtype=None, layout=None, device=None, pin_memory=None):
     """Uninitialised tensor of ``size``; dtype and device default to ``self``'s (op
     ``new_empty``, which modes see, as PyTorch's ``TorchDispatchMode``)."""
-    return ops.new_empty.default(self, _new_sizes("new_empty", size), **_kw(dtype, device))
+    kw = _kw(dtype, device, layout, pin_memory)
+    return ops.new_empty.default(self, _new_sizes("new_empty", size), **kw)
 
 
 @_method("new_empty_strided")
-def new_empty_strided(self, size, stride, *, dtype=None, device=None):
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None,
+                      pin_memory=None):
     """Uninitialised tensor with the given sizes and strides; dtype/device from ``self``."""
     return ops.new_empty_strided.default(self, _size_arg("new_empty_strided", size),
-                                         tuple(stride), **_kw(dtype, device))
+                                         tuple(stride), **_kw(dtype, device, layout, pin_memory))
 
 
 @_method("new_full")
-def new_full(self, size, fill_value, *, dtype=None, device=None):
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
     """``fill_value`` in a tensor of ``size`` with ``self``'s dtype (not the value's, unlike
     ``sk.full``) and device. RuntimeError when the value overflows the dtype."""
-    return ops.new_full.default(self, _size_arg("new_full", size), fill_value, **_kw(dtype, device))
+    kw = _kw(dtype, device, layout, pin_memory)
+    return ops.new_full.default(self, _size_arg("new_full", size), fill_value, **kw)
 
 
 @_method("new_zeros")
-def new_zeros(self, *size, dtype=None, device=None):
+def new_zeros(self, *size, dtype=None, layout=None, device=None, pin_memory=None):
     """Zeros of ``size`` with ``self``'s dtype and device (op ``new_zeros``)."""
-    return ops.new_zeros.default(self, _new_sizes("new_zeros", size), **_kw(dtype, device))
+    kw = _kw(dtype, device, layout, pin_memory)
+    return ops.new_zeros.default(self, _new_sizes("new_zeros", size), **kw)
 
 
 @_method("new_ones")
-def new_ones(self, *size, dtype=None, device=None):
+def new_ones(self, *size, dtype=None, layout=None, device=None, pin_memory=None):
     """Ones of ``size`` with ``self``'s dtype and device (op ``new_ones``)."""
-    return ops.new_ones.default(self, _new_sizes("new_ones", size), **_kw(dtype, device))
+    kw = _kw(dtype, device, layout, pin_memory)
+    return ops.new_ones.default(self, _new_sizes("new_ones", size), **kw)
 
 
 _NEW_TENSOR_COPY = (

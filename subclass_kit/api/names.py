@@ -17,6 +17,7 @@ from .._argcheck import type_error
 from ..function import public_api
 from ..registry import ops
 from ..storage import device as _device
+from ..layout import layout as _layout_kind, strided as _strided
 from ..tensor import Tensor
 from . import views as _views
 from ._register import method, prop
@@ -121,23 +122,8 @@ class iinfo:
 
 
 # -- layouts -------------------------------------------------------------------------------------
-class layout:
-    """A memory layout (``torch.layout``). Only ``sk.strided`` exists: subclass_kit has no
-    sparse or mkldnn tensors. Singletons; compare with ``is`` or ``==``."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return f"sk.{self.name}"
-
-    def __reduce__(self):
-        return "strided"
-
-
-strided = layout("strided")
+# ``sk.layout`` / ``sk.strided`` live in layout.py (factory kernels check ``layout=`` with them).
+layout, strided = _layout_kind, _strided
 
 
 @prop("layout")

@@ -14,7 +14,7 @@ from ..generator import Generator, default_generator
 from ..registry import ops
 from ..tensor import Tensor
 from ._register import method, size_args
-from .creation import factory
+from .creation import _kw, factory
 
 __all__ = ["Generator", "default_generator", "seed", "initial_seed", "get_rng_state",
            "set_rng_state", "randperm", "multinomial", "bernoulli", "normal"]
@@ -45,11 +45,11 @@ def set_rng_state(new_state) -> None:
 
 
 @factory
-def randperm(n, *, generator=None, dtype=None, device=None):
+def randperm(n, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     """A random permutation of ``0 .. n-1`` (``torch.randperm``): int64 by default; shape
     ``(n,)``. RuntimeError for negative ``n`` or an ``n`` the dtype cannot count to,
-    NotImplementedError for bool."""
-    kw = {"dtype": dtype, "device": device}
+    NotImplementedError for bool; ``layout`` / ``pin_memory`` as ``sk.zeros``."""
+    kw = _kw(dtype, device, layout, pin_memory)
     if generator is not None:
         return ops.randperm.generator(n, generator=generator, **kw)
     return ops.randperm.default(n, **kw)
@@ -98,14 +98,15 @@ def bernoulli_(self, p=0.5, *, generator=None):
 
 
 @public_api
-def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
-           requires_grad=False, out=None):
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None, device=None,
+           pin_memory=None, requires_grad=False, out=None):
     """Normal samples (``torch.normal``), one overload per argument kind:
 
     - ``normal(mean: Tensor, std: Tensor)``: shape broadcast, ``mean``'s dtype;
     - ``normal(mean: Tensor, std: float = 1.0)``: ``mean``'s shape and dtype;
     - ``normal(mean: float, std: Tensor)``: ``std``'s shape and dtype;
-    - ``normal(mean: float, std: float, size)``: a factory (``dtype=``, ``device=``).
+    - ``normal(mean: float, std: float, size)``: a factory (``dtype=``, ``device=``,
+      ``layout=`` / ``pin_memory=`` as ``sk.zeros``).
 
     Results are contiguous. RuntimeError for ``std < 0`` (for a tensor ``std``, any element),
     NotImplementedError for non-floating results."""
@@ -120,7 +121,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
             raise type_error("normal", "size", "tuple of ints", size, 3)
         name, args = "float_float", (mean, std, list(size_args((size,))))
         if out is None:
-            t = ops.normal.float_float(*args, **kw, dtype=dtype, device=device)
+            t = ops.normal.float_float(*args, **kw, **_kw(dtype, device, layout, pin_memory))
             if requires_grad:
                 t.requires_grad_(True)
             return t

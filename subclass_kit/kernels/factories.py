@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..layout import (channels_last_strides, compute_storage_nbytes, contiguous_strides,
-                      format_size, resolve_negative_strides)
+                      format_size, resolve_negative_strides, strided)
 from ..registry import ops, register_kernel
 from ..storage import META
 from ..tensor import Tensor, channels_last, preserve_format
@@ -50,6 +50,40 @@ def check_size(size, name="size") -> tuple:
     return tuple(int(s) for s in size)
 
 
+_NO_PINNED_MEMORY = ("pin_memory=True requires a CUDA or other accelerator backend; no pinned "
+                     "memory allocator is available on this system.")
+
+
+def check_option_types(layout, pin_memory) -> None:
+    """A factory's ``layout=`` (None or ``sk.strided``, the only layout) and ``pin_memory=``
+    (None or a bool). Raises TypeError; the public functions turn it into PyTorch's parser text
+    ("zeros(): argument 'layout' must be sk.layout, not str")."""
+    if layout is not None and layout is not strided:
+        raise TypeError(f"argument 'layout' must be sk.layout, not {type(layout).__name__}")
+    if pin_memory is not None and pin_memory.__class__ is not bool:
+        raise TypeError(f"argument 'pin_memory' must be bool, not {type(pin_memory).__name__}")
+
+
+def check_pin_memory(pin_memory, device, prims_on_meta=False) -> None:
+    """``pin_memory=True`` for a cpu result raises PyTorch 2.13's RuntimeError of a machine
+    without an accelerator (pinned memory is for copies to one); on meta it is accepted and
+    changes nothing, as PyTorch's, except for the factories whose meta version is a PrimTorch
+    reference (``prims_on_meta``: ``arange``, ``randn``), which raise its NotImplementedError
+    "PrimTorch does not support pinned memory"."""
+    if pin_memory:
+        if device_of(device) is not META:
+            raise RuntimeError(_NO_PINNED_MEMORY)
+        if prims_on_meta:
+            raise NotImplementedError("PrimTorch does not support pinned memory")
+
+
+def check_options(layout, pin_memory, device, prims_on_meta=False) -> None:
+    """:func:`check_option_types`, then :func:`check_pin_memory`: what a factory checks before
+    it allocates (PyTorch allocates before its other checks, so it reports these first)."""
+    check_option_types(layout, pin_memory)
+    check_pin_memory(pin_memory, device, prims_on_meta)
+
+
 def _factory(size, dtype, device, strides=None) -> Tensor:
     size = check_size(size)
     dtype = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
@@ -72,7 +106,10 @@ def check_requires_grad_dtype(dtype):
 
 
 @both_devices(ops.empty)
-def empty(size, *, dtype=None, device=None, requires_grad=None, memory_format=None):
+def empty(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=None,
+          memory_format=None):
+    if layout is not None or pin_memory is not None:
+        check_options(layout, pin_memory, device)
     strides = None
     if memory_format is channels_last:
         strides = channels_last_strides(tuple(size))
@@ -80,7 +117,10 @@ def empty(size, *, dtype=None, device=None, requires_grad=None, memory_format=No
 
 
 @both_devices(ops.empty_strided)
-def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=None):
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None,
+                  requires_grad=None):
+    if layout is not None or pin_memory is not None:
+        check_options(layout, pin_memory, device)
     size, stride = check_size(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of "
@@ -101,7 +141,10 @@ def _fill_value_dtype(value):
 
 
 @both_devices(ops.full)
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=None):
+def full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
+         requires_grad=None):
+    if layout is not None or pin_memory is not None:
+        check_options(layout, pin_memory, device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dtype = _fill_value_dtype(fill_value) if dtype is None else dtype
@@ -113,7 +156,9 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=None):
 
 
 @both_devices(ops.scalar_tensor)
-def scalar_tensor(s, *, dtype=None, device=None):
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None):
+    if layout is not None or pin_memory is not None:
+        check_options(layout, pin_memory, device)
     t = _factory((), dtype, device)
     if t._storage.device is not META:
         t._array()[()] = s
@@ -121,7 +166,9 @@ def scalar_tensor(s, *, dtype=None, device=None):
 
 
 @both_devices(ops.eye.m)
-def eye(n, m, *, dtype=None, device=None, requires_grad=None):
+def eye(n, m, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=None):
+    if layout is not None or pin_memory is not None:
+        check_options(layout, pin_memory, device)
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m < 0:
@@ -133,7 +180,10 @@ def eye(n, m, *, dtype=None, device=None, requires_grad=None):
 
 
 def _random(kind):
-    def kernel(size, *, generator=None, dtype=None, device=None, requires_grad=None):
+    def kernel(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None,
+               requires_grad=None):
+        if layout is not None or pin_memory is not None:
+            check_options(layout, pin_memory, device, kind == "randn")
         rng = checked_generator(generator)
         t = _factory(size, dtype, device)
         if not t._dtype.is_floating_point:
@@ -159,7 +209,10 @@ for _op, _kind in ((ops.rand.generator, "rand"), (ops.randn.generator, "randn"))
 
 @both_devices(ops.randint.low_generator)
 @both_devices(ops.randint.low)
-def randint(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=None):
+def randint(low, high, size, *, generator=None, dtype=None, layout=None, device=None,
+            pin_memory=None, requires_grad=None):
+    if layout is not None or pin_memory is not None:
+        check_options(layout, pin_memory, device)
     rng = checked_generator(generator)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
@@ -172,29 +225,35 @@ def randint(low, high, size, *, generator=None, dtype=None, device=None, require
 
 # -- the short forms: the overloads PyTorch's bindings pick for ``ones(2)``, ``arange(5)``... ------
 @both_devices(ops.ones.default)
-def ones(size, *, dtype=None, device=None, requires_grad=None):
+def ones(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=None):
     """``full(size, 1)`` in the default float dtype unless ``dtype`` is given."""
     return full(size, 1, dtype=dt.get_default_dtype() if dtype is None else dtype,
-                device=device, requires_grad=requires_grad)
+                layout=layout, device=device, pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 @both_devices(ops.zeros.default)
-def zeros(size, *, dtype=None, device=None, requires_grad=None):
-    """``full(size, 0)``; a negative size raises PyTorch's zeros-specific text."""
+def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=None):
+    """``full(size, 0)``; a negative size raises PyTorch's zeros-specific text (before
+    ``pin_memory``'s, as PyTorch's)."""
+    if layout is not None or pin_memory is not None:
+        check_option_types(layout, pin_memory)
     if any(isinstance(s, int) and s < 0 for s in size):
         raise RuntimeError("zeros: Dimension size must be non-negative.")
     return full(size, 0, dtype=dt.get_default_dtype() if dtype is None else dtype,
-                device=device, requires_grad=requires_grad)
+                layout=layout, device=device, pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 @both_devices(ops.eye.default)
-def eye_n(n, *, dtype=None, device=None, requires_grad=None):
-    return eye(n, n, dtype=dtype, device=device, requires_grad=requires_grad)
+def eye_n(n, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=None):
+    return eye(n, n, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+               requires_grad=requires_grad)
 
 
 @both_devices(ops.randint.default)
-def randint_high(high, size, *, dtype=None, device=None, requires_grad=None):
-    return randint(0, high, size, dtype=dtype, device=device, requires_grad=requires_grad)
+def randint_high(high, size, *, dtype=None, layout=None, device=None, pin_memory=None,
+                 requires_grad=None):
+    return randint(0, high, size, dtype=dtype, layout=layout, device=device,
+                   pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 # -- copies ---------------------------------------------------------------------------------------
@@ -373,7 +432,8 @@ def _local_scalar_dense(self):
 
 
 # -- *_like factories: one rule (the input's layout per memory_format), then a fill -------------
-def _like_rule(self, *args, dtype=None, device=None, requires_grad=None, memory_format=None):
+def _like_rule(self, *args, dtype=None, layout=None, device=None, pin_memory=None,
+               requires_grad=None, memory_format=None):
     dtype = self._dtype if dtype is None else dt.to_dtype(dtype)
     dev = self._storage.device if device is None else device_of(device)
     return Spec(self._layout.sizes, _preserved_strides(self, memory_format), dtype, dev)
@@ -381,8 +441,11 @@ def _like_rule(self, *args, dtype=None, device=None, requires_grad=None, memory_
 
 def _like_kernel(fill_value):
     """A *_like kernel; ``fill_value(self, args, out_shape) -> array | scalar | None``."""
-    def kernel(self, *args, dtype=None, device=None, requires_grad=None, memory_format=None):
+    def kernel(self, *args, dtype=None, layout=None, device=None, pin_memory=None,
+               requires_grad=None, memory_format=None):
         spec = _like_rule(self, *args, dtype=dtype, device=device, memory_format=memory_format)
+        if layout is not None or pin_memory is not None:
+            check_options(layout, pin_memory, spec.device)
         if fill_value in (_rand_like_value, _randn_like_value) and \
                 not spec.dtype.is_floating_point:
             kernel_name = ("check_uniform_bounds" if fill_value is _rand_like_value
@@ -428,31 +491,41 @@ def _new_options(self, dtype, device):
 
 
 @both_devices(ops.new_empty)
-def new_empty(self, size, *, dtype=None, device=None, requires_grad=None):
+def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=None,
+              requires_grad=None):
     dtype, device = _new_options(self, dtype, device)
-    return empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return empty(size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+                 requires_grad=requires_grad)
 
 
 @both_devices(ops.new_empty_strided)
-def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=None):
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None,
+                      requires_grad=None):
     dtype, device = _new_options(self, dtype, device)
-    return empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad)
+    return empty_strided(size, stride, dtype=dtype, layout=layout, device=device,
+                         pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 @both_devices(ops.new_full)
-def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=None):
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
+             requires_grad=None):
     dtype, device = _new_options(self, dtype, device)
-    return full(size, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+    return full(size, fill_value, dtype=dtype, layout=layout, device=device,
+                pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 @both_devices(ops.new_zeros)
-def new_zeros(self, size, *, dtype=None, device=None, requires_grad=None):
-    return new_full(self, size, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+def new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=None,
+              requires_grad=None):
+    return new_full(self, size, 0, dtype=dtype, layout=layout, device=device,
+                    pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 @both_devices(ops.new_ones)
-def new_ones(self, size, *, dtype=None, device=None, requires_grad=None):
-    return new_full(self, size, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=None,
+             requires_grad=None):
+    return new_full(self, size, 1, dtype=dtype, layout=layout, device=device,
+                    pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 # -- in-place random fills: PyTorch's checks in its order, then numpy's generator --------------

@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from ._common import (Spec, both_devices, check_no_internal_overlap, common_device, device_of,
                       new_tensor)
 from ._common import cross_device_error, resize_out, resize_storage_for, type_name
-from .factories import _factory, _finish, check_size
+from .factories import _factory, _finish, check_options, check_size
 from .views import expand_sizes
 
 _P_RANGE = ("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
@@ -62,10 +62,13 @@ _PERM_LIMITS = {"uint8": ("uint8_t", 255), "int8": ("int8_t", 127), "int16": ("i
 
 @both_devices(ops.randperm.generator)
 @both_devices(ops.randperm)
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=None):
+def randperm(n, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None,
+             requires_grad=None):
     """A random permutation of ``0..n-1`` (int64 by default). PyTorch's checks: negative ``n``,
     bool ("randperm" not implemented), ``n - 1`` beyond the dtype ("value cannot be converted
     to type uint8_t without overflow"), float16 beyond 2049."""
+    if layout is not None or pin_memory is not None:
+        check_options(layout, pin_memory, device)
     rng = numpy_generator(generator)
     dtype = dt.int64 if dtype is None else dt.to_dtype(dtype)
     check_size((n,))
@@ -328,7 +331,8 @@ for _name in ("Tensor_float", "float_Tensor", "Tensor_Tensor"):
     getattr(ops.normal, _name).rule = _normal_rule
 
 
-def _float_float_rule(mean, std, size, *, dtype=None, device=None, requires_grad=None):
+def _float_float_rule(mean, std, size, *, dtype=None, layout=None, device=None, pin_memory=None,
+                      requires_grad=None):
     size = check_size(size)
     _check_std(std)
     d = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
@@ -337,8 +341,10 @@ def _float_float_rule(mean, std, size, *, dtype=None, device=None, requires_grad
 
 
 @both_devices(ops.normal.float_float)
-def _float_float_kernel(mean, std, size, *, generator=None, dtype=None, device=None,
-                        requires_grad=None):
+def _float_float_kernel(mean, std, size, *, generator=None, dtype=None, layout=None,
+                        device=None, pin_memory=None, requires_grad=None):
+    if layout is not None or pin_memory is not None:
+        check_options(layout, pin_memory, device)
     rng = numpy_generator(generator)
     spec = _float_float_rule(mean, std, size, dtype=dtype, device=device)
     out = new_tensor(spec)

@@ -19,11 +19,14 @@ from ..tensor import Tensor
 from ._common import both_devices
 from ._fma import fma32, fma64
 from ._scalars import checked_scalar
-from .factories import _factory, _finish
+from .factories import _factory, _finish, check_option_types, check_options, check_pin_memory
 
 
 @both_devices(ops.arange.start_step)
-def arange(start, end, step=1, *, dtype=None, device=None, requires_grad=None):
+def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None,
+           requires_grad=None):
+    if layout is not None or pin_memory is not None:
+        check_options(layout, pin_memory, device, prims_on_meta=True)
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
     if step == 0:
@@ -55,12 +58,17 @@ def _space_end(value, name: str, which: str):
     return value
 
 
-def _space_layout(start, end, steps, dtype, device, name):
+def _space_layout(start, end, steps, dtype, device, name, layout=None, pin_memory=None):
     """The output of a ``linspace``-like factory (``(steps,)``, the default float dtype unless
-    ``dtype``) and its end points; RuntimeError for a negative ``steps``."""
+    ``dtype``) and its end points; RuntimeError for a negative ``steps`` (before
+    ``pin_memory``'s, as PyTorch's)."""
+    if layout is not None or pin_memory is not None:
+        check_option_types(layout, pin_memory)
     start, end = _space_end(start, name, "start"), _space_end(end, name, "end")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    if pin_memory:
+        check_pin_memory(pin_memory, device)
     return _factory((steps,), dtype, device), start, end
 
 
@@ -98,8 +106,10 @@ def _linspace_values(start, end, n: int, d):
 
 
 @both_devices(ops.linspace)
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=None):
-    t, start, end = _space_layout(start, end, steps, dtype, device, "linspace")
+def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None,
+             requires_grad=None):
+    t, start, end = _space_layout(start, end, steps, dtype, device, "linspace", layout,
+                                  pin_memory)
     if t._storage.device is not META and steps:
         d = t._dtype
         if steps == 1:                      # PyTorch fills with ``start`` (bool too)
@@ -114,13 +124,17 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=None):
 
 
 @both_devices(ops.arange.default)
-def arange_end(end, *, dtype=None, device=None, requires_grad=None):
-    return arange(0, end, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+def arange_end(end, *, dtype=None, layout=None, device=None, pin_memory=None,
+               requires_grad=None):
+    return arange(0, end, 1, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+                  requires_grad=requires_grad)
 
 
 @both_devices(ops.arange.start)
-def arange_start(start, end, *, dtype=None, device=None, requires_grad=None):
-    return arange(start, end, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+def arange_start(start, end, *, dtype=None, layout=None, device=None, pin_memory=None,
+                 requires_grad=None):
+    return arange(start, end, 1, dtype=dtype, layout=layout, device=device,
+                  pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 def _logspace_values(start, end, n: int, base: float, d):
@@ -149,8 +163,10 @@ def _logspace_values(start, end, n: int, base: float, d):
 
 
 @both_devices(ops.logspace)
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=None):
-    t, start, end = _space_layout(start, end, steps, dtype, device, "logspace")
+def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None,
+             pin_memory=None, requires_grad=None):
+    t, start, end = _space_layout(start, end, steps, dtype, device, "logspace", layout,
+                                  pin_memory)
     if t._storage.device is not META and steps:
         d = t._dtype
         with np.errstate(all="ignore"):     # overflow to inf, a negative base's nan: PyTorch's
