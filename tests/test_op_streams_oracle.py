@@ -17,11 +17,12 @@ Deliberate differences, mapped by ``_DIFFERENCES`` / ``_torch_kwargs`` before co
   ``x ** 2`` is ``pow.Tensor_Tensor`` (torch: ``pow.Tensor_Scalar``) and the reflected
   ``1 - x`` is ``sub.Tensor(1, x)`` (torch: ``rsub.Scalar``). ``1 / x`` is ``div.Tensor(1, x)``
   where torch emits ``reciprocal`` + ``mul``: that program is compared with its own expected
-  streams (``test_reflected_division``); ``where(c, x, 0.0)`` passes the number where torch
-  first makes it a tensor with ``scalar_tensor``.
+  streams (``test_reflected_division``). ``where(c, x, 0.0)`` is no exception: both make the
+  number a tensor first (``scalar_tensor``), as PyTorch's ``where.ScalarOther`` does.
 - **One squeeze overload**: ``squeeze.dims`` stands for torch's ``squeeze.dim``/``.default``.
 - **TensorOptions fill-ins**: PyTorch's Python bindings of factories pass ``device`` (the
-  resolved one, ``cpu``) and ``pin_memory=False`` even when the caller gave neither, and some
+  resolved one, ``cpu``) and ``pin_memory=False`` even when the caller gave neither (a
+  ``device=cpu`` of a call without tensor arguments is dropped on both sides), and some
   conversions (``to("meta")``, ``type_as``) pass ``dtype``/``layout``/``device`` taken from the
   tensor; ours pass what the caller gave (we have no ``layout`` or ``pin_memory`` arguments).
 """
@@ -94,8 +95,10 @@ class SkRecorder(sk.DispatchMode):
 
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
         self.ops.append(func.__name__)
-        self.calls.append((func.__name__, _norm(args),
-                           {k: _norm(v) for k, v in (kwargs or {}).items()}))
+        kw = {k: _norm(v) for k, v in (kwargs or {}).items()}
+        if kw.get("device") == "device:cpu" and not any(isinstance(a, sk.Tensor) for a in args):
+            del kw["device"]    # as _torch_kwargs: scalar_tensor(0.0, dtype=, device=cpu)
+        self.calls.append((func.__name__, _norm(args), kw))
         return func(*args, **(kwargs or {}))
 
 
@@ -114,6 +117,7 @@ class Env:
         self.row = m.ones(3)
         self.i = m.arange(6).view(2, 3)
         self.mask = self.x > 2
+        self.meta_mask = m.ones(2, dtype=m.bool, device="meta")
 
 
 def _stream(m, program, calls=False):
@@ -192,6 +196,8 @@ PROGRAMS = [
     ("resize_as_", lambda e: e.x.clone().resize_as_(e.x3), ["clone.default", "resize_as_.default"]),
     ("where", lambda e: e.m.where(e.x > 2, e.x, e.x * 2),
      ["gt.Tensor", "mul.Tensor", "where.self"]),
+    ("where_number", lambda e: (e.m.where(e.mask, e.x, 0.0), e.x.where(e.mask, 2)),
+     ["scalar_tensor.default", "where.self", "scalar_tensor.default", "where.self"]),
     ("cat_stack", lambda e: e.m.stack([e.m.cat([e.x, e.x]), e.m.cat([e.x, e.x])]),
      ["cat.default", "cat.default", "stack.default"]),
     ("embedding", lambda e: e.F.embedding(e.idx, e.w), ["embedding.default"]),
@@ -278,6 +284,10 @@ BROAD = {
                        e.x.clamp(0, 1), e.x.clamp(min=0), e.x.softmax(1), e.x @ e.x.t(),
                        e.x.sqrt(), e.x * 2),
     "item_tolist": lambda e: (e.x[0, 0].item(), e.x.tolist()),
+    "where_numbers": lambda e: (e.m.where(e.mask, e.x, 0.0), e.m.where(e.mask, 1, 2.0),
+                                e.m.where(e.mask, e.i, 0.5), e.m.where(e.mask, 0.5, e.i),
+                                e.i.where(e.mask, True), e.m.where(e.mask, True, False),
+                                e.m.where(e.meta_mask, 1, 2)),
 }
 
 # Calls whose arguments differ by a documented difference (the stream of names still matches).

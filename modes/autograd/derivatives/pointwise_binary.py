@@ -230,8 +230,8 @@ def _heaviside(ctx, grad):
 @derivative("where.self", "WhereBackward0", inputs=("self", "other"), save=("condition",))
 def _where(ctx, grad):
     c = ctx.condition
-    return (sk.where(c, grad, 0) if _wants(ctx, 0, "self") else None,
-            sk.where(c, 0, grad) if _wants(ctx, 1, "other") else None)
+    g_other = sk.where(c, 0, grad) if _wants(ctx, 1, "other") else None   # other's first
+    return (sk.where(c, grad, 0) if _wants(ctx, 0, "self") else None), g_other
 
 
 @derivative("masked_fill.Scalar", "MaskedFillBackward0", save=("mask",))
