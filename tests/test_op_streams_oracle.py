@@ -118,6 +118,8 @@ class Env:
         self.i = m.arange(6).view(2, 3)
         self.mask = self.x > 2
         self.meta_mask = m.ones(2, dtype=m.bool, device="meta")
+        self.xm = m.zeros(2, 3, device="meta")
+        self.im = m.zeros(2, 3, dtype=m.int64, device="meta")
 
 
 def _stream(m, program, calls=False):
@@ -288,6 +290,10 @@ BROAD = {
                                 e.m.where(e.mask, e.i, 0.5), e.m.where(e.mask, 0.5, e.i),
                                 e.i.where(e.mask, True), e.m.where(e.mask, True, False),
                                 e.m.where(e.meta_mask, 1, 2)),
+    # a number off cpu is a dispatched scalar_tensor (cpu: lift_fresh of a tensor made below)
+    "setitem_meta": lambda e: (_setitem(e.xm, 0, 3.0), _setitem(e.xm, (0, 1), 5),
+                               _setitem(e.im, 1, 2.5), _setitem(e.xm, ..., True),
+                               _setitem(e.im, e.meta_mask, 7)),
 }
 
 # Calls whose arguments differ by a documented difference (the stream of names still matches).
@@ -443,3 +449,51 @@ def test_layer_norm_backward_is_one_op(affine, x_grad):
     theirs = _layer_norm_backward_stream(torch, 4, affine, x_grad)
     assert theirs[0][0] == "native_layer_norm_backward.default"
     assert _layer_norm_backward_stream(sk, 4, affine, x_grad) == theirs
+
+
+def _unseen_tensor_arguments(m, program):
+    """Tensors a handler gets as arguments that it neither saw made nor was given."""
+    seen, unseen = set(), []
+    tensor = torch.Tensor if m is torch else sk.Tensor
+
+    def visit(func, args, kwargs):
+        for a in list(args) + list(kwargs.values()):
+            for t in (a if isinstance(a, (list, tuple)) else [a]):
+                if isinstance(t, tensor) and id(t) not in seen:
+                    unseen.append(str(func))
+        out = func(*args, **kwargs)
+        for t in (out if isinstance(out, (list, tuple)) else [out]):
+            if isinstance(t, tensor):
+                seen.add(id(t))
+        return out
+
+    class TorchCapture(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return visit(func, args, kwargs or {})
+
+    class SkCapture(sk.DispatchMode):
+        def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+            return visit(func, args, kwargs or {})
+
+    env = Env(m)
+    seen.update(id(t) for t in vars(env).values() if isinstance(t, tensor))
+    with (TorchCapture() if m is torch else SkCapture()):
+        program(env)
+    return unseen
+
+
+def test_setitem_number_off_cpu_shows_every_tensor():
+    """``t[i] = 3.0`` on a meta tensor: a mode that captures every tensor it sees never gets
+    one made behind its back (the cpu path lifts one, in both libraries)."""
+    meta = (lambda e: _setitem(e.xm, 0, 3.0))
+    cpu = (lambda e: _setitem(e.x, 0, 3.0))
+    assert _unseen_tensor_arguments(torch, meta) == _unseen_tensor_arguments(sk, meta) == []
+    assert len(_unseen_tensor_arguments(torch, cpu)) == len(_unseen_tensor_arguments(sk, cpu)) == 1
+
+
+def test_setitem_overflowing_int_raises_as_torch():
+    for m in (torch, sk):
+        for device in ("cpu", "meta"):
+            t = m.zeros(2, dtype=m.int64, device=device)
+            with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+                t[0] = 2 ** 70
