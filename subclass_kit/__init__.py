@@ -283,6 +283,10 @@ from .api.selection import masked_select as masked_select  # noqa: E402
 from .api.selection import repeat_interleave as repeat_interleave  # noqa: E402
 from .api.selection import unique as unique  # noqa: E402
 from . import sizes_policy as _sizes_policy  # noqa: E402
+from .checks import _check as _check, _check_with as _check_with  # noqa: E402
+from .checks import _check_index as _check_index, _check_value as _check_value  # noqa: E402
+from .checks import _check_type as _check_type, _check_is_size as _check_is_size  # noqa: E402
+from .checks import _check_not_implemented as _check_not_implemented  # noqa: E402
 
 
 def __getattr__(name):

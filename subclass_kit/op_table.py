@@ -313,7 +313,7 @@ METADATA_QUERIES = [
     "dim(Tensor self) -> int",
     "sym_numel(Tensor self) -> SymInt",
     "sym_storage_offset(Tensor self) -> SymInt",
-    "is_contiguous(Tensor self) -> bool",
+    "is_contiguous(Tensor self) -> bool", "is_set_to(Tensor self, Tensor tensor) -> bool",
 ]
 
 # ``x <<= y`` / ``x >>= y`` / ``x //= y`` / ``x **= 2``: in-place overloads whose names ``name_`` + the

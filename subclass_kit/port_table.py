@@ -82,6 +82,13 @@ RENAMES: dict[str, str] = {
     "torch._prims_common": "subclass_kit.utils.prims_common",   # shape and dim helpers
     "torch.library": "subclass_kit.library",
     "torch.return_types": "subclass_kit.return_types",
+    "torch._check": "subclass_kit._check",
+    "torch._check_with": "subclass_kit._check_with",
+    "torch._check_index": "subclass_kit._check_index",
+    "torch._check_value": "subclass_kit._check_value",
+    "torch._check_type": "subclass_kit._check_type",
+    "torch._check_not_implemented": "subclass_kit._check_not_implemented",
+    "torch._check_is_size": "subclass_kit._check_is_size",
 }
 
 CANNOT_PORT: dict[str, str] = {

@@ -75,9 +75,14 @@ def as_subclass(self, cls) -> Tensor:
     (``_base`` is this tensor's root base), made without dispatching an op. Attributes set on
     this object are not carried over.
 
+    A tensor whose class has a ``__tensor_dispatch__`` handler gets its alias from that handler
+    (``_alias_by_handler``), as PyTorch's ``self.alias()`` reaches the Python key.
+
     Raises TypeError when ``cls`` is not a Tensor subclass; RuntimeError for a wrapper subclass
     instance and a ``cls`` not derived from its class (as PyTorch)."""
     _check_cls(cls)
+    if type(self) in DISPATCH_TYPES:
+        return _alias_by_handler(self, cls)
     _check_not_wrapper(cls, self)
     view = make_view(self, self._layout)
     t = _new(cls)
@@ -87,6 +92,32 @@ def as_subclass(self, cls) -> Tensor:
             and self.requires_grad and t._base is not None):
         flags.autograd.alias_grad_fn(self, t)     # AliasBackward0, as PyTorch's self.alias()
     return t
+
+
+def _alias_by_handler(self, cls) -> Tensor:
+    """``as_subclass`` of a tensor whose class handles dispatch: ``alias.default(self)`` goes to
+    the subclass handlers with the dispatch modes stashed (PyTorch's as_subclass turns them
+    off; they see nothing), and what the handler returns is the result. PyTorch wraps the
+    returned TensorImpl in a ``cls`` object, which is the Python object the handler returned
+    (a TensorImpl has one): its class must derive from ``cls``, else RuntimeError."""
+    st = tls.__dict__
+    modes = st["dispatch_modes"]
+    st["dispatch_modes"] = []
+    try:
+        res = _alias(self)
+    finally:
+        st["dispatch_modes"] = modes
+    if not isinstance(res, cls):
+        raise RuntimeError(
+            f"Creating a new Tensor subclass {cls.__name__} but the raw Tensor object is already "
+            f"associated to a python object of type {type(res).__name__} which is not a "
+            "subclass of the requested type")
+    return res
+
+
+def _alias(t):
+    from .registry import ops
+    return ops.alias.default(t)
 
 
 def _alias_as(self, cls) -> Tensor:

@@ -325,5 +325,9 @@ def ops_run_by_formula(op, samples) -> set:
                 formula.fn, "not_implemented", False):
             continue                            # its backward raises, as PyTorch's
         with rec:
-            formulas.apply_formula(op, args, kwargs, tuple(results), grads, validate=False)
+            try:
+                formulas.apply_formula(op, args, kwargs, tuple(results), grads, validate=False)
+            except RuntimeError as e:   # PyTorch's formula raises too (test_gradients_match_torch)
+                if "can't be cast to the desired output type" not in str(e):
+                    raise
     return rec.seen

@@ -48,6 +48,10 @@ ENTRIES["equal.default"] = E(
      S(_NAN, _NAN, _meta=False), S(F((2, 3)), F((3,)), _meta=False),
      S(F((2, 3), "int64"), F((2, 3), "float32"), _meta=False), S(F(()), F(()), _meta=False),
      S(F((0, 2)), F((0, 2)), _meta=False)])
+# two tensors built apart never share a storage: False (test_is_set_to_oracle has the rest)
+ENTRIES["is_set_to.default"] = E([S(F((2, 3)), F((2, 3)), _meta=False),
+                                  S(F(()), F(()), _meta=False),
+                                  S(F((3, 4), "int64", "t"), F((4, 3), "float64"), _meta=False)])
 
 _TIES = F((2, 4), values=(1.0, 1.0, 0.0, 1.0, -0.0, 0.0, float("nan"), 0.0))
 for _name in ("cummax", "cummin"):

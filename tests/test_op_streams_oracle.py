@@ -15,11 +15,12 @@ Deliberate differences, mapped by ``_DIFFERENCES`` / ``_torch_kwargs`` before co
 - **Python numbers.** The operators and functions call what torch's call, the tensor where
   torch puts it and torch's Scalar overloads for numbers (``x > 1`` is ``gt.Scalar``, ``x ** 2``
   ``pow.Tensor_Scalar``, ``2 * x`` ``mul.Tensor(x, 2)``, ``1 - x`` ``rsub.Scalar``, ``1 / x``
-  ``reciprocal`` then ``mul``, ``x // y`` ``floor_divide``); ``where(c, x, 0.0)`` passes the
-  number where torch first makes it a tensor with ``scalar_tensor``.
+  ``reciprocal`` then ``mul``, ``x // y`` ``floor_divide``); ``where(c, x, 0.0)`` makes the
+  number a tensor first (``scalar_tensor``), as PyTorch's ``where.ScalarOther`` does.
 - **One squeeze overload**: ``squeeze.dims`` stands for torch's ``squeeze.dim``/``.default``.
 - **TensorOptions fill-ins**: PyTorch's Python bindings of factories pass ``device`` (the
-  resolved one, ``cpu``) and ``pin_memory=False`` even when the caller gave neither, and some
+  resolved one, ``cpu``) and ``pin_memory=False`` even when the caller gave neither (a
+  ``device=cpu`` of a call without tensor arguments is dropped on both sides), and some
   conversions (``to("meta")``, ``type_as``) pass ``dtype``/``layout``/``device`` taken from the
   tensor; ours pass what the caller gave (``layout`` / ``pin_memory`` only when given).
 """
@@ -88,8 +89,10 @@ class SkRecorder(sk.DispatchMode):
 
     def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
         self.ops.append(func.__name__)
-        self.calls.append((func.__name__, _norm(args),
-                           {k: _norm(v) for k, v in (kwargs or {}).items()}))
+        kw = {k: _norm(v) for k, v in (kwargs or {}).items()}
+        if kw.get("device") == "device:cpu" and not any(isinstance(a, sk.Tensor) for a in args):
+            del kw["device"]    # as _torch_kwargs: scalar_tensor(0.0, dtype=, device=cpu)
+        self.calls.append((func.__name__, _norm(args), kw))
         return func(*args, **(kwargs or {}))
 
 
@@ -108,6 +111,9 @@ class Env:
         self.row = m.ones(3)
         self.i = m.arange(6).view(2, 3)
         self.mask = self.x > 2
+        self.meta_mask = m.ones(2, dtype=m.bool, device="meta")
+        self.xm = m.zeros(2, 3, device="meta")
+        self.im = m.zeros(2, 3, dtype=m.int64, device="meta")
 
 
 def _stream(m, program, calls=False):
@@ -193,6 +199,8 @@ PROGRAMS = [
     ("resize_as_", lambda e: e.x.clone().resize_as_(e.x3), ["clone.default", "resize_as_.default"]),
     ("where", lambda e: e.m.where(e.x > 2, e.x, e.x * 2),
      ["gt.Scalar", "mul.Tensor", "where.self"]),
+    ("where_number", lambda e: (e.m.where(e.mask, e.x, 0.0), e.x.where(e.mask, 2)),
+     ["scalar_tensor.default", "where.self", "scalar_tensor.default", "where.self"]),
     ("cat_stack", lambda e: e.m.stack([e.m.cat([e.x, e.x]), e.m.cat([e.x, e.x])]),
      ["cat.default", "cat.default", "stack.default"]),
     ("embedding", lambda e: e.F.embedding(e.idx, e.w), ["embedding.default"]),
@@ -279,6 +287,14 @@ BROAD = {
                        e.x.clamp(0, 1), e.x.clamp(min=0), e.x.softmax(1), e.x @ e.x.t(),
                        e.x.sqrt(), e.x * 2),
     "item_tolist": lambda e: (e.x[0, 0].item(), e.x.tolist()),
+    "where_numbers": lambda e: (e.m.where(e.mask, e.x, 0.0), e.m.where(e.mask, 1, 2.0),
+                                e.m.where(e.mask, e.i, 0.5), e.m.where(e.mask, 0.5, e.i),
+                                e.i.where(e.mask, True), e.m.where(e.mask, True, False),
+                                e.m.where(e.meta_mask, 1, 2)),
+    # a number off cpu is a dispatched scalar_tensor (cpu: lift_fresh of a tensor made below)
+    "setitem_meta": lambda e: (_setitem(e.xm, 0, 3.0), _setitem(e.xm, (0, 1), 5),
+                               _setitem(e.im, 1, 2.5), _setitem(e.xm, ..., True),
+                               _setitem(e.im, e.meta_mask, 7)),
 }
 
 # Calls whose arguments differ by a documented difference (the stream of names still matches).
@@ -428,3 +444,51 @@ def test_layer_norm_backward_is_one_op(affine, x_grad):
     theirs = _layer_norm_backward_stream(torch, 4, affine, x_grad)
     assert theirs[0][0] == "native_layer_norm_backward.default"
     assert _layer_norm_backward_stream(sk, 4, affine, x_grad) == theirs
+
+
+def _unseen_tensor_arguments(m, program):
+    """Tensors a handler gets as arguments that it neither saw made nor was given."""
+    seen, unseen = set(), []
+    tensor = torch.Tensor if m is torch else sk.Tensor
+
+    def visit(func, args, kwargs):
+        for a in list(args) + list(kwargs.values()):
+            for t in (a if isinstance(a, (list, tuple)) else [a]):
+                if isinstance(t, tensor) and id(t) not in seen:
+                    unseen.append(str(func))
+        out = func(*args, **kwargs)
+        for t in (out if isinstance(out, (list, tuple)) else [out]):
+            if isinstance(t, tensor):
+                seen.add(id(t))
+        return out
+
+    class TorchCapture(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return visit(func, args, kwargs or {})
+
+    class SkCapture(sk.DispatchMode):
+        def __tensor_dispatch__(self, func, types, args=(), kwargs=None):
+            return visit(func, args, kwargs or {})
+
+    env = Env(m)
+    seen.update(id(t) for t in vars(env).values() if isinstance(t, tensor))
+    with (TorchCapture() if m is torch else SkCapture()):
+        program(env)
+    return unseen
+
+
+def test_setitem_number_off_cpu_shows_every_tensor():
+    """``t[i] = 3.0`` on a meta tensor: a mode that captures every tensor it sees never gets
+    one made behind its back (the cpu path lifts one, in both libraries)."""
+    meta = (lambda e: _setitem(e.xm, 0, 3.0))
+    cpu = (lambda e: _setitem(e.x, 0, 3.0))
+    assert _unseen_tensor_arguments(torch, meta) == _unseen_tensor_arguments(sk, meta) == []
+    assert len(_unseen_tensor_arguments(torch, cpu)) == len(_unseen_tensor_arguments(sk, cpu)) == 1
+
+
+def test_setitem_overflowing_int_raises_as_torch():
+    for m in (torch, sk):
+        for device in ("cpu", "meta"):
+            t = m.zeros(2, dtype=m.int64, device=device)
+            with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+                t[0] = 2 ** 70

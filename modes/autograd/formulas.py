@@ -245,6 +245,8 @@ def sum_to(grad, shape):
     gshape = grad._layout.sizes if grad.__class__ is _Tensor else tuple(grad.shape)
     if gshape == shape:
         return grad
+    if not shape:           # at::sum_to's own case: ``tensor.sum()``
+        return _sum_all(grad)
     lead = len(gshape) - len(shape)
     dims = list(range(lead))
     for i, s in enumerate(shape):
@@ -259,6 +261,7 @@ def sum_to(grad, shape):
 
 
 _sum_dims = sk.ops.sum.dim_IntList
+_sum_all = sk.ops.sum.default
 _view = sk.ops.view.default
 
 

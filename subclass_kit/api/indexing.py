@@ -267,7 +267,15 @@ def _value_to_tensor(self, value) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if _is_long(value) or isinstance(value, (bool, float)):
-        t = _from_array(np.array(value), self._dtype, self._storage.device)
+        if not isinstance(value, (bool, float)) and not -2 ** 63 <= int(value) < 2 ** 63:
+            raise ValueError("Overflow when unpacking long long")   # PyTorch's unpacking
+        device = self._storage.device
+        if device is not CPU:
+            # PyTorch's scalarToTensor: off cpu a dispatched scalar_tensor (a bool as 0 / 1),
+            # on cpu a tensor made outside dispatch, then lift_fresh
+            number = float(value) if isinstance(value, float) else int(value)
+            return ops.scalar_tensor.default(number, dtype=self._dtype, device=device)
+        t = _from_array(np.array(value), self._dtype, device)
         return ops.lift_fresh.default(t)
     raise TypeError(f"can't assign a {_tp_name(value)} to a sk.{type_name(self._dtype)}Tensor")
 

@@ -417,13 +417,43 @@ def where(condition, input=None, other=None, *, out=None):
                 raise TypeError(f"where(): argument '{name}' (position {pos}) must be Tensor, "
                                 f"not {type(value).__name__}")
         return ops.where.self_out(condition, input, other, out=out)
+    return _where(condition, input, other)
+
+
+def _where(condition, input, other):
+    """``where.self`` of three tensors: a number becomes one as PyTorch's ``where.ScalarSelf``
+    / ``ScalarOther`` / ``Scalar`` make it, ``scalar_tensor(number, dtype=, device=)`` in the
+    result type (``other`` made first), the tensor argument converted to it (``_to_copy``),
+    both on the tensor's device (the condition's for two numbers)."""
+    num_in, num_other = _is_number(input), _is_number(other)
+    if not (num_in or num_other) or not isinstance(condition, Tensor):
+        return ops.where.self(condition, input, other)
+    if num_in and num_other:
+        d, device = result_type(input, other), condition.device
+        other = ops.scalar_tensor.default(other, dtype=d, device=device)
+        input = ops.scalar_tensor.default(input, dtype=d, device=device)
+    elif num_other:
+        if isinstance(input, Tensor):
+            d = result_type(input, other)
+            other = ops.scalar_tensor.default(other, dtype=d, device=input.device)
+            if input.dtype is not d:
+                input = ops._to_copy.default(input, dtype=d)
+    elif isinstance(other, Tensor):
+        d = result_type(other, input)
+        input = ops.scalar_tensor.default(input, dtype=d, device=other.device)
+        if other.dtype is not d:
+            other = ops._to_copy.default(other, dtype=d)
     return ops.where.self(condition, input, other)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (bool, int, float, complex)) and not isinstance(v, Tensor)
 
 
 def _where_method(self, condition, other):
     if other is None:
         check_tensor("where", "other", other, 2)
-    return ops.where.self(condition, self, other)
+    return _where(condition, self, other)
 
 
 _export("where", where, method=False)

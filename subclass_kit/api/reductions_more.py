@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 from .. import return_types
-from .._argcheck import check_int
+from .._argcheck import check_int, check_tensor
+from ..function import public_api
+from ..tensor import Tensor
 from ..registry import ops
 from .reductions import _call, _dim_list, _export
 
@@ -130,6 +132,15 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     args = (k,) if dim == -1 and not keepdim else (k, dim)
     return return_types.kthvalue(*_call(ops.kthvalue, input, *args, keepdim=keepdim))
 
+
+def is_set_to(self, tensor):
+    """``Tensor.is_set_to``: True when ``tensor`` has this tensor's storage, storage offset,
+    sizes and strides (``is_set_to.default``; NotImplementedError on meta, as PyTorch)."""
+    check_tensor("is_set_to", "tensor", tensor, 1)
+    return ops.is_set_to.default(self, tensor)
+
+
+Tensor.is_set_to = public_api(is_set_to)
 
 _PUBLIC = {}
 for _fn in (count_nonzero, nansum, nanmean, aminmax, isclose, allclose, equal, cummax, cummin,

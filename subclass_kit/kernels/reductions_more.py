@@ -188,6 +188,24 @@ register_kernel(ops.equal.default, "cpu")(_equal_cpu)
 register_kernel(ops.equal.default, "meta")(_equal_meta)
 
 
+def _is_set_to(self, tensor):
+    """PyTorch's ``is_set_to``: the same storage, storage offset, sizes and strides (dtypes
+    are not compared; two empty tensors have two storages)."""
+    if tensor.device.type == "meta":    # PyTorch picks the meta kernel for any meta argument
+        _is_set_to_meta(self, tensor)
+    a, b = self._layout, tensor._layout
+    return (self._storage is tensor._storage and a.offset == b.offset and a.sizes == b.sizes
+            and a.strides == b.strides)
+
+
+def _is_set_to_meta(self, tensor):
+    raise NotImplementedError(_EQUAL_META.replace("aten::equal", "aten::is_set_to"))
+
+
+register_kernel(ops.is_set_to.default, "cpu")(_is_set_to)
+register_kernel(ops.is_set_to.default, "meta")(_is_set_to_meta)
+
+
 # -- cummax, cummin, logcumsumexp ----------------------------------------------------------------
 def _check_scalar_type(want, out):
     if out._dtype is not want:

@@ -26,19 +26,23 @@ def _scaled(grad, alpha):
 
 @derivative("add.Tensor", "AddBackward0", inputs=("self", "other"))
 def _add(ctx, grad):
-    return grad, (_scaled(grad, ctx.alpha) if ctx.needs_input_grad[1] else None)
+    return (grad if ctx.needs_input_grad[0] else None,
+            _scaled(grad, ctx.alpha) if ctx.needs_input_grad[1] else None)
 
 
 @derivative("sub.Tensor", "SubBackward0", inputs=("self", "other"))
 def _sub(ctx, grad):
-    return grad, (_neg(_scaled(grad, ctx.alpha)) if ctx.needs_input_grad[1] else None)
+    # PyTorch's order: maybe_multiply(-grad, alpha), the negation first
+    return (grad if ctx.needs_input_grad[0] else None), (_scaled(_neg(grad), ctx.alpha) if ctx.needs_input_grad[1] else None)
 
 
 @derivative("mul.Tensor", "MulBackward0", inputs=("self", "other"), save=("self", "other"),
             save_for={"self": ("other",), "other": ("self",)})
 def _mul_backward(ctx, grad):
-    a = _mul(grad, ctx.other) if ctx.needs_input_grad[0] else None
+    # other's gradient first: PyTorch's MulBackward0 computes them in that order (what modes
+    # see; the engine still accumulates ``x * x``'s two gradients in input order)
     b = _mul(grad, ctx.self) if ctx.needs_input_grad[1] else None
+    a = _mul(grad, ctx.other) if ctx.needs_input_grad[0] else None
     return a, b
 
 

@@ -174,8 +174,9 @@ def _mul(node, grads):
     self = saved["self"].peek() if needs[1] else grad
     if other is None or self is None or not (_plain(other, d) and _plain(self, d)):
         return None
-    return (_mul_kernel(grad, other) if needs[0] else None,
-            _mul_kernel(grad, self) if needs[1] else None)
+    # in the formula's order: other's gradient first
+    b = _mul_kernel(grad, self) if needs[1] else None
+    return (_mul_kernel(grad, other) if needs[0] else None), b
 
 
 @fast_formula("tanh.default")

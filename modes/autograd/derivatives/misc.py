@@ -124,4 +124,5 @@ non_differentiable(
     "resize_.default", "resize_as_.default", "resize.default", "set_.source_Storage_storage_offset",
     "set_.source_Tensor", "_local_scalar_dense.default", "sym_size.default", "sym_stride.default",
     "dim.default", "sym_numel.default", "sym_storage_offset.default", "is_contiguous.default",
+    "is_set_to.default",
     reason="metadata, storage swaps and Python scalars carry no gradient")

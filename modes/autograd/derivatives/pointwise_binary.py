@@ -43,36 +43,49 @@ def _not_implemented(op: str):
             save=("self", "exponent", "result"), save_for={"result": ("exponent",)},
             numbers={("exponent",): "PowBackward0", ("self",): "PowBackward2"})
 def _pow(ctx, grad):
+    # PyTorch computes the exponent's gradient first (what modes see)
     x, e = ctx.self, ctx.exponent
     g_self = g_exp = None
-    if _wants(ctx, 0, "self"):
-        if _tensor(e):     # pow_backward_self
-            g_self = sk.where(e == 0.0, 0.0, grad * (e * x.pow(e - 1)))
-        else:
-            g_self = _pow_self_grad(grad, x, e)
     if _wants(ctx, 1, "exponent"):
         r = ctx.result
         if _tensor(x):     # pow_backward_exponent: d/de at x == 0, e >= 0 is 0 by continuity
-            cond = sk.logical_and(x == 0, e >= 0)
-            g_exp = grad * sk.where(cond, 0.0, r * x.log())
+            nonneg = e >= 0     # PyTorch's evaluation order of logical_and(x == 0, e >= 0)
+            cond = sk.logical_and(x == 0, nonneg)
+            value = r * x.log()
+            g_exp = grad * sk.where(cond, _zero(grad), value)
         else:
             g_exp = _pow_exponent_grad(grad, x, e, r)
+    if _wants(ctx, 0, "self"):
+        if _tensor(e):     # pow_backward_self
+            value = grad * (e * x.pow(e - 1))
+            zero = _zero(grad)
+            g_self = sk.where(e == 0.0, zero, value)
+        else:
+            g_self = _pow_self_grad(grad, x, e)
     return g_self, g_exp
 
 
+def _zero(grad):
+    """PyTorch's ``at::scalar_tensor(0.0, grad.options())``."""
+    return sk.scalar_tensor(0.0, dtype=grad.dtype, device=grad.device)
+
+
 def _pow_self_grad(grad, x, e):
-    """PyTorch's ``pow_backward`` for a Scalar exponent ``e``."""
+    """PyTorch's ``pow_backward`` for a Scalar exponent ``e``: ``exponent * self.pow(exponent
+    - 1)`` is ``mul(Tensor, Scalar)``."""
     if e == 0:
-        return sk.zeros_like(grad)
-    return grad * (e * x.pow(e - 1))
+        return sk.zeros_like(x, memory_format=sk.contiguous_format)
+    return grad * (x.pow(e - 1) * e)
 
 
 def _pow_exponent_grad(grad, base, e, result):
     """PyTorch's ``pow_backward_exponent`` for a Scalar ``base``: the log of the number (NaN
-    below 0, as C's log); at base 0 the gradient is 0 where ``e >= 0``."""
+    below 0, as C's log); at base 0, ``at::where(exponent >= 0, at::zeros({}), result * log)``."""
     log_base = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
     if base == 0:
-        return grad * sk.where(e >= 0, 0.0, result * log_base)
+        value = result * log_base
+        zero = sk.zeros((), dtype=grad.dtype, device=grad.device)
+        return grad * sk.where(e >= 0, zero, value)
     return grad * (result * log_base)
 
 
@@ -89,11 +102,25 @@ def _pow_scalar(ctx, grad):
 @derivative("div.Tensor_mode", "DivBackward2", inputs=("self", "other"), save=("self", "other"))
 def _div_mode(ctx, grad):
     x, y = ctx.self, ctx.other
-    if ctx.rounding_mode is not None:    # floor / trunc: piecewise constant
-        return (sk.zeros_like(grad) if _wants(ctx, 0, "self") else None,
-                sk.zeros_like(grad) if _wants(ctx, 1, "other") else None)
-    return (grad / y if _wants(ctx, 0, "self") else None,
-            -grad * ((x / y) / y) if _wants(ctx, 1, "other") else None)
+    if ctx.rounding_mode is not None:    # floor / trunc: piecewise constant, other's first
+        g_other = _zeros_like(grad) if _wants(ctx, 1, "other") else None
+        return (_zeros_like(grad) if _wants(ctx, 0, "self") else None), g_other
+    # other's gradient first, as DivBackward0 (core.py)
+    g_other = None
+    if _wants(ctx, 1, "other"):
+        quotient = (x / y) / y
+        g_other = -grad * quotient
+    return (grad / y if _wants(ctx, 0, "self") else None), g_other
+
+
+def _zeros_like(grad):
+    """PyTorch's ``at::zeros_like(grad, grad.options())``."""
+    return sk.zeros_like(grad, dtype=grad.dtype, device=grad.device)
+
+
+def _neg_times(grad, value):
+    """``-grad * value``, ``value`` computed first (PyTorch's evaluation order)."""
+    return -grad * value
 
 
 @derivative("remainder.Tensor", "RemainderBackward1", inputs=("self", "other"),
@@ -103,7 +130,7 @@ def _remainder(ctx, grad):
     if not _tensor(ctx.self):    # PyTorch's remainder.Scalar_Tensor has no formula
         _not_implemented("remainder")
     return (grad if ctx.needs_input_grad[0] else None,
-            -grad * ctx.self.div(ctx.other, rounding_mode="floor")
+            _neg_times(grad, ctx.self.div(ctx.other, rounding_mode="floor"))
             if _wants(ctx, 1, "other") else None)
 
 
@@ -145,7 +172,7 @@ def _fmod_scalar(ctx, grad):
             numbers={("other",): "FmodBackward0"})
 def _fmod(ctx, grad):
     return (grad if _wants(ctx, 0, "self") else None,
-            -grad * ctx.self.div(ctx.other, rounding_mode="trunc")
+            _neg_times(grad, ctx.self.div(ctx.other, rounding_mode="trunc"))
             if _wants(ctx, 1, "other") else None)
 
 
@@ -154,15 +181,17 @@ def _fmod(ctx, grad):
 def _xlogy(ctx, grad):
     x, y = ctx.self, ctx.other
     g_self = g_other = None
+    if _wants(ctx, 1, "other"):     # other's first, as PyTorch
+        g_other = grad * x / y
     if _wants(ctx, 0, "self"):
-        if _tensor(y):
-            g_self = sk.xlogy(grad, y).masked_fill(sk.logical_and(x == 0.0, y <= 0.0), 0.0)
+        if _tensor(y):   # (self == 0.) & (other <= 0.), its right operand first
+            value = sk.xlogy(grad, y)
+            nonpos = y <= 0.0
+            g_self = value.masked_fill(sk.bitwise_and(x == 0.0, nonpos), 0.0)
         elif y > 0:
             g_self = sk.xlogy(grad, y)
         else:
             g_self = sk.xlogy(grad, y).masked_fill(x == 0.0, 0.0)
-    if _wants(ctx, 1, "other"):
-        g_other = grad * x / y
     return g_self, g_other
 
 
@@ -182,32 +211,36 @@ def _atan2(ctx, grad):
             save=("self", "other", "result"))
 def _hypot(ctx, grad):
     r = ctx.result
-    return (grad * ctx.self / r if ctx.needs_input_grad[0] else None,
-            grad * ctx.other / r if ctx.needs_input_grad[1] else None)
+    g_other = grad * ctx.other / r if ctx.needs_input_grad[1] else None   # other's first
+    return (grad * ctx.self / r if ctx.needs_input_grad[0] else None), g_other
 
 
 @derivative("logaddexp.default", "LogaddexpBackward0", inputs=("self", "other"),
             save=("self", "other"))
 def _logaddexp(ctx, grad):
-    x, y = ctx.self, ctx.other
-    return (grad / (1 + (y - x).exp()) if ctx.needs_input_grad[0] else None,
-            grad / (1 + (x - y).exp()) if ctx.needs_input_grad[1] else None)
+    x, y = ctx.self, ctx.other    # other's first; ``1 + t`` is add(t, 1) in PyTorch's C++
+    g_other = grad / ((x - y).exp() + 1) if ctx.needs_input_grad[1] else None
+    return (grad / ((y - x).exp() + 1) if ctx.needs_input_grad[0] else None), g_other
 
 
 @derivative("logaddexp2.default", "Logaddexp2Backward0", inputs=("self", "other"),
             save=("self", "other"))
 def _logaddexp2(ctx, grad):
-    x, y = ctx.self, ctx.other
-    return (grad / (1 + 2 ** (y - x)) if ctx.needs_input_grad[0] else None,
-            grad / (1 + 2 ** (x - y)) if ctx.needs_input_grad[1] else None)
+    x, y = ctx.self, ctx.other    # as logaddexp
+    g_other = grad / (2 ** (x - y) + 1) if ctx.needs_input_grad[1] else None
+    return (grad / (2 ** (y - x) + 1) if ctx.needs_input_grad[0] else None), g_other
 
 
 def _max_min(ctx, grad, lose_self, lose_other):
-    """maximum/minimum: ties split the gradient in half."""
+    """maximum/minimum: ties split the gradient in half. PyTorch computes other's gradient
+    first, each as ``at::where(self == other, grad / 2, grad).masked_fill_(lose, 0)``."""
     x, y = ctx.self, ctx.other
-    shared = sk.where(x == y, grad / 2, grad)
-    return (shared.masked_fill(lose_self(x, y), 0) if ctx.needs_input_grad[0] else None,
-            shared.masked_fill(lose_other(x, y), 0) if ctx.needs_input_grad[1] else None)
+
+    def grad_of(lose):
+        half = grad / 2
+        return sk.where(x == y, half, grad).masked_fill_(lose(x, y), 0)
+    g_other = grad_of(lose_other) if ctx.needs_input_grad[1] else None
+    return (grad_of(lose_self) if ctx.needs_input_grad[0] else None), g_other
 
 
 @derivative("maximum.default", "MaximumBackward0", inputs=("self", "other"),
@@ -223,11 +256,14 @@ def _minimum(ctx, grad):
 
 
 def _fmax_fmin(ctx, grad, self_wins):
-    """fmax/fmin: the NaN-ignoring choice takes all of the gradient (no tie split)."""
+    """fmax/fmin: the NaN-ignoring choice takes all of the gradient (no tie split). PyTorch
+    computes other's gradient first, each with its own ``self_wins(...).logical_or_(isnan)``."""
     x, y = ctx.self, ctx.other
-    picked = sk.logical_or(self_wins(x, y), y.isnan())
-    return (grad.masked_fill(sk.logical_not(picked), 0) if ctx.needs_input_grad[0] else None,
-            grad.masked_fill(picked, 0) if ctx.needs_input_grad[1] else None)
+    g_other = (grad.masked_fill(self_wins(x, y).logical_or_(y.isnan()), 0)
+               if ctx.needs_input_grad[1] else None)
+    g_self = (grad.masked_fill(self_wins(x, y).logical_or_(y.isnan()).logical_not_(), 0)
+              if ctx.needs_input_grad[0] else None)
+    return g_self, g_other
 
 
 @derivative("fmax.default", "FmaxBackward0", inputs=("self", "other"), save=("self", "other"))
@@ -249,8 +285,8 @@ def _heaviside(ctx, grad):
 @derivative("where.self", "WhereBackward0", inputs=("self", "other"), save=("condition",))
 def _where(ctx, grad):
     c = ctx.condition
-    return (sk.where(c, grad, 0.0) if _wants(ctx, 0, "self") else None,
-            sk.where(c, 0.0, grad) if _wants(ctx, 1, "other") else None)
+    g_other = sk.where(c, 0, grad) if _wants(ctx, 1, "other") else None   # other's first
+    return (sk.where(c, grad, 0) if _wants(ctx, 0, "self") else None), g_other
 
 
 @derivative("masked_fill.Scalar", "MaskedFillBackward0", save=("mask",))
@@ -270,17 +306,24 @@ def _masked_fill_tensor(ctx, grad):
 # -- blends ----------------------------------------------------------------------------------
 @derivative("lerp.Scalar", "LerpBackward0", inputs=("self", "end"))
 def _lerp_scalar(ctx, grad):
-    w = ctx.weight
-    return (grad * (1 - w) if ctx.needs_input_grad[0] else None,
-            grad * w if ctx.needs_input_grad[1] else None)
+    w = ctx.weight    # end's gradient first, as PyTorch
+    g_end = grad * w if ctx.needs_input_grad[1] else None
+    return (grad * (1 - w) if ctx.needs_input_grad[0] else None), g_end
+
+
+def _scalar_op(value, op_, t):
+    """PyTorch's C++ ``Scalar op Tensor`` (``1 - w``, ``value / t``): ``empty_like(t)``
+    filled with ``value``, then ``op_`` in place."""
+    return op_(sk.empty_like(t, memory_format=sk.preserve_format).fill_(value), t)
 
 
 @derivative("lerp.Tensor", "LerpBackward1", inputs=("self", "end", "weight"),
             save=("self", "end", "weight"))
 def _lerp_tensor(ctx, grad):
-    w = ctx.weight
-    return (grad * (1 - w) if ctx.needs_input_grad[0] else None,
-            grad * w if ctx.needs_input_grad[1] else None,
+    w = ctx.weight    # PyTorch's order: end, self, weight
+    g_end = grad * w if ctx.needs_input_grad[1] else None
+    g_self = grad * _scalar_op(1, sk.Tensor.sub_, w) if ctx.needs_input_grad[0] else None
+    return (g_self, g_end,
             grad * (ctx.end - ctx.self) if ctx.needs_input_grad[2] else None)
 
 
@@ -297,9 +340,12 @@ def _addcmul(ctx, grad):
             save=("tensor1", "tensor2"))
 def _addcdiv(ctx, grad):
     v, t1, t2 = ctx.value, ctx.tensor1, ctx.tensor2
-    return (grad if ctx.needs_input_grad[0] else None,
-            grad * (v / t2) if ctx.needs_input_grad[1] else None,
-            -grad * (v * t1 / (t2 * t2)) if ctx.needs_input_grad[2] else None)
+    g1 = grad * _scalar_op(v, sk.Tensor.div_, t2) if ctx.needs_input_grad[1] else None
+    g2 = None
+    if ctx.needs_input_grad[2]:   # -grad * (value * tensor1 / (tensor2 * tensor2))
+        square = t2 * t2
+        g2 = _neg_times(grad, t1 * v / square)
+    return (grad if ctx.needs_input_grad[0] else None), g1, g2
 
 
 # -- predicates and integer ops: outputs never require grad -----------------------------------
