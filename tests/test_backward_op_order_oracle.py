@@ -9,9 +9,9 @@ computes ``q`` first). The engine still accumulates the gradients of one input i
 
 Arguments are compared by identity: the inputs are ``x0 x1 ...``, the incoming gradient ``g``,
 each op's tensor result ``rN`` (N its position in the stream); other tensors by shape. The only
-normalisation is the documented one of ``test_op_streams_oracle``: no Scalar overloads
-(``mul.Scalar`` is ``mul.Tensor``), and PyTorch's ``layout`` argument, which we do not have.
-``1 / x`` is ``div.Tensor`` on our side (torch: ``reciprocal`` + ``mul``), so it is left out.
+normalisation is the documented one of ``test_op_streams_oracle``: the Scalar overloads only
+PyTorch's C++ formulas call (``mul.Scalar`` is ``mul.Tensor``), and PyTorch's ``layout``
+argument, which we do not have.
 """
 
 from __future__ import annotations
@@ -26,14 +26,11 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import subclass_kit as sk  # noqa: E402
 
-_SCALAR_OVERLOADS = {"rsub.Scalar": "sub.Tensor", "pow.Tensor_Scalar": "pow.Tensor_Tensor",
-                     "pow.Scalar": "pow.Tensor_Tensor", "xlogy.Scalar_Other": "xlogy.Tensor",
-                     "xlogy.Scalar_Self": "xlogy.Tensor"}
-for _op in ("eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul", "div", "remainder", "fmod",
-            "masked_fill_", "masked_fill"):
+# PyTorch's C++ formulas call Scalar overloads the Python API never picks (``mul.Scalar``...);
+# the ones both libraries have (``pow.Tensor_Scalar``, ``ge.Scalar``...) are compared as they are.
+_SCALAR_OVERLOADS = {"xlogy.Scalar_Other": "xlogy.Tensor", "xlogy.Scalar_Self": "xlogy.Tensor"}
+for _op in ("add", "sub", "mul", "div"):
     _SCALAR_OVERLOADS[f"{_op}.Scalar"] = f"{_op}.Tensor"
-_SCALAR_OVERLOADS["masked_fill.Scalar"] = "masked_fill.Scalar"     # both libraries have it
-_SCALAR_OVERLOADS["masked_fill_.Scalar"] = "masked_fill_.Scalar"
 
 
 class _Labels:

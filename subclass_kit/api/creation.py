@@ -26,6 +26,7 @@ import numpy as np
 from .. import _dtype as dt
 from ..function import public_api
 from ..mode import no_dispatch
+from ..storage import device as _device
 from ..kernels.factories import check_requires_grad_dtype, manual_seed
 from ..registry import ops
 from ..tensor import Tensor, from_numpy
@@ -172,10 +173,17 @@ def as_tensor(data, dtype=None, device=None):
 def _kw(dtype, device, layout=None, pin_memory=None):
     # ``requires_grad`` is applied by ``@factory`` after the op (PyTorch's public factories
     # check the dtype with their own text before the op sees the flag). ``layout`` /
-    # ``pin_memory`` reach the op only when given (the kernels check them).
+    # ``pin_memory`` reach the op only when given (the kernels check them). A device string
+    # reaches handlers as a ``sk.device``, as PyTorch's parser makes a ``torch.device`` of it
+    # (other strings go on as given: the kernels raise for them).
+    if device.__class__ is str and device.partition(":")[0] in _DEVICE_TYPES:
+        device = _device(device)
     if layout is None and pin_memory is None:
         return {"dtype": dtype, "device": device}
     return {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory}
+
+
+_DEVICE_TYPES = ("cpu", "meta")
 
 
 def factory(fn):
