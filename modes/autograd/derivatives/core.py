@@ -37,8 +37,9 @@ def _sub(ctx, grad):
 @derivative("mul.Tensor", "MulBackward0", inputs=("self", "other"), save=("self", "other"),
             save_for={"self": ("other",), "other": ("self",)})
 def _mul_backward(ctx, grad):
-    a = _mul(grad, ctx.other) if ctx.needs_input_grad[0] else None
+    # PyTorch's MulBackward0 computes ``other``'s gradient first
     b = _mul(grad, ctx.self) if ctx.needs_input_grad[1] else None
+    a = _mul(grad, ctx.other) if ctx.needs_input_grad[0] else None
     return a, b
 
 
