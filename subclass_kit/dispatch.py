@@ -81,7 +81,9 @@ def _check_inference_write(op, mutated, args=(), kwargs=None):
             # out=3.0: PyTorch's argument parser rejects it before any kernel runs.
             raise TypeError(f"{op.schema.base_name}(): argument 'out' must be Tensor, not "
                             f"{type(t).__name__}")
-    if flags.requires_grad_seen and tls.grad_enabled:
+    if flags.requires_grad_seen and tls.grad_enabled and not tls.autograd_off:
+        # only when no autograd layer took the call: it checks above modes and handlers, and
+        # what they call below it is not checked (PyTorch: autograd is excluded there)
         check_inplace(op, mutated, args, kwargs)
 
 
