@@ -238,8 +238,6 @@ def dispatch(op, args, kwargs, types=None):
             if res is not NotImplemented:
                 if res.__class__ is not _tensor or not op._one_tensor_return:
                     check_returns(op, res)
-                if op._mutated and not st["mode_handlers"] and not st["below"]:
-                    return _mutated_returned(op, args, kwargs, res)
                 return res
             tried = _declined(op, mode, tried, trace)
     if not types:
@@ -295,11 +293,11 @@ _tensor = None      # tensor.Tensor, bound by the first check_returns (tensor.py
 
 
 def _mutated_returned(op, args, kwargs, res):
-    """What an in-place or out= op answered by a mode or subclass handler returns to a caller
-    above them: the argument each ``Tensor(a!)`` return aliases, whatever the handler returned
+    """What an in-place or out= op answered by a subclass handler returns to a caller above
+    it: the argument each ``Tensor(a!)`` return aliases, whatever the handler returned
     (PyTorch's ADInplaceOrView layer, above the Python key, returns ``self`` / ``out``). A
-    mode or handler calling the op gets the handler's own result (``DebugAssertMode`` checks
-    it)."""
+    mode calling the op gets the handler's own result (``DebugAssertMode`` checks it); a
+    mode's own answer is returned as is (docs/differences.md)."""
     at = _MUTATED_RETURNS.get(op)
     if at is None:
         schema = op.schema
