@@ -53,6 +53,7 @@ from .schema import parse_schema as parse_schema
 from .storage import Storage as Storage
 from .storage import device as device
 from .tensor import CreationMeta as CreationMeta
+from .inplace_checks import check_inplace_call as check_inplace_call
 from .inplace_checks import check_inplace_tensor as check_inplace_tensor
 from .layout import Size as Size
 from .tensor import Tensor as Tensor

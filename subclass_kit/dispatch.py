@@ -81,7 +81,9 @@ def _check_inference_write(op, mutated, args=(), kwargs=None):
             # out=3.0: PyTorch's argument parser rejects it before any kernel runs.
             raise TypeError(f"{op.schema.base_name}(): argument 'out' must be Tensor, not "
                             f"{type(t).__name__}")
-    if flags.requires_grad_seen and tls.grad_enabled:
+    if flags.requires_grad_seen and tls.grad_enabled and not tls.autograd_off:
+        # only when no autograd layer took the call: it checks above modes and handlers, and
+        # what they call below it is not checked (PyTorch: autograd is excluded there)
         check_inplace(op, mutated, args, kwargs)
 
 
@@ -280,12 +282,47 @@ def dispatch(op, args, kwargs, types=None):
                     _track_view_outputs(op, args, kwargs, res)
                     if op._view_name is not None:
                         _record_view_op(op, res)
+                if op._mutated and not st["mode_handlers"]:
+                    return _mutated_returned(op, args, kwargs, res)
             return res
         tried = _declined(op, t, tried, trace)
     raise _all_declined(op, tried, "__tensor_dispatch__")
 
 
 _tensor = None      # tensor.Tensor, bound by the first check_returns (tensor.py imports us)
+
+
+def _mutated_returned(op, args, kwargs, res):
+    """What an in-place or out= op answered by a subclass handler returns to a caller above
+    it: the argument each ``Tensor(a!)`` return aliases, whatever the handler returned
+    (PyTorch's ADInplaceOrView layer, above the Python key, returns ``self`` / ``out``). A
+    mode calling the op gets the handler's own result (``DebugAssertMode`` checks it); a
+    mode's own answer is returned as is (docs/differences.md)."""
+    at = _MUTATED_RETURNS.get(op)
+    if at is None:
+        schema = op.schema
+        at = _MUTATED_RETURNS[op] = tuple(
+            (ri, ai, arg.name) for ri, ret in enumerate(schema.returns)
+            if ret.alias is not None and ret.alias.is_write and not ret.is_tensor_list
+            for ai, arg in enumerate(schema.arguments)
+            if arg.alias is not None and arg.alias.alias_sets & ret.alias.alias_sets)
+    if not at:
+        return res
+    if op._one_tensor_return:
+        ai, name = at[0][1], at[0][2]
+        arg = args[ai] if ai < len(args) else kwargs.get(name)
+        return res if arg is None else arg
+    if not isinstance(res, (tuple, list)):
+        return res
+    out = list(res)
+    for ri, ai, name in at:
+        arg = args[ai] if ai < len(args) else kwargs.get(name)
+        if arg is not None and ri < len(out):
+            out[ri] = arg
+    return tuple(out)
+
+
+_MUTATED_RETURNS: dict = {}     # op -> ((return index, argument index, name), ...)
 
 
 def check_returns(op, res):

@@ -12,8 +12,8 @@ from ._state import tls
 from .registry import ops
 from .tensor import CreationMeta, Tensor
 
-__all__ = ["check_inplace", "check_inplace_tensor", "view_rebase_message", "forward_name",
-           "any_requires_grad", "check_set_data"]
+__all__ = ["check_inplace", "check_inplace_call", "check_inplace_tensor", "view_rebase_message",
+           "forward_name", "any_requires_grad", "check_set_data"]
 
 
 def forward_name(op_name: str) -> str:
@@ -94,6 +94,20 @@ def check_inplace(op, mutated, args, kwargs):
         raise RuntimeError("cannot resize variables that require grad")
     for t in mutated:
         check_inplace_tensor(t)
+
+
+def check_inplace_call(op, args, kwargs) -> None:
+    """The admission checks of one call of a mutating op (in-place or out=), where PyTorch's
+    VariableType runs them: in the autograd layer, above modes and subclass handlers, which
+    see nothing of a refused call. No-op with grad mode off or nothing requiring grad. The
+    core repeats them below only when no autograd layer took the call (``dispatch``)."""
+    if not op._mutated or not tls.grad_enabled:
+        return
+    mutated = op._mutated_tensors(args, kwargs)
+    for t in mutated:
+        if not isinstance(t, Tensor):
+            return          # out=3.0: the TypeError below comes first, as PyTorch's parser's
+    check_inplace(op, mutated, args, kwargs)
 
 
 def check_inplace_tensor(t) -> None:

@@ -409,7 +409,7 @@ class OpOverload:
             vc = self_arg._vc
             if vc is None and not tls.inference:
                 raise RuntimeError(_INFERENCE_INPLACE)
-            if flags.requires_grad_seen and tls.grad_enabled:
+            if flags.requires_grad_seen and tls.grad_enabled and not tls.autograd_off:
                 check_inplace(self, (self_arg,), args, kwargs)
             out = kernel(*args, **kwargs)
             if vc is not None:

@@ -316,13 +316,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
             hooked = node._hooked
             if hooked and (node._tensor_pre_hooks or node._retain or node._pre_hooks):
                 # a node that only captures an input's gradient runs its tensor hooks alone;
-                # the gradients the hooks return take the buffer's holds
-                held = list(buf)
-                buf = _pre_hooks(node, buf, needed is None or node in needed)
-                _hold(holds, buf)
-                for g in held:
-                    if g is not None:
-                        _release(holds, g)
+                # the gradients the hooks return take the holds of those they replace
+                buf = _pre_hooks(node, buf, needed is None or node in needed, holds)
             if targets is not None:
                 for nr in range(len(buf)):
                     for k in targets.get((node, nr), ()):
@@ -356,11 +351,15 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                     out = [None] * len(node._next)
                 if hooked and node._hooks:
                     out = _call_node_hooks(node._hooks, out, (grads_in,))
-                if not retain_graph:
-                    node.release()
-            for g in buf:               # the node's input buffer is released
+                    grads_in = None
+            # the input buffer is released (holds, then references) as soon as the node ran,
+            # before its saved tensors (PyTorch: when call_function returns, then release)
+            for g in buf:
                 if g is not None:
                     _release(holds, g)
+            buf = g = None
+            if not retain_graph and (needed is None or node in needed):
+                node.release()
             for e, g in zip(node._next, out):
                 if e is None:
                     continue
@@ -380,10 +379,12 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                         _release(holds, old)
                         s = nbuf[nr] = old + g
                         holds[id(s)] = holds.get(id(s), 0) + 1
+                        old = s = None          # (PyTorch: dies here; outputs live on)
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
                     now_ready.append(nxt)
+            out = g = nbuf = None       # the node's outputs die once delivered
             if now_ready:
                 inline = inline_ok and _inline_leaves(now_ready)
                 for nxt in now_ready:
@@ -407,6 +408,7 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, acc
                         finally:
                             _RUNNING.pop()
                         _release(holds, g)
+                        lbuf = g = None
                 now_ready.clear()
     if inputs is not None and not accumulate:
         for k, r in enumerate(results):
@@ -478,27 +480,35 @@ def _topological(deps):
     return seq
 
 
-def _pre_hooks(node, buf, runs=True):
+def _pre_hooks(node, buf, runs, holds):
     """Tensor hooks (``register_hook``), ``retain_grad`` and, if the node ``runs``, node
-    pre-hooks, in PyTorch's order."""
+    pre-hooks, in PyTorch's order. A gradient a hook replaces gives its hold (``holds``) to
+    the new one and is dropped at once, as PyTorch's are."""
     if node._tensor_pre_hooks:
         for nr, hooks in node._tensor_pre_hooks.items():
             for hook in list(hooks):
                 old = buf[nr]
                 new = hook(old)         # an undefined gradient reaches the hook as None
                 if new is not None and new is not old:
-                    buf[nr] = check_hook_result(old, new, hook)
+                    buf[nr] = new = check_hook_result(old, new, hook)
+                    _hold(holds, (new,))
+                    _release(holds, old)
+                old = new = None
     if node._retain:
         for nr, t in node._retain.items():
             g = buf[nr]
             if g is None:
                 continue
             if t._grad is None:
-                t._grad = g.detach().clone() if not sk.is_grad_enabled() else g.clone()
+                t._grad = g.clone(memory_format=sk.contiguous_format)    # PyTorch's
             else:
                 t._grad = t._grad + g
     if runs and node._pre_hooks:
-        buf = _call_node_hooks(node._pre_hooks, buf, ())
+        held, buf = buf, _call_node_hooks(node._pre_hooks, buf, ())
+        _hold(holds, buf)
+        for g in held:
+            if g is not None:
+                _release(holds, g)
     return buf
 
 

@@ -22,6 +22,7 @@ from .view_nodes import AsStridedBackward0, CopySlices
 __all__ = ["AutogradLayer", "FormulaNode", "CopySlices", "AsStridedBackward0", "node_class"]
 
 _redispatch = sk.redispatch_below_autograd
+_check_inplace_call = sk.check_inplace_call
 _new = object.__new__
 _Tensor = sk.Tensor
 _grad_enabled = sk.is_grad_enabled
@@ -261,7 +262,10 @@ class AutogradLayer:
 
     def __call__(self, op, args, kwargs):
         # (With grad mode off the core does not call the layer at all: Note [Autograd layer].)
-        if not _grad_enabled() or _inference() or op.is_out:
+        if not _grad_enabled() or _inference():
+            return _redispatch(op, args, kwargs)
+        if op.is_out:       # refused here when an argument requires grad, as VariableType does
+            _check_inplace_call(op, args, kwargs)
             return _redispatch(op, args, kwargs)
         for a in args:
             if a.__class__ is _Tensor:      # the common case, inline
@@ -277,6 +281,9 @@ class AutogradLayer:
             if not (kwargs and any(_requires_grad(v) for v in kwargs.values())
                     and _any_normal_tensor(args, kwargs)):
                 return _redispatch(op, args, kwargs)
+        if op.mutated_args:
+            # PyTorch's check_inplace, in VariableType: modes and handlers see no refused call
+            _check_inplace_call(op, args, kwargs)
         if op.namespace:
             custom = _custom_autograd(op)
             if custom is not None:

@@ -42,7 +42,8 @@ def _sin(ctx, grad):
 
 @derivative("cos.default", "CosBackward0", save=("self",))
 def _cos(ctx, grad):
-    return grad * -ctx.self.sin()
+    sin = ctx.self.sin()        # kept to the end, as C++ keeps the temporary
+    return grad * -sin
 
 
 @derivative("tan.default", "TanBackward0", save=("result",))
