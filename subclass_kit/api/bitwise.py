@@ -16,6 +16,7 @@ from .._argcheck import type_error
 from ..function import public_api
 from ..registry import ops
 from ..tensor import Tensor
+from .operators import _binary_operator
 
 __all__ = ["bitwise_left_shift", "bitwise_right_shift"]
 
@@ -72,40 +73,12 @@ _inplace_method("bitwise_left_shift_", ops.bitwise_left_shift_)
 _inplace_method("bitwise_right_shift_", ops.bitwise_right_shift_)
 
 
-def _operator(name, tensor_op, scalar_op, reflected=None):
-    """NotImplemented for an operand that is neither a tensor nor a number, and for a
-    TypeError raised while dispatching, as PyTorch's ``TypeError_to_NotImplemented_``."""
-    if reflected is None:
-        def impl(self, other):
-            if isinstance(other, Tensor):
-                op = tensor_op
-            elif other.__class__ in _NUMBER:
-                op = scalar_op
-            else:
-                return NotImplemented
-            try:
-                return op(self, other)
-            except TypeError:
-                return NotImplemented
-    else:
-        def impl(self, other):
-            if isinstance(other, Tensor):
-                op = tensor_op
-            elif other.__class__ in _NUMBER:
-                op = reflected
-            else:
-                return NotImplemented
-            try:
-                return op(other, self)
-            except TypeError:
-                return NotImplemented
-    impl.__name__ = impl.__qualname__ = name
-    setattr(Tensor, name, public_api(impl))
-
-
-_operator("__lshift__", ops.__lshift__.Tensor, ops.__lshift__.Scalar)
-_operator("__rshift__", ops.__rshift__.Tensor, ops.__rshift__.Scalar)
-_operator("__rlshift__", ops.__lshift__.Tensor, None, ops.bitwise_left_shift.Scalar_Tensor)
-_operator("__rrshift__", ops.__rshift__.Tensor, None, ops.bitwise_right_shift.Scalar_Tensor)
-_operator("__ilshift__", ops.__ilshift__.Tensor, ops.__ilshift__.Scalar)
-_operator("__irshift__", ops.__irshift__.Tensor, ops.__irshift__.Scalar)
+# (the Python operators' shared builder: ``api/operators.py``)
+_binary_operator("__lshift__", ops.__lshift__.Tensor, scalar_op=ops.__lshift__.Scalar)
+_binary_operator("__rshift__", ops.__rshift__.Tensor, scalar_op=ops.__rshift__.Scalar)
+_binary_operator("__rlshift__", ops.__lshift__.Tensor, reflected=True,
+                 scalar_op=ops.bitwise_left_shift.Scalar_Tensor)
+_binary_operator("__rrshift__", ops.__rshift__.Tensor, reflected=True,
+                 scalar_op=ops.bitwise_right_shift.Scalar_Tensor)
+_binary_operator("__ilshift__", ops.__ilshift__.Tensor, scalar_op=ops.__ilshift__.Scalar)
+_binary_operator("__irshift__", ops.__irshift__.Tensor, scalar_op=ops.__irshift__.Scalar)

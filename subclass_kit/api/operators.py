@@ -42,30 +42,18 @@ def _binary_operator(name, op, reflected=False, scalar_op=None):
     overload: ``x > 0`` is ``gt.Scalar``, ``2 ** x`` is ``pow.Scalar``)."""
     op = overload_of(op)            # a packet: the overload its call runs
     number_op = scalar_op if scalar_op is not None else op
-    if reflected:
-        def impl(self, other):
-            if other.__class__ in _NUMBER:
-                o = number_op
-            elif isinstance(other, Tensor):
-                o = op
-            else:
-                return NotImplemented
-            try:
-                return o(other, self)
-            except TypeError:
-                return NotImplemented
-    else:
-        def impl(self, other):
-            if other.__class__ in _NUMBER:
-                o = number_op
-            elif isinstance(other, Tensor):
-                o = op
-            else:
-                return NotImplemented
-            try:
-                return o(self, other)
-            except TypeError:
-                return NotImplemented
+
+    def impl(self, other):
+        if other.__class__ in _NUMBER:
+            o = number_op
+        elif isinstance(other, Tensor):
+            o = op
+        else:
+            return NotImplemented
+        try:
+            return o(other, self) if reflected else o(self, other)
+        except TypeError:
+            return NotImplemented
     _operator(name, impl, op, reflected, scalar_op)
 
 
