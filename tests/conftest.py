@@ -56,3 +56,25 @@ def pytest_collection_modifyitems(config, items):
     if bad:
         raise pytest.UsageError("test ids with object addresses (not the same in every "
                                 "process; give these parameters ids): " + ", ".join(bad[:5]))
+
+
+@pytest.fixture(autouse=True)
+def _torch_python_dispatch_left_on():
+    """Fail a test that leaves torch's Python dispatch keys excluded in this thread (a
+    ``torch._C._DisableTorchDispatch`` guard outliving it): every later test of the process
+    would see torch's modes and subclass handlers silently skipped. The keys are turned back
+    on first, so only the test that left them off fails."""
+    yield
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    keys = torch._C.DispatchKey
+    left = [k for k in (keys.Python, keys.PythonTLSSnapshot)
+            if torch._C._dispatch_tls_is_dispatch_key_excluded(k)]
+    for k in left:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(k, False)
+    if left:
+        pytest.fail(f"the test left torch's dispatch keys {left} excluded", pytrace=False)
+    modes = torch._C._len_torch_dispatch_stack()
+    if modes:
+        pytest.fail(f"the test left {modes} torch dispatch mode(s) on the stack", pytrace=False)

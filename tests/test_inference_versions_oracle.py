@@ -256,7 +256,9 @@ def test_no_writes_counted_under_a_dispatch_mode(name, where):
 
             class Mode(TorchDispatchMode):
                 def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                    if where == "in_handler" and func is torch.ops.aten.neg.default:
+                    # (by name: after some earlier tests of the process, the aten.neg
+                    # object a handler receives is not torch.ops.aten.neg.default)
+                    if where == "in_handler" and str(func) == "aten.neg.default":
                         self.seen = versions(calls[name]())
                     return func(*args, **(kwargs or {}))
         with Mode() as mode:
