@@ -312,6 +312,10 @@ def op_method(op, impl, name: str, reflected: bool = False, scalar_op=None):
             _raise_explained(method, impl, args, kwargs, e)
 
     number_op = scalar_op if scalar_op is not None else op
+    # a number operand computes with the Scalar overload's kernel (its values may differ:
+    # ``pow.Tensor_Scalar``'s products, ``pow.Scalar``'s contiguous result)
+    number_resolve = number_op._resolve_kernel
+    number_kernels = number_op._kernels
 
     if reflected:
         def method(self, other):
@@ -338,11 +342,12 @@ def op_method(op, impl, name: str, reflected: bool = False, scalar_op=None):
                             return number_op(other, self)
                         except TypeError:
                             return NotImplemented
-                    return resolve((other, self), _NO_KWARGS)
+                    return number_resolve((other, self), _NO_KWARGS)
                 if (cls in INLINE_FUNCTION_TYPES and not flags.interceptors
                         and flags.autograd is None and not tls.function_subclass_disabled):
                     # the default __tensor_function__, inline (as handle_function runs it)
-                    return result_as(resolve((other, self), _NO_KWARGS), cls, (self, other))
+                    return result_as(number_resolve((other, self), _NO_KWARGS), cls,
+                                     (self, other))
             if cls in FUNCTION_TYPES:     # a subclass: its handler decides
                 return handle_function(method, impl, (self, other), {})
             return slow((self, other), {})
@@ -395,13 +400,15 @@ def op_method(op, impl, name: str, reflected: bool = False, scalar_op=None):
                         return NotImplemented
                 return o(self, *args)
             # Operands are plain tensors, numbers or (default handler) ``cls`` tensors.
-            kernel = kernels.get(self._storage.device.type) if direct else None
+            number = scalar_op is not None and args and args[0].__class__ in _NUMBERS
+            kernel = ((number_kernels if number else kernels).get(self._storage.device.type)
+                      if direct else None)
             if kernel is not None:
                 out = kernel(self, *args)
                 if view_op is not None:
                     _record_view_op(view_op, out)
             else:
-                out = resolve((self,) + args, _NO_KWARGS)
+                out = (number_resolve if number else resolve)((self,) + args, _NO_KWARGS)
             rc = out.__class__
             if rc is cls:
                 return out
