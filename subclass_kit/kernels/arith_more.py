@@ -6,11 +6,11 @@ the ops they equal.
   broadcasting, promotion, TensorIterator's layout; See Note [One rule per op]), errors
   included (ATen's ``floor_divide`` runs ``div_floor_stub``): "div_floor_cpu" not implemented
   for 'Bool', "ZeroDivisionError" for an integer division by zero. Its ``out=`` with a number
-  ``other`` is PyTorch's generated ``floor_divide.Scalar_out`` (``_autogen_out``).
+  ``other`` is PyTorch's generated ``floor_divide.Scalar_out`` (``register_autogen_out``).
 - ``rsub.Tensor(self, other, alpha=1)`` and ``rsub.Scalar`` are ``sub``'s kernel called as
   ``sub(other, self, alpha)``, as ATen's ``rsub`` is: ``other``'s layout leads the result's,
   and the bool, ``alpha`` and broadcasting errors are ``sub``'s. Their ``out=`` overloads are
-  generated in PyTorch (``_autogen_out``).
+  generated in PyTorch (``register_autogen_out``).
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ import numpy as np
 
 from ..registry import ops, register_kernel
 from ..storage import META, round_to_bfloat16
-from ._common import Spec, resize_out
 from ._iter_layout import alloc, contig
-from ._scalars import cpp_name
 from . import _pointwise_fns as fns
-from .pointwise import _NOT_BOOL, _Info, _fast_dtypes, _register, _register_inplace
+from .pointwise import (_NOT_BOOL, _Info, _fast_dtypes, _register, _register_inplace,
+                        register_autogen_out)
 
 
 def _floor(out, a, b):
@@ -50,31 +49,9 @@ def _swapped(sub_kernel):
     return kernel
 
 
-def _autogen_out(functional, name):
-    """An ``out=`` kernel as PyTorch generates it for ``rsub`` and ``floor_divide`` ("run the
-    functional kernel, then copy into ``out``"): the functional's errors first, then "Expected
-    out tensor to have dtype float, but got long int instead", then the device; a resized
-    ``out`` is contiguous. Nothing is written before every check has passed."""
-    def kernel(*args, out, **kwargs):
-        result = functional(*args, **kwargs)
-        if out._dtype is not result._dtype:
-            raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result._dtype)}, "
-                               f"but got {cpp_name(out._dtype)} instead")
-        device = result._storage.device
-        if out._storage.device is not device:
-            raise RuntimeError(f"Expected out tensor to have device {device.type}, but got "
-                               f"{out._storage.device.type} instead")
-        sizes = result._layout.sizes
-        resize_out(out, Spec(sizes, contig(sizes), result._dtype, device), name)
-        if device is not META:
-            np.copyto(out._array(), result._array())
-        return out
-    return kernel
-
-
 def _floor_divide_out(tensor_out, scalar_out):
     """``floor_divide.out``: TensorIterator's out= for a tensor ``other``; for a number, as
-    PyTorch's ``floor_divide.Scalar_out`` (generated: ``_autogen_out``)."""
+    PyTorch's ``floor_divide.Scalar_out`` (generated: ``register_autogen_out``)."""
     def kernel(self, other, *, out):
         if isinstance(other, (bool, int, float)):
             return scalar_out(self, other, out=out)
@@ -92,22 +69,29 @@ def _scalar_overload(tensor_kernel):
     return kernel
 
 
-def _scalar_out(tensor_out_kernel):
-    def kernel(self, other, alpha=1, *, out):
-        return tensor_out_kernel(self, other, alpha=alpha, out=out)
-    return kernel
+# ``rsub``'s rule and fill are ``sub``'s with the operands swapped (the Scalar overload's
+# ``alpha`` is positional), for its generated out= overloads.
+def _rsub_rule(self, other, alpha=1):
+    return ops.sub.Tensor.rule(other, self, alpha=alpha)
 
 
+def _rsub_fill(outs, spec, self, other, alpha=1):
+    ops.sub.Tensor.fill(outs, spec, other, self, alpha=alpha)
+
+
+for _op in (ops.rsub.Tensor, ops.rsub.Scalar):
+    _op.rule, _op.fill = _rsub_rule, _rsub_fill
 for _device in ("cpu", "meta"):
     _tensor = _swapped(ops.sub.Tensor._kernels[_device])
-    _tensor_out = _autogen_out(_tensor, "rsub.Tensor_out")
-    register_kernel(ops.floor_divide.out, _device)(_floor_divide_out(
-        ops.floor_divide.out._kernels[_device],
-        _autogen_out(ops.floor_divide.default._kernels[_device], "floor_divide.out")))
     register_kernel(ops.rsub.Tensor, _device)(_tensor)
-    register_kernel(ops.rsub.Tensor_out, _device)(_tensor_out)
     register_kernel(ops.rsub.Scalar, _device)(_scalar_overload(_tensor))
-    register_kernel(ops.rsub.Scalar_out, _device)(_scalar_out(_tensor_out))
+register_autogen_out(ops.rsub.Tensor_out, ops.rsub.Tensor)
+register_autogen_out(ops.rsub.Scalar_out, ops.rsub.Scalar)
+_floor_divide_out_kernels = dict(ops.floor_divide.out._kernels)
+register_autogen_out(ops.floor_divide.out, ops.floor_divide.default)
+for _device in ("cpu", "meta"):
+    register_kernel(ops.floor_divide.out, _device)(_floor_divide_out(
+        _floor_divide_out_kernels[_device], ops.floor_divide.out._kernels[_device]))
 
 
 # The Scalar overloads (``pow.Tensor_Scalar``, ``eq.Scalar``, ``remainder.Scalar_Tensor``...)
@@ -170,11 +154,9 @@ for _tensor_op, _names in _SCALAR_OVERLOADS.items():
         _register(_overload, _POW_SCALAR if _name == "Tensor_Scalar" else _tensor_op.info)
 _register_inplace(ops.pow_.Scalar, _POW_SCALAR, ops.pow.Tensor_Scalar.fill,
                   _fast_dtypes(_POW_SCALAR))
-# PyTorch generates the out= of the Scalar-self overloads ("autogen"): see _autogen_out.
+# PyTorch generates the out= of the Scalar-self overloads ("autogen").
 for _packet in (ops.remainder, ops.bitwise_and, ops.bitwise_or, ops.bitwise_xor):
-    for _device in ("cpu", "meta"):
-        register_kernel(_packet.Scalar_Tensor_out, _device)(_autogen_out(
-            _packet.Scalar_Tensor._kernels[_device], f"{_packet.Scalar_Tensor.name}.out"))
+    register_autogen_out(_packet.Scalar_Tensor_out, _packet.Scalar_Tensor)
 
 
 def _contiguous(t):

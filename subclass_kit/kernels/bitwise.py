@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import ops, register_kernel, overload_of
-from ..storage import META
-from ._common import Spec, resize_out
-from ._iter_layout import contig
-from ._scalars import cpp_name
-from .pointwise import _BOOL, _FLOATING, _Info, _register, _register_inplace
+from ..registry import ops
+from .pointwise import (_BOOL, _FLOATING, _Info, _register, _register_inplace,
+                        register_autogen_out)
 
 _UNSUPPORTED = _FLOATING | _BOOL
 
@@ -67,36 +64,8 @@ for _op, _functional in ((ops.__ilshift__.Tensor, ops.__lshift__.Tensor),
 
 
 
-def _register_autogen_out(op_out, functional):
-    """The ``out=`` of an operator overload (``__lshift__.Scalar_out``...) and of
-    ``bitwise_*_shift.Scalar_Tensor_out``: PyTorch generates it
-    as "run the functional op, then copy into ``out``", so the functional op's errors come
-    first, then "Expected out tensor to have dtype long int, but got int instead", then the
-    device, and a resized ``out`` is contiguous. (PyTorch resizes ``out`` before the dtype
-    check; here no error leaves ``out`` changed.)"""
-    # packets: the overloads their calls run
-    op_out, functional = overload_of(op_out), overload_of(functional)
-
-    def kernel(*args, out):
-        spec = functional.rule(*args)
-        if out._dtype is not spec.dtype:
-            raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(spec.dtype)}, but "
-                               f"got {cpp_name(out._dtype)} instead")
-        if out._storage.device is not spec.device:
-            raise RuntimeError(f"Expected out tensor to have device {spec.device.type}, but "
-                               f"got {out._storage.device.type} instead")
-        resize_out(out, Spec(spec.sizes, contig(spec.sizes), spec.dtype, spec.device),
-                   op_out.name)
-        if out._storage.device is not META:
-            functional.fill([out._array()], spec, *args)
-        return out
-
-    register_kernel(op_out, "cpu")(kernel)
-    register_kernel(op_out, "meta")(kernel)
-
-
 for _packet in (ops.__lshift__, ops.__rshift__):
-    _register_autogen_out(_packet.Tensor_out, _packet.Tensor)
-    _register_autogen_out(_packet.Scalar_out, _packet.Scalar)
+    register_autogen_out(_packet.Tensor_out, _packet.Tensor)
+    register_autogen_out(_packet.Scalar_out, _packet.Scalar)
 for _packet in (ops.bitwise_left_shift, ops.bitwise_right_shift):   # "autogen" in PyTorch too
-    _register_autogen_out(_packet.Scalar_Tensor_out, _packet.Scalar_Tensor)
+    register_autogen_out(_packet.Scalar_Tensor_out, _packet.Scalar_Tensor)

@@ -533,5 +533,32 @@ _INFOS = {
 for _op, _info in _INFOS.items():
     _register(_op, _info)
 
+def register_autogen_out(op_out, functional):
+    """The ``out=`` kernels (cpu and meta) of an op whose ``out=`` PyTorch generates ("run the
+    functional op, then copy into ``out``": ``__lshift__.Scalar_out``, ``rsub.Scalar_out``,
+    ``remainder.Scalar_Tensor_out``...), from ``functional``'s ``rule`` and ``fill``: the
+    functional op's errors first, then "Expected out tensor to have dtype long int, but got int
+    instead", then the device; a resized ``out`` is contiguous. (PyTorch resizes ``out`` before
+    the dtype check; here no error leaves ``out`` changed.)"""
+    op_out, functional = overload_of(op_out), overload_of(functional)
+
+    def kernel(*args, out, **kwargs):
+        spec = functional.rule(*args, **kwargs)
+        if out._dtype is not spec.dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(spec.dtype)}, but "
+                               f"got {cpp_name(out._dtype)} instead")
+        if out._storage.device is not spec.device:
+            raise RuntimeError(f"Expected out tensor to have device {spec.device.type}, but "
+                               f"got {out._storage.device.type} instead")
+        resize_out(out, Spec(spec.sizes, contig(spec.sizes), spec.dtype, spec.device),
+                   op_out.name)
+        if out._storage.device is not META:
+            functional.fill([out._array()], spec, *args, **kwargs)
+        return out
+
+    register_kernel(op_out, "cpu")(kernel)
+    register_kernel(op_out, "meta")(kernel)
+
+
 # where and masked_fill register on import (they reuse this module's helpers).
 from . import where as _where  # noqa: F401
